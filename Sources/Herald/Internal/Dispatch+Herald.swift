@@ -1,0 +1,60 @@
+import Dispatch
+import Foundation
+
+/// Recognises the main dispatch queue and the queues Herald delivers on.
+///
+/// Herald never decides "main" by `Thread.isMainThread` alone: on Linux, under `dispatchMain()`,
+/// an async `main` or Swift Testing, a worker thread drains the main queue. A queue-specific value
+/// set on the main queue answers the question wherever the main queue runs. The main thread itself
+/// also counts, because code running there outside a main-queue block (top-level code, a
+/// `RunLoop` timer) already owns the main queue: waiting for it would deadlock.
+enum QueueIdentity {
+    /// The key whose value on a queue is that queue's own identity.
+    private struct Key: @unchecked Sendable {  // DispatchSpecificKey is immutable after creation.
+        let key = DispatchSpecificKey<ObjectIdentifier>()
+    }
+
+    private static let shared: Key = {
+        let key = Key()
+        DispatchQueue.main.setSpecific(key: key.key, value: ObjectIdentifier(DispatchQueue.main))
+        return key
+    }()
+
+    /// Marks `queue` so that ``isCurrent(_:)`` can recognise it.
+    static func mark(_ queue: DispatchQueue) {
+        let id = ObjectIdentifier(queue)
+        if queue.getSpecific(key: shared.key) != id {
+            queue.setSpecific(key: shared.key, value: id)
+        }
+    }
+
+    /// Whether the calling code runs on `queue` (or on a queue that targets it).
+    static func isCurrent(_ queue: DispatchQueue) -> Bool {
+        DispatchQueue.getSpecific(key: shared.key) == ObjectIdentifier(queue)
+    }
+
+    /// Whether the calling code runs on the main queue, or on the main thread outside any queue.
+    static var isMain: Bool {
+        DispatchQueue.getSpecific(key: shared.key) == ObjectIdentifier(DispatchQueue.main) || Thread.isMainThread
+    }
+}
+
+extension Duration {
+    /// The duration in whole nanoseconds, clamped to `0...Int64.max`.
+    var clampedNanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        if seconds < 0 || (seconds == 0 && attoseconds <= 0) { return 0 }
+        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        if overflow { return .max }
+        let (total, overflow2) = whole.addingReportingOverflow(attoseconds / 1_000_000_000)
+        return overflow2 ? .max : total
+    }
+
+    /// The dispatch time `self` from now; very long durations become `.distantFuture`.
+    var deadlineFromNow: DispatchTime {
+        let nanoseconds = clampedNanoseconds
+        // About 100 years: anything longer is "never" for a dispatch deadline.
+        if nanoseconds >= 3_153_600_000_000_000_000 { return .distantFuture }
+        return .now() + .nanoseconds(Int(nanoseconds))
+    }
+}
