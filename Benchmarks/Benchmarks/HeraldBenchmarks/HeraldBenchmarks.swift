@@ -1,0 +1,8 @@
+import Benchmark
+import Herald
+
+let benchmarks: @Sendable () -> Void = {
+    Benchmark("noop") { benchmark in
+        for _ in benchmark.scaledIterations { blackHole(1) }
+    }
+}
