@@ -241,22 +241,7 @@ public final class NotificationHub: Sendable {
     /// - Complexity: O(*n*) in the observers of this type; independent of observers of other types.
     ///   No heap allocation when only posting-thread observers match.
     public func post<N: TypedNotification>(_ notification: N, from subject: AnyObject? = nil) {
-        guard let snapshot = core.snapshot(of: N.self) else {
-            core.noteUnobserved(N.self, hadSubject: subject != nil)
-            return
-        }
-        var reached = false
-        if !snapshot.queued.isEmpty {
-            let item = QueuedItem(notification: notification, subjectID: subject.map(ObjectIdentifier.init), group: nil)
-            for observer in snapshot.queued where observer.accepts(subject) {
-                if observer.enqueue(item) { reached = true }
-            }
-        }
-        for observer in snapshot.posting where observer.accepts(subject) {
-            reached = true
-            _ = observer.invoke(notification, subjectID: subject.map(ObjectIdentifier.init))
-        }
-        if !reached {
+        if !core.post(notification, subject: subject) {
             core.noteUnobserved(N.self, hadSubject: subject != nil)
         }
     }

@@ -1,17 +1,54 @@
 import Synchronization
 
-/// The parts of a registration that do not depend on the notification type.
-protocol Cancellable: AnyObject, Sendable {
-    func cancel()
-    var isCancelled: Bool { get }
+/// Something an ``Observation`` token ends: a Herald observer, or a closure given by the user.
+///
+/// A class without stored properties rather than a protocol, so that a token holds one pointer
+/// instead of an existential (see the memory target in DESIGN.md).
+class Cancellable: @unchecked Sendable {  // No state of its own; subclasses make their own choice.
+    /// Ends the registration. Calling it again does nothing.
+    func cancel() {}
+    /// Whether the registration has ended.
+    var isCancelled: Bool { true }
+    /// Whether letting go of the last token ends the registration.
+    var cancelsWithToken: Bool { true }
 }
 
 /// Where a handler was registered, kept as the literal `#fileID` and `#line`.
-struct SourceLocation: Sendable {
+struct SourceLocation: Sendable, Hashable {
     let fileID: StaticString
     let line: UInt32
 
     var fileString: String { fileID.description }
+
+    static func == (lhs: SourceLocation, rhs: SourceLocation) -> Bool {
+        lhs.line == rhs.line && lhs.fileID.utf8Start == rhs.fileID.utf8Start
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(line)
+        hasher.combine(UInt(bitPattern: fileID.utf8Start))
+    }
+
+    /// Every registration site seen so far, so that an observer stores a 4-byte index instead of
+    /// a 24-byte location. The table grows with the number of distinct `observe` call sites in
+    /// the program, not with the number of observers.
+    private static let sites = Mutex<(indices: [SourceLocation: UInt32], locations: [SourceLocation])>(([:], []))
+
+    /// The index of `self` in the table of registration sites.
+    var siteIndex: UInt32 {
+        Self.sites.withLock { sites in
+            if let index = sites.indices[self] { return index }
+            let index = UInt32(sites.locations.count)
+            sites.locations.append(self)
+            sites.indices[self] = index
+            return index
+        }
+    }
+
+    /// The registration site with index `index`.
+    static func site(_ index: UInt32) -> SourceLocation {
+        sites.withLock { $0.locations[Int(index)] }
+    }
 }
 
 /// What a contextual handler learns about the delivery besides the notification.
@@ -67,11 +104,25 @@ struct QueuedItem<N: Sendable>: Sendable {
     let group: WaitGroup?
 }
 
-/// The serial mailbox of an observer on an asynchronous target.
+/// The serial mailbox of an observer on an asynchronous target, and the rarely used parts of an
+/// observer: its target, its filters and a contextual handler.
+///
+/// Posting-thread observers without filters or a contextual handler have none, which keeps the
+/// common observer small. For them the mailbox part stays unused.
 ///
 /// At most one drain runs at a time. A drain takes the whole buffer as one batch, so a burst of
 /// posts costs one hop to the target, not one per notification.
 final class Lane<N: Sendable>: Sendable {
+    let target: DeliveryTarget
+    let filters: Filters?
+    let contextual: (@Sendable (N, DeliveryContext) throws -> Void)?
+
+    init(target: DeliveryTarget, filters: Filters?, contextual: (@Sendable (N, DeliveryContext) throws -> Void)?) {
+        self.target = target
+        self.filters = filters
+        self.contextual = contextual
+    }
+
     struct State {
         var buffer = ContiguousArray<QueuedItem<N>>()
         /// A drain job has been handed to the target and has not finished.
@@ -85,33 +136,48 @@ final class Lane<N: Sendable>: Sendable {
     let state = Mutex(State())
 }
 
-/// One registration: a handler, its target, its filters and, for asynchronous targets, a lane.
-final class Observer<N: Sendable>: Cancellable {
+/// The parts of a registration that a post reads without knowing the notification type.
+///
+/// Posts scan lists of `AnyObserver` (see ``ObserverList``) with code that is not generic, so an
+/// unspecialised post asks the runtime for no generic metadata. Only the final step, handing the
+/// notification to the handler, is a call into the generic ``Observer`` subclass.
+///
+/// The layout is kept to 56 bytes with its subclass (a 64-byte heap block): the hub core, the
+/// interned registration site, the cancelled flag and a few flags here; the handler and an
+/// optional ``Lane`` (target, filters, mailbox) in ``Observer``.
+class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the atomic flag.
     let core: HubCore
-    let target: DeliveryTarget
-    let handler: Handler<N>
-    let filters: Filters?
-    let lane: Lane<N>?
-    let location: SourceLocation
+    /// The index of the registration site (see ``SourceLocation/site(_:)``).
+    private let site: UInt32
     private let cancelled = Atomic<Bool>(false)
+    /// `Flags` bits.
+    let flags: UInt8
 
-    init(core: HubCore, target: DeliveryTarget, filters: Filters?, location: SourceLocation, handler: Handler<N>) {
-        self.core = core
-        self.target = target
-        self.handler = handler
-        self.filters = filters
-        self.location = location
-        self.lane = target.isPosting ? nil : Lane<N>()
+    enum Flags {
+        static let hasFilters: UInt8 = 1 << 0
+        static let hasOwner: UInt8 = 1 << 1
+        static let isPosting: UInt8 = 1 << 2
     }
+
+    init(core: HubCore, location: SourceLocation, flags: UInt8) {
+        self.core = core
+        self.site = location.siteIndex
+        self.flags = flags
+    }
+
+    /// Where the observer was registered.
+    var location: SourceLocation { SourceLocation.site(site) }
+
+    override var cancelsWithToken: Bool { flags & Flags.hasOwner == 0 }
 
     // MARK: Cancellation
 
     /// Whether ``cancel()`` has run, without checking the owner or subject.
     var isCancelledFlag: Bool { cancelled.load(ordering: .acquiring) }
 
-    var isCancelled: Bool {
+    override var isCancelled: Bool {
         if cancelled.load(ordering: .acquiring) { return true }
-        if let filters, filters.isDead {
+        if flags & Flags.hasFilters != 0, filtersAreDead {
             cancel()
             return true
         }
@@ -120,8 +186,81 @@ final class Observer<N: Sendable>: Cancellable {
 
     /// Ends the registration. Once this returns, the handler is not started again; a call already
     /// running on another thread may finish.
-    func cancel() {
+    override func cancel() {
         guard !cancelled.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        didCancel()
+    }
+
+    /// Removes the registration from the registry and drops what is queued for it.
+    func didCancel() {}
+
+    /// Whether an object the registration depends on has been deallocated.
+    var filtersAreDead: Bool { false }
+
+    /// Whether a post with `subject` passes the filters; called only when there are filters.
+    func filtersMatch(_ subject: AnyObject?) -> Bool { true }
+
+    /// Whether a post with `subject` should reach this observer right now.
+    @inline(__always)
+    final func accepts(_ subject: AnyObject?) -> Bool {
+        if cancelled.load(ordering: .acquiring) { return false }
+        if flags & Flags.hasFilters == 0 { return true }
+        if filtersAreDead {
+            cancel()
+            return false
+        }
+        return filtersMatch(subject)
+    }
+
+    // MARK: Type-erased delivery
+
+    /// Calls the handler with the notification at `payload`, on the calling thread; a failure is
+    /// reported to the hub's error handler.
+    func deliver(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) {}
+
+    /// Enqueues a copy of the notification at `payload` on the observer's lane.
+    ///
+    /// - Returns: `false` if the observation has ended and nothing was enqueued.
+    func enqueue(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) -> Bool { false }
+}
+
+/// One registration: a handler and, for asynchronous targets, filters or a contextual handler,
+/// a ``Lane``.
+final class Observer<N: Sendable>: AnyObserver, @unchecked Sendable {  // Immutable; see AnyObserver.
+    /// The handler; unused when `extras` holds a contextual one.
+    private let handler: @Sendable (N) throws -> Void
+    /// Target, filters, contextual handler and mailbox; `nil` for a plain posting-thread observer.
+    private let extras: Lane<N>?
+
+    init(core: HubCore, target: DeliveryTarget, filters: Filters?, location: SourceLocation, handler: Handler<N>) {
+        var flags: UInt8 = 0
+        if filters != nil { flags |= Flags.hasFilters }
+        if filters?.hasOwner == true { flags |= Flags.hasOwner }
+        if target.isPosting { flags |= Flags.isPosting }
+        switch handler {
+        case .plain(let body):
+            self.handler = body
+            self.extras =
+                target.isPosting && filters == nil ? nil : Lane(target: target, filters: filters, contextual: nil)
+        case .contextual(let body):
+            self.handler = { _ in }
+            self.extras = Lane(target: target, filters: filters, contextual: body)
+        }
+        super.init(core: core, location: location, flags: flags)
+    }
+
+    /// Where the handler runs.
+    var target: DeliveryTarget { extras?.target ?? .posting }
+    /// The `from:` subject and `owner:`, if any.
+    var filters: Filters? { extras?.filters }
+    /// The mailbox, for an observer on an asynchronous target.
+    var lane: Lane<N>? { flags & Flags.isPosting != 0 ? nil : extras }
+
+    override var filtersAreDead: Bool { extras?.filters?.isDead ?? false }
+
+    override func filtersMatch(_ subject: AnyObject?) -> Bool { extras?.filters?.matches(subject) ?? true }
+
+    override func didCancel() {
         core.remove(self)
         guard let lane else { return }
         let dropped = lane.state.withLock { state in
@@ -134,16 +273,34 @@ final class Observer<N: Sendable>: Cancellable {
         }
     }
 
-    /// Whether a post with `subject` should reach this observer right now.
-    @inline(__always)
-    func accepts(_ subject: AnyObject?) -> Bool {
-        if cancelled.load(ordering: .acquiring) { return false }
-        guard let filters else { return true }
-        if filters.isDead {
-            cancel()
-            return false
+    override func deliver(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) {
+        if extras?.contextual == nil {
+            do {
+                try handler(payload.assumingMemoryBound(to: N.self).pointee)
+            } catch {
+                report(error)
+            }
+        } else {
+            _ = invoke(payload.assumingMemoryBound(to: N.self).pointee, subjectID: subjectID)
         }
-        return filters.matches(subject)
+    }
+
+    override func enqueue(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) -> Bool {
+        enqueue(QueuedItem(notification: payload.assumingMemoryBound(to: N.self).pointee, subjectID: subjectID, group: nil))
+    }
+
+    /// Reports a handler's error to the hub and returns it as a failure.
+    @discardableResult
+    private func report(_ error: any Error) -> ObserverFailure {
+        let location = self.location
+        let failure = ObserverFailure(
+            error: error,
+            notificationType: String(describing: N.self),
+            fileID: location.fileString,
+            line: Int(location.line)
+        )
+        core.report(failure)
+        return failure
     }
 
     // MARK: Calling the handler
@@ -152,22 +309,14 @@ final class Observer<N: Sendable>: Cancellable {
     @inline(__always)
     func invoke(_ notification: N, subjectID: ObjectIdentifier?) -> ObserverFailure? {
         do {
-            switch handler {
-            case .plain(let body):
-                try body(notification)
-            case .contextual(let body):
-                try body(notification, DeliveryContext(subjectID: subjectID, target: target))
+            if let contextual = extras?.contextual {
+                try contextual(notification, DeliveryContext(subjectID: subjectID, target: target))
+            } else {
+                try handler(notification)
             }
             return nil
         } catch {
-            let failure = ObserverFailure(
-                error: error,
-                notificationType: String(describing: N.self),
-                fileID: location.fileString,
-                line: Int(location.line)
-            )
-            core.report(failure)
-            return failure
+            return report(error)
         }
     }
 
