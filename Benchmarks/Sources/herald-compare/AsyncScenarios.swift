@@ -220,7 +220,6 @@ struct AsyncScenarios {
         operations.underlyingQueue = queue
         let centerToken = center.addObserver(forName: .ping, object: nil, queue: operations) { @Sendable _ in sink.add(1) }
 
-        let target = DeliveryTarget.queue(queue)
         let contenders = [
             SyncContender("bare: queue.async { signal }; wait") { n in
                 for i in 0..<n {
@@ -234,9 +233,6 @@ struct AsyncScenarios {
             SyncContender("Herald postAndWait") { n in
                 for i in 0..<n { hub.postAndWait(Ping(value: i)) }
             },
-            SyncContender("Herald DeliveryTarget.performAndWait") { n in
-                for i in 0..<n { target.performAndWait { sink.add(i) } }
-            },
             SyncContender("NotificationCenter.post, OperationQueue observer") { n in
                 for _ in 0..<n { center.post(name: .ping, object: nil) }
             },
@@ -248,7 +244,7 @@ struct AsyncScenarios {
             Row(contender: contender.name, value: medians[index], unavailable: contender.unavailable)
         }
         rows[1].isHerald = true
-        rows[3].notes.append("on Linux, post waits for the operation")
+        rows[2].notes.append("on Linux, post waits for the operation")
         return RoundTripResult(
             section: Section(title: "Round trip to another serial queue", metric: "ns/round trip", rows: rows),
             herald: medians[1], bare: medians[0])

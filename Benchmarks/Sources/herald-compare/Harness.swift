@@ -80,6 +80,10 @@ struct Settings {
     var svgPath: String?
     /// Exit with a failure status when a target is missed.
     var strict = false
+    /// The scenarios to run; all when `nil`.
+    var only: Set<String>?
+
+    func runs(_ scenario: String) -> Bool { only?.contains(scenario) ?? true }
 
     /// Rounds of interleaved samples for the synchronous scenarios.
     var syncRounds: Int { quick ? 3 : 9 }

@@ -15,6 +15,8 @@ let usage = """
       --markdown   print the table as markdown (for the README)
       --svg PATH   write a chart of cost per post against observer count to PATH
       --strict     exit with status 1 if a DESIGN target shows MISS
+      --only LIST  run only these scenarios (comma-separated): sync, many, crowd, burst, main,
+                   roundtrip, memory, soak; the targets of the others show as not measured
     """
 
 var settings = Settings()
@@ -24,6 +26,12 @@ while let argument = arguments.popFirst() {
     case "--quick": settings.quick = true
     case "--markdown": settings.markdown = true
     case "--strict": settings.strict = true
+    case "--only":
+        guard let names = arguments.popFirst() else {
+            FileHandle.standardError.write(Data("--only needs a list of scenarios\n\(usage)\n".utf8))
+            exit(2)
+        }
+        settings.only = Set(names.split(separator: ",").map(String.init))
     case "--svg":
         guard let path = arguments.popFirst() else {
             FileHandle.standardError.write(Data("--svg needs a path\n\(usage)\n".utf8))
@@ -53,43 +61,67 @@ var checks: [TargetCheck] = []
 
 // Synchronous delivery.
 let sync = SyncScenarios(settings: settings)
-progress("synchronous post, 1 observer")
-let one = sync.oneObserver()
-sections.append(one.section)
-
-var many: [Int: SyncScenarios.ManyObserversResult] = [:]
-for count in [10, 100, 1_000] {
-    progress("synchronous post, \(count) observers")
-    many[count] = sync.manyObservers(count)
-    sections.append(many[count]!.section)
+var one: SyncScenarios.OneObserverResult?
+if settings.runs("sync") {
+    progress("synchronous post, 1 observer")
+    one = sync.oneObserver()
+    sections.append(one!.section)
 }
 
-progress("1 observer + 10,000 of other types")
-let crowd = sync.otherTypes(10_000)
-sections.append(crowd.section)
+var many: [Int: SyncScenarios.ManyObserversResult] = [:]
+if settings.runs("many") {
+    for count in [10, 100, 1_000] {
+        progress("synchronous post, \(count) observers")
+        many[count] = sync.manyObservers(count)
+        sections.append(many[count]!.section)
+    }
+}
+
+var crowd: SyncScenarios.OtherTypesResult?
+if settings.runs("crowd") {
+    progress("1 observer + 10,000 of other types")
+    crowd = sync.otherTypes(10_000)
+    sections.append(crowd!.section)
+}
 
 // Asynchronous delivery.
 let asyncScenarios = AsyncScenarios(settings: settings)
-progress("asynchronous burst to a serial queue")
-let burst = asyncScenarios.serialQueueBurst()
-sections.append(burst.section)
-progress("burst to the main queue")
-let mainBurst = asyncScenarios.mainQueueBurst()
-sections.append(mainBurst.section)
-progress("postAndWait round trip")
-let roundTrip = asyncScenarios.roundTrip()
-sections.append(roundTrip.section)
+var burst: AsyncScenarios.SerialBurstResult?
+if settings.runs("burst") {
+    progress("asynchronous burst to a serial queue")
+    burst = asyncScenarios.serialQueueBurst()
+    sections.append(burst!.section)
+}
+var mainBurst: AsyncScenarios.MainBurstResult?
+if settings.runs("main") {
+    progress("burst to the main queue")
+    mainBurst = asyncScenarios.mainQueueBurst()
+    sections.append(mainBurst!.section)
+}
+var roundTrip: AsyncScenarios.RoundTripResult?
+if settings.runs("roundtrip") {
+    progress("postAndWait round trip")
+    roundTrip = asyncScenarios.roundTrip()
+    sections.append(roundTrip!.section)
+}
 
 // Memory.
 let memory = MemoryScenarios(settings: settings)
-progress("memory per observer")
-let perObserver = memory.bytesPerObserver()
-sections.append(perObserver.section)
-progress("memory per queued notification")
-let perQueued = memory.bytesPerQueuedNotification()
-sections.append(perQueued.section)
-progress("soak")
-let soak = memory.soak()
+var perObserver: MemoryScenarios.ObserverResult?
+var perQueued: MemoryScenarios.QueuedResult?
+if settings.runs("memory") {
+    progress("memory per observer")
+    perObserver = memory.bytesPerObserver()
+    sections.append(perObserver!.section)
+    progress("memory per queued notification")
+    perQueued = memory.bytesPerQueuedNotification()
+    sections.append(perQueued!.section)
+}
+var soak: MemoryScenarios.SoakResult?
+if settings.runs("soak") {
+    progress("soak")
+    soak = memory.soak()
+}
 
 // Report.
 if settings.markdown {
@@ -98,42 +130,45 @@ if settings.markdown {
 } else {
     print(plainTable(sections))
 }
-print("")
-for line in soak.lines { print(line) }
+if let soak {
+    print("")
+    for line in soak.lines { print(line) }
+}
 
 // Targets.
 func ns(_ value: Double?) -> String { value.map { formatNumber($0) + " ns" } ?? "not measured" }
 
-if let mallocs = one.heraldMallocsPerPost {
-    checks.append(
-        TargetCheck(
-            target: "sync post to 1 posting-thread observer makes 0 heap allocations",
-            measured: "\(formatNumber(mallocs)) mallocs/post", passed: mallocs == 0))
-} else {
-    checks.append(
-        TargetCheck(
-            target: "sync post to 1 posting-thread observer makes 0 heap allocations",
-            measured: "not counted on this platform (see the package-benchmark suite)", passed: false))
+let allocationTarget = "sync post to 1 posting-thread observer makes 0 heap allocations"
+if let one {
+    if let mallocs = one.heraldMallocsPerPost {
+        checks.append(
+            TargetCheck(target: allocationTarget, measured: "\(formatNumber(mallocs)) mallocs/post", passed: mallocs == 0))
+    } else {
+        checks.append(
+            TargetCheck(
+                target: allocationTarget,
+                measured: "not counted on this platform (see the package-benchmark suite)", passed: false))
+    }
+    if let herald = one.heraldNanoseconds, let foundation = one.foundationNanoseconds {
+        checks.append(
+            TargetCheck(
+                target: "sync post to 1 observer ≤ 1/20 of NotificationCenter.post",
+                measured: "\(ns(herald)) vs \(ns(foundation)) = 1/\(formatNumber(foundation / herald))",
+                passed: herald * 20 <= foundation))
+    }
+    if let single = one.heraldNanoseconds, let thousand = many[1_000]?.heraldPost,
+        let direct = many[1_000]?.directPerCall
+    {
+        let perExtra = (thousand - single) / 999
+        checks.append(
+            TargetCheck(
+                target: "each extra observer ≤ 2× a direct closure call",
+                measured: "\(ns(perExtra)) per extra observer ((1,000 − 1 observers) / 999) vs \(ns(direct)) "
+                    + "per direct call = \(formatRatio(perExtra / direct))",
+                passed: perExtra <= 2 * direct))
+    }
 }
-if let herald = one.heraldNanoseconds, let foundation = one.foundationNanoseconds {
-    checks.append(
-        TargetCheck(
-            target: "sync post to 1 observer ≤ 1/20 of NotificationCenter.post",
-            measured: "\(ns(herald)) vs \(ns(foundation)) = 1/\(formatNumber(foundation / herald))",
-            passed: herald * 20 <= foundation))
-}
-if let single = one.heraldNanoseconds, let thousand = many[1_000]?.heraldPost,
-    let direct = many[1_000]?.directPerCall
-{
-    let perExtra = (thousand - single) / 999
-    checks.append(
-        TargetCheck(
-            target: "each extra observer ≤ 2× a direct closure call",
-            measured: "\(ns(perExtra)) per extra observer ((1,000 − 1 observers) / 999) vs \(ns(direct)) "
-                + "per direct call = \(formatRatio(perExtra / direct))",
-            passed: perExtra <= 2 * direct))
-}
-if let baseline = crowd.heraldBaseline, let crowded = crowd.heraldCrowded {
+if let crowd, let baseline = crowd.heraldBaseline, let crowded = crowd.heraldCrowded {
     let change = (crowded / baseline - 1) * 100
     checks.append(
         TargetCheck(
@@ -141,76 +176,82 @@ if let baseline = crowd.heraldBaseline, let crowded = crowd.heraldCrowded {
             measured: "\(ns(crowded)) vs \(ns(baseline)) = \(String(format: "%+.1f%%", change))",
             passed: change <= 10))
 }
-checks.append(
-    TargetCheck(
-        target: "async burst: one hop per batch, not per notification",
-        measured: "\(burst.heraldHops.formatted) hops for \(burst.hopsBurstSize.formatted) posts",
-        passed: burst.heraldHops * 10 <= burst.hopsBurstSize))
-if let herald = burst.herald.nanosecondsPerNotification, let dispatch = burst.dispatch.nanosecondsPerNotification {
+if let burst {
     checks.append(
         TargetCheck(
-            target: "async burst ≥ 5× the throughput of one DispatchQueue.async per notification",
-            measured: "\(ns(herald)) vs \(ns(dispatch)) per notification = \(formatRatio(dispatch / herald))",
-            passed: dispatch >= 5 * herald))
-}
-if let herald = burst.herald.nanosecondsPerNotification {
-    if let message = burst.asyncMessage.nanosecondsPerNotification {
+            target: "async burst: one hop per batch, not per notification",
+            measured: "\(burst.heraldHops.formatted) hops for \(burst.hopsBurstSize.formatted) posts",
+            passed: burst.heraldHops * 10 <= burst.hopsBurstSize))
+    if let herald = burst.herald.nanosecondsPerNotification, let dispatch = burst.dispatch.nanosecondsPerNotification {
         checks.append(
             TargetCheck(
-                target: "async burst ≥ 20× the throughput of AsyncMessage",
-                measured: "\(ns(herald)) vs \(ns(message)) per notification = \(formatRatio(message / herald))",
-                passed: message >= 20 * herald))
-    } else {
-        checks.append(
-            TargetCheck(
-                target: "async burst ≥ 20× the throughput of AsyncMessage",
-                measured: "AsyncMessage \(typedMessagesMissing)", passed: true))
+                target: "async burst ≥ 5× the throughput of one DispatchQueue.async per notification",
+                measured: "\(ns(herald)) vs \(ns(dispatch)) per notification = \(formatRatio(dispatch / herald))",
+                passed: dispatch >= 5 * herald))
+    }
+    if let herald = burst.herald.nanosecondsPerNotification {
+        if let message = burst.asyncMessage.nanosecondsPerNotification {
+            checks.append(
+                TargetCheck(
+                    target: "async burst ≥ 20× the throughput of AsyncMessage",
+                    measured: "\(ns(herald)) vs \(ns(message)) per notification = \(formatRatio(message / herald))",
+                    passed: message >= 20 * herald))
+        } else {
+            checks.append(
+                TargetCheck(
+                    target: "async burst ≥ 20× the throughput of AsyncMessage",
+                    measured: "AsyncMessage \(typedMessagesMissing)", passed: true))
+        }
     }
 }
-let heraldInversions = burst.herald.inversions + mainBurst.herald.inversions + soak.inversions
-let heraldLost = burst.herald.lost + mainBurst.herald.lost
-checks.append(
-    TargetCheck(
-        target: "async delivery keeps order",
-        measured: "\(heraldInversions) inversions, \(heraldLost) lost (serial queue, main queue, soak)",
-        passed: heraldInversions == 0 && heraldLost == 0))
-if let herald = roundTrip.herald, let bare = roundTrip.bare {
+if burst != nil || mainBurst != nil || soak != nil {
+    let inversions = (burst?.herald.inversions ?? 0) + (mainBurst?.herald.inversions ?? 0) + (soak?.inversions ?? 0)
+    let lost = (burst?.herald.lost ?? 0) + (mainBurst?.herald.lost ?? 0)
+    checks.append(
+        TargetCheck(
+            target: "async delivery keeps order",
+            measured: "\(inversions) inversions, \(lost) lost (serial queue, main queue, soak)",
+            passed: inversions == 0 && lost == 0))
+}
+if let roundTrip, let herald = roundTrip.herald, let bare = roundTrip.bare {
     checks.append(
         TargetCheck(
             target: "postAndWait to another queue ≤ 1.2× a bare DispatchQueue round trip",
             measured: "\(ns(herald)) vs \(ns(bare)) = \(formatRatio(herald / bare))",
             passed: herald <= 1.2 * bare))
 }
-if let bytes = perObserver.heraldPosting {
+if let bytes = perObserver?.heraldPosting {
     checks.append(
         TargetCheck(
             target: "an observer costs ≤ 150 B",
             measured: "\(formatNumber(bytes)) B per posting-thread observer, token and closure context included",
             passed: bytes <= 150))
 }
-if let bytes = perQueued.heraldBeyondPayload {
+if let bytes = perQueued?.heraldBeyondPayload {
     checks.append(
         TargetCheck(
             target: "a queued notification costs ≤ 64 B plus its payload",
             measured: "\(formatNumber(bytes)) B beyond the payload",
             passed: bytes <= 64))
 }
-let heapGrowth = Double(soak.heapEnd) - Double(soak.heapStart)
-let residentGrowth = Double(soak.residentEnd) - Double(soak.residentStart)
-checks.append(
-    TargetCheck(
-        target: "memory stays flat over a \(settings.soakSize.formatted)-notification soak",
-        measured: String(
-            format: "heap %+.1f KiB, resident %+.1f KiB between the first and the last round",
-            heapGrowth / 1024, residentGrowth / 1024),
-        passed: heapGrowth < 256 * 1024 && residentGrowth < 4 * 1024 * 1024))
+if let soak {
+    let heapGrowth = Double(soak.heapEnd) - Double(soak.heapStart)
+    let residentGrowth = Double(soak.residentEnd) - Double(soak.residentStart)
+    checks.append(
+        TargetCheck(
+            target: "memory stays flat over a \(settings.soakSize.formatted)-notification soak",
+            measured: String(
+                format: "heap %+.1f KiB, resident %+.1f KiB between the first and the last round",
+                heapGrowth / 1024, residentGrowth / 1024),
+            passed: heapGrowth < 256 * 1024 && residentGrowth < 4 * 1024 * 1024))
+}
 
 print("")
 print("DESIGN targets:")
 print(targetLines(checks))
 
 // Chart.
-if let path = settings.svgPath {
+if let path = settings.svgPath, let one {
     var herald: [(Int, Double)] = []
     var foundation: [(Int, Double)] = []
     var direct: [(Int, Double)] = []
