@@ -240,9 +240,22 @@ public final class NotificationHub: Sendable {
     ///     registered with `from:`. Observers registered without a subject receive every post.
     /// - Complexity: O(*n*) in the observers of this type; independent of observers of other types.
     ///   No heap allocation when only posting-thread observers match.
+    @inlinable
     public func post<N: TypedNotification>(_ notification: N, from subject: AnyObject? = nil) {
-        if !core.post(notification, subject: subject) {
-            core.noteUnobserved(N.self, hadSubject: subject != nil)
+        // Inlined into the caller, where `N` is concrete: the rest of the post is not generic, so
+        // it runs without asking the runtime for generic metadata.
+        withUnsafePointer(to: notification) { payload in
+            _post(UnsafeRawPointer(payload), of: N.self, from: subject)
+        }
+    }
+
+    /// The body of ``post(_:from:)``: `payload` points to a notification of type `type`.
+    ///
+    /// Not API: it exists so that ``post(_:from:)`` can be inlined into its caller.
+    @usableFromInline
+    func _post(_ payload: UnsafeRawPointer, of type: any TypedNotification.Type, from subject: AnyObject?) {
+        if !core.post(payload, key: ObjectIdentifier(type), subject: subject) {
+            core.noteUnobserved(type, hadSubject: subject != nil)
         }
     }
 

@@ -182,13 +182,15 @@ final class HubCore: Sendable {
 
     /// Delivers a fire-and-forget post without taking a lock.
     ///
+    /// - Parameters:
+    ///   - payload: The notification, of the type whose identity is `key`.
+    ///   - key: `ObjectIdentifier` of the notification type.
+    ///   - subject: The post's subject.
     /// - Returns: Whether the post reached at least one observer.
     @inline(__always)
-    func post<N: Sendable>(_ notification: N, subject: AnyObject?) -> Bool {
-        guard let bucket = index.bucket(for: ObjectIdentifier(N.self)) else { return false }
-        return withUnsafePointer(to: notification) { payload in
-            bucket._withUnsafeGuaranteedRef { $0.post(UnsafeRawPointer(payload), subject: subject) }
-        }
+    func post(_ payload: UnsafeRawPointer, key: ObjectIdentifier, subject: AnyObject?) -> Bool {
+        guard let bucket = index.bucket(for: key) else { return false }
+        return bucket._withUnsafeGuaranteedRef { $0.post(payload, subject: subject) }
     }
 
     func snapshot<N: Sendable>(of type: N.Type) -> Snapshot<N>? {
@@ -272,7 +274,7 @@ final class HubCore: Sendable {
         handler(failure)
     }
 
-    func noteUnobserved<N>(_ type: N.Type, hadSubject: Bool) {
+    func noteUnobserved(_ type: any Any.Type, hadSubject: Bool) {
         unobservedCount.add(1, ordering: .relaxed)
         if let handler = unobservedHandler.withLock({ $0 }) {
             handler(UnobservedPost(notificationType: String(describing: type), hadSubject: hadSubject))

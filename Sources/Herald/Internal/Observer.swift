@@ -123,17 +123,80 @@ final class Lane<N: Sendable>: Sendable {
         self.contextual = contextual
     }
 
-    struct State {
-        var buffer = ContiguousArray<QueuedItem<N>>()
-        /// A drain job has been handed to the target and has not finished.
-        var isScheduled = false
-        /// The thread draining right now, or 0.
-        var drainer: UInt = 0
-        /// The observation ended: no more items are accepted.
-        var isClosed = false
+    let state = Mutex(LaneState())
+    /// The layout of one queued item of type `N`.
+    let layout = ItemQueue.Layout(of: N.self)
+    /// Set by a poster that appends while a drain runs, so that a lingering drain sees new items
+    /// without taking the lock.
+    let hasNews = Atomic<Bool>(false)
+
+    /// Appends a copy of `notification`, unless the lane is closed.
+    ///
+    /// - Returns: Whether the item was accepted, and whether the caller must schedule a drain.
+    @inline(__always)
+    func append(_ notification: UnsafePointer<N>, subjectID: ObjectIdentifier?, group: WaitGroup?) -> (Bool, Bool) {
+        state.withLock { state -> (Bool, Bool) in
+            if state.isClosed { return (false, false) }
+            append(notification, subjectID: subjectID, group: group, to: &state.items)
+            if state.drainer != 0 {
+                // Written only when a lingering drain cleared it: no cache-line traffic otherwise.
+                if !hasNews.load(ordering: .relaxed) { hasNews.store(true, ordering: .relaxed) }
+                return (true, false)
+            }
+            if state.isScheduled { return (true, false) }
+            state.isScheduled = true
+            return (true, true)
+        }
     }
 
-    let state = Mutex(State())
+    /// Copies an item into `items`. Call under the lane's lock.
+    @inline(__always)
+    func append(
+        _ notification: UnsafePointer<N>, subjectID: ObjectIdentifier?, group: WaitGroup?, to items: inout ItemQueue
+    ) {
+        let layout = self.layout
+        let slot = items.appendSlot(layout) { from, to, count in
+            if _isBitwiseTakable(N.self) {
+                to.copyMemory(from: from, byteCount: count * layout.stride)
+                return
+            }
+            for index in 0..<count {
+                let source = from + index * layout.stride
+                let destination = to + index * layout.stride
+                destination.copyMemory(from: source, byteCount: 16)
+                (destination + layout.payloadOffset).assumingMemoryBound(to: N.self).moveInitialize(
+                    from: (source + layout.payloadOffset).assumingMemoryBound(to: N.self), count: 1)
+            }
+        }
+        slot.storeBytes(of: subjectID.map { UInt(bitPattern: $0) } ?? 0, as: UInt.self)
+        let groupBits = group.map { UInt(bitPattern: Unmanaged.passRetained($0).toOpaque()) } ?? 0
+        slot.storeBytes(of: groupBits, toByteOffset: 8, as: UInt.self)
+        (slot + layout.payloadOffset).assumingMemoryBound(to: N.self).initialize(to: notification.pointee)
+    }
+
+    /// The subject identity and wait group of an item; the group's reference passes to the caller.
+    @inline(__always)
+    static func takeHeader(_ item: UnsafeMutableRawPointer) -> (ObjectIdentifier?, WaitGroup?) {
+        let subjectBits = item.load(as: UInt.self)
+        let groupBits = item.load(fromByteOffset: 8, as: UInt.self)
+        let subjectID = subjectBits == 0 ? nil : unsafeBitCast(subjectBits, to: ObjectIdentifier.self)
+        let group = UnsafeRawPointer(bitPattern: groupBits).map { Unmanaged<WaitGroup>.fromOpaque($0).takeRetainedValue() }
+        return (subjectID, group)
+    }
+
+    deinit {
+        // Items left when the last reference goes (a target that never ran the drain job).
+        var items = state.withLock { state in
+            defer { state.items = ItemQueue() }
+            return state.items
+        }
+        for index in 0..<items.count {
+            let item = items.item(index, layout)
+            (item + layout.payloadOffset).assumingMemoryBound(to: N.self).deinitialize(count: 1)
+            Self.takeHeader(item).1?.leave(.skipped)
+        }
+        items.deallocate()
+    }
 }
 
 /// The parts of a registration that a post reads without knowing the notification type.
@@ -263,14 +326,17 @@ final class Observer<N: Sendable>: AnyObserver, @unchecked Sendable {  // Immuta
     override func didCancel() {
         core.remove(self)
         guard let lane else { return }
-        let dropped = lane.state.withLock { state in
+        var dropped = lane.state.withLock { state in
             state.isClosed = true
-            defer { state.buffer = [] }
-            return state.buffer
+            defer { state.items = ItemQueue() }
+            return state.items
         }
-        for item in dropped {
-            item.group?.leave(.skipped)
+        for index in 0..<dropped.count {
+            let item = dropped.item(index, lane.layout)
+            (item + lane.layout.payloadOffset).assumingMemoryBound(to: N.self).deinitialize(count: 1)
+            Lane<N>.takeHeader(item).1?.leave(.skipped)
         }
+        dropped.deallocate()
     }
 
     override func deliver(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) {
@@ -286,7 +352,7 @@ final class Observer<N: Sendable>: AnyObserver, @unchecked Sendable {  // Immuta
     }
 
     override func enqueue(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) -> Bool {
-        enqueue(QueuedItem(notification: payload.assumingMemoryBound(to: N.self).pointee, subjectID: subjectID, group: nil))
+        enqueue(payload.assumingMemoryBound(to: N.self), subjectID: subjectID, group: nil)
     }
 
     /// Reports a handler's error to the hub and returns it as a failure.
@@ -327,18 +393,49 @@ final class Observer<N: Sendable>: AnyObserver, @unchecked Sendable {  // Immuta
     /// - Returns: `false` if the observation has ended and the item was not accepted.
     @discardableResult
     func enqueue(_ item: QueuedItem<N>) -> Bool {
-        guard let lane else { return false }
-        let (accepted, mustSchedule) = lane.state.withLock { state -> (Bool, Bool) in
-            if state.isClosed { return (false, false) }
-            state.buffer.append(item)
-            if state.isScheduled || state.drainer != 0 { return (true, false) }
-            state.isScheduled = true
-            return (true, true)
+        withUnsafePointer(to: item.notification) { enqueue($0, subjectID: item.subjectID, group: item.group) }
+    }
+
+    /// Appends a copy of `notification` to the lane and schedules a drain if none is pending.
+    ///
+    /// - Returns: `false` if the observation has ended and the item was not accepted.
+    private func enqueue(_ notification: UnsafePointer<N>, subjectID: ObjectIdentifier?, group: WaitGroup?) -> Bool {
+        guard flags & Flags.isPosting == 0 else { return false }
+        // Called on the field itself, so that the lane is borrowed rather than retained.
+        guard let (accepted, mustSchedule) = extras?.append(notification, subjectID: subjectID, group: group) else {
+            return false
         }
         if mustSchedule {
-            target.schedule { [self] in drainScheduled() }
+            scheduleDrain()
         }
         return accepted
+    }
+
+    /// Puts items into the lane of an observer that posts cannot see yet (replayed values).
+    ///
+    /// Called under the registry lock, before the observer is added, so the items come before any
+    /// live post. It never calls out: when it returns `true`, call ``scheduleDrain()`` once the
+    /// registry lock is released.
+    ///
+    /// - Returns: Whether a drain must be scheduled.
+    func preload(_ items: [QueuedItem<N>]) -> Bool {
+        guard let lane, !items.isEmpty else { return false }
+        return lane.state.withLock { state -> Bool in
+            if state.isClosed { return false }
+            for item in items {
+                withUnsafePointer(to: item.notification) {
+                    lane.append($0, subjectID: item.subjectID, group: item.group, to: &state.items)
+                }
+            }
+            if state.isScheduled || state.drainer != 0 { return false }
+            state.isScheduled = true
+            return true
+        }
+    }
+
+    /// Hands the drain job to the target.
+    func scheduleDrain() {
+        target.schedule { [self] in drainScheduled() }
     }
 
     /// The thread draining the lane right now, or 0.
@@ -375,45 +472,70 @@ final class Observer<N: Sendable>: AnyObserver, @unchecked Sendable {  // Immuta
         if claimed { drainLoop(lane, endsSchedule: false) }
     }
 
+    /// How long a drain job waits for more items once the lane is empty, before it gives the
+    /// target back, when its last batch had more than one item (a burst is under way). The
+    /// poster keeps adding items, so the job keeps going and the burst costs one hop instead of
+    /// one per batch; the price is at most this much spinning on the target after a burst. A
+    /// single notification (or a `postAndWait` round trip) never lingers.
+    static var lingerNanoseconds: UInt64 { 20_000 }
+
     private func drainLoop(_ lane: Lane<N>, endsSchedule: Bool) {
-        var batch = ContiguousArray<QueuedItem<N>>()
+        let layout = lane.layout
+        var batch = ItemQueue()
+        var lingerDeadline: UInt64 = 0
+        var lastBatchCount = 0
         while true {
-            let hasWork = lane.state.withLock { state -> Bool in
-                if state.buffer.isEmpty {
+            let hasWork = lane.state.withLock { state -> Bool? in
+                if state.items.isEmpty {
+                    if endsSchedule && !state.isClosed && lingerDeadline == 0 && lastBatchCount > 1 {
+                        lane.hasNews.store(false, ordering: .relaxed)
+                        return nil  // linger: wait a little for more items before giving up the target
+                    }
                     state.drainer = 0
                     if endsSchedule { state.isScheduled = false }
                     return false
                 }
-                swap(&state.buffer, &batch)
+                swap(&state.items, &batch)
                 return true
             }
-            guard hasWork else { return }
-            for item in batch {
-                run(item)
+            guard let hasWork else {
+                lingerDeadline = monotonicNanoseconds() &+ Self.lingerNanoseconds
+                while !lane.hasNews.load(ordering: .relaxed) && monotonicNanoseconds() < lingerDeadline {}
+                continue
             }
-            if batch.capacity > 4096 {
-                batch = []  // release the memory of an exceptional burst
-            } else {
-                batch.removeAll(keepingCapacity: true)
+            guard hasWork else { break }
+            lingerDeadline = 0
+            lastBatchCount = batch.count
+            for index in 0..<batch.count {
+                run(batch.item(index, layout), lane, layout)
             }
+            batch.removeAllMoved(keepingCapacity: batch.capacity <= 4096)  // keep a normal buffer
         }
+        batch.deallocate()
     }
 
+    /// Runs one item and consumes it (its payload is moved out, its group released).
     @inline(__always)
-    private func run(_ item: QueuedItem<N>) {
+    private func run(_ item: UnsafeMutableRawPointer, _ lane: Lane<N>, _ layout: ItemQueue.Layout) {
+        let notification = (item + layout.payloadOffset).assumingMemoryBound(to: N.self).move()
+        let (subjectID, group) = Lane<N>.takeHeader(item)
         guard !isCancelled else {
-            item.group?.leave(.skipped)
+            group?.leave(.skipped)
             return
         }
-        guard let group = item.group else {
-            _ = invoke(item.notification, subjectID: item.subjectID)
+        guard let group else {
+            if lane.contextual == nil {
+                do { try handler(notification) } catch { report(error) }
+            } else {
+                _ = invoke(notification, subjectID: subjectID)
+            }
             return
         }
         let failure: ObserverFailure?
         if let waiter = group.waiter {
-            failure = Waiter.chain.withValue(waiter) { invoke(item.notification, subjectID: item.subjectID) }
+            failure = Waiter.chain.withValue(waiter) { invoke(notification, subjectID: subjectID) }
         } else {
-            failure = invoke(item.notification, subjectID: item.subjectID)
+            failure = invoke(notification, subjectID: subjectID)
         }
         group.leave(failure.map(DeliveryOutcome.failed) ?? .delivered)
     }
