@@ -35,31 +35,47 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `HubCore.buckets`'
     /// - Returns: Whether the post reached at least one observer.
     @inline(never)  // keeps this scan out of generic callers, where it would run unspecialised
     func post(_ payload: UnsafeRawPointer, subject: AnyObject?) -> Bool {
+        withLists { queuedObservers, postingObservers in
+            var reached = false
+            let subjectID = subject.map(ObjectIdentifier.init)
+            for observer in queuedObservers {
+                observer._withUnsafeGuaranteedRef { observer in
+                    if observer.accepts(subject) && observer.enqueue(payload, subjectID: subjectID, group: nil) {
+                        reached = true
+                    }
+                }
+            }
+            for observer in postingObservers {
+                observer._withUnsafeGuaranteedRef { observer in
+                    if observer.accepts(subject) {
+                        reached = true
+                        observer.deliver(payload, subjectID: subjectID)
+                    }
+                }
+            }
+            return reached
+        }
+    }
+
+    /// Runs `body` with the observer lists published when it starts (queued, then posting), and
+    /// keeps them alive until it returns. Takes no lock.
+    @inline(__always)
+    func withLists<R>(
+        _ body: (UnsafeBufferPointer<Unmanaged<AnyObserver>>, UnsafeBufferPointer<Unmanaged<AnyObserver>>) -> R
+    ) -> R {
         readers.wrappingAdd(1, ordering: .sequentiallyConsistent)
         let queued = queuedList.load(ordering: .sequentiallyConsistent)
         let posting = postingList.load(ordering: .sequentiallyConsistent)
-        let queuedObservers = queued?._withUnsafeGuaranteedRef { $0.observers } ?? UnsafeBufferPointer(start: nil, count: 0)
-        let postingObservers = posting?._withUnsafeGuaranteedRef { $0.observers } ?? UnsafeBufferPointer(start: nil, count: 0)
-        var reached = false
-        let subjectID = subject.map(ObjectIdentifier.init)
-        for observer in queuedObservers {
-            observer._withUnsafeGuaranteedRef { observer in
-                if observer.accepts(subject) && observer.enqueue(payload, subjectID: subjectID) { reached = true }
-            }
-        }
-        for observer in postingObservers {
-            observer._withUnsafeGuaranteedRef { observer in
-                if observer.accepts(subject) {
-                    reached = true
-                    observer.deliver(payload, subjectID: subjectID)
-                }
-            }
-        }
+        let empty = UnsafeBufferPointer<Unmanaged<AnyObserver>>(start: nil, count: 0)
+        let result = body(
+            queued?._withUnsafeGuaranteedRef { $0.observers } ?? empty,
+            posting?._withUnsafeGuaranteedRef { $0.observers } ?? empty
+        )
         let remaining = readers.wrappingSubtract(1, ordering: .sequentiallyConsistent).newValue
         if remaining == 0 && hasRetired.load(ordering: .sequentiallyConsistent) {
             reclaim()
         }
-        return reached
+        return result
     }
 
     /// Releases the retired lists if no post scans any list of this bucket.

@@ -281,10 +281,23 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
     /// reported to the hub's error handler.
     func deliver(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) {}
 
+    /// Calls the handler like ``deliver(_:subjectID:)`` and returns the failure, if any.
+    func deliverReporting(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) -> ObserverFailure? { nil }
+
     /// Enqueues a copy of the notification at `payload` on the observer's lane.
     ///
     /// - Returns: `false` if the observation has ended and nothing was enqueued.
-    func enqueue(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) -> Bool { false }
+    func enqueue(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?, group: WaitGroup?) -> Bool { false }
+
+    /// Where the handler runs.
+    var target: DeliveryTarget { .posting }
+
+    /// The thread draining the lane right now, or 0.
+    var drainer: UInt { 0 }
+
+    /// Drains the lane on the calling thread, which must be on the target, unless another thread
+    /// drains it already.
+    func drainInline() {}
 }
 
 /// One registration: a handler and, for asynchronous targets, filters or a contextual handler,
@@ -313,7 +326,7 @@ final class Observer<N: Sendable>: AnyObserver, @unchecked Sendable {  // Immuta
     }
 
     /// Where the handler runs.
-    var target: DeliveryTarget { extras?.target ?? .posting }
+    override var target: DeliveryTarget { extras?.target ?? .posting }
     /// The `from:` subject and `owner:`, if any.
     var filters: Filters? { extras?.filters }
     /// The mailbox, for an observer on an asynchronous target.
@@ -351,8 +364,12 @@ final class Observer<N: Sendable>: AnyObserver, @unchecked Sendable {  // Immuta
         }
     }
 
-    override func enqueue(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) -> Bool {
-        enqueue(payload.assumingMemoryBound(to: N.self), subjectID: subjectID, group: nil)
+    override func enqueue(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?, group: WaitGroup?) -> Bool {
+        append(payload.assumingMemoryBound(to: N.self), subjectID: subjectID, group: group)
+    }
+
+    override func deliverReporting(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) -> ObserverFailure? {
+        invoke(payload.assumingMemoryBound(to: N.self).pointee, subjectID: subjectID)
     }
 
     /// Reports a handler's error to the hub and returns it as a failure.
@@ -393,13 +410,13 @@ final class Observer<N: Sendable>: AnyObserver, @unchecked Sendable {  // Immuta
     /// - Returns: `false` if the observation has ended and the item was not accepted.
     @discardableResult
     func enqueue(_ item: QueuedItem<N>) -> Bool {
-        withUnsafePointer(to: item.notification) { enqueue($0, subjectID: item.subjectID, group: item.group) }
+        withUnsafePointer(to: item.notification) { append($0, subjectID: item.subjectID, group: item.group) }
     }
 
     /// Appends a copy of `notification` to the lane and schedules a drain if none is pending.
     ///
     /// - Returns: `false` if the observation has ended and the item was not accepted.
-    private func enqueue(_ notification: UnsafePointer<N>, subjectID: ObjectIdentifier?, group: WaitGroup?) -> Bool {
+    private func append(_ notification: UnsafePointer<N>, subjectID: ObjectIdentifier?, group: WaitGroup?) -> Bool {
         guard flags & Flags.isPosting == 0 else { return false }
         // Called on the field itself, so that the lane is borrowed rather than retained.
         guard let (accepted, mustSchedule) = extras?.append(notification, subjectID: subjectID, group: group) else {
@@ -439,7 +456,7 @@ final class Observer<N: Sendable>: AnyObserver, @unchecked Sendable {  // Immuta
     }
 
     /// The thread draining the lane right now, or 0.
-    var drainer: UInt {
+    override var drainer: UInt {
         lane?.state.withLock { $0.drainer } ?? 0
     }
 
@@ -461,7 +478,7 @@ final class Observer<N: Sendable>: AnyObserver, @unchecked Sendable {  // Immuta
 
     /// Drains the lane on the calling thread, which must be on the target, unless another thread
     /// drains it already.
-    func drainInline() {
+    override func drainInline() {
         guard let lane else { return }
         let me = currentThreadID()
         let claimed = lane.state.withLock { state -> Bool in
@@ -493,6 +510,9 @@ final class Observer<N: Sendable>: AnyObserver, @unchecked Sendable {  // Immuta
                     }
                     state.drainer = 0
                     if endsSchedule { state.isScheduled = false }
+                    if state.items.capacity == 0 && batch.capacity <= 64 {
+                        swap(&state.items, &batch)  // both empty: keep a small buffer for the next post
+                    }
                     return false
                 }
                 swap(&state.items, &batch)
@@ -506,8 +526,10 @@ final class Observer<N: Sendable>: AnyObserver, @unchecked Sendable {  // Immuta
             guard hasWork else { break }
             lingerDeadline = 0
             lastBatchCount = batch.count
-            for index in 0..<batch.count {
+            var index = 0
+            while index < batch.count {  // a while loop: `for in` over a range costs witness calls here
                 run(batch.item(index, layout), lane, layout)
+                index += 1
             }
             batch.removeAllMoved(keepingCapacity: batch.capacity <= 4096)  // keep a normal buffer
         }
