@@ -156,3 +156,118 @@ struct LockFreeRegistryTests {
         #expect(seen.withLock { $0 } == Array(0..<count))
     }
 }
+
+/// The waiting and queued paths rebuilt on the lock-free lists and the raw item queue.
+@Suite("Waiting posts and lanes")
+struct WaitingPostTests {
+    struct Ping: TypedNotification { let value: Int }
+    struct Boom: Error {}
+    final class Subject: Sendable {}
+    final class Owner: Sendable {}
+
+    @Test("postAndWait returns after a queued observer ran, with its report")
+    func postAndWaitReports() {
+        let hub = NotificationHub()
+        let queue = DispatchQueue(label: "test.wait")
+        let seen = Mutex<[Int]>([])
+        let token = hub.observe(Ping.self, on: .queue(queue)) { note in seen.withLock { $0.append(note.value) } }
+        let posting = hub.observe(Ping.self) { _ in throw Boom() }
+        hub.errorHandler = { _ in }
+        let report = hub.postAndWait(Ping(value: 3))
+        #expect(seen.withLock { $0 } == [3])
+        #expect(report.deliveredCount == 2)
+        #expect(report.failures.count == 1)
+        withExtendedLifetime((token, posting)) {}
+    }
+
+    @Test("postAndWait from the observer's own queue runs it inline")
+    func postAndWaitInline() {
+        let hub = NotificationHub()
+        let queue = DispatchQueue(label: "test.inline")
+        let seen = Mutex<[Int]>([])
+        let token = hub.observe(Ping.self, on: .queue(queue)) { note in seen.withLock { $0.append(note.value) } }
+        let report = queue.sync { hub.postAndWait(Ping(value: 5)) }
+        #expect(report.deliveredCount == 1)
+        #expect(seen.withLock { $0 } == [5])
+        withExtendedLifetime(token) {}
+    }
+
+    @Test("deliver suspends until queued observers ran")
+    func deliverAwaits() async {
+        let hub = NotificationHub()
+        let queue = DispatchQueue(label: "test.deliver")
+        let seen = Mutex<[Int]>([])
+        let token = hub.observe(Ping.self, on: .queue(queue)) { note in seen.withLock { $0.append(note.value) } }
+        let report = await hub.deliver(Ping(value: 8))
+        #expect(report.deliveredCount == 1)
+        #expect(seen.withLock { $0 } == [8])
+        withExtendedLifetime(token) {}
+    }
+
+    @Test("cancel drops queued notifications, including one a timed-out wait left behind")
+    func cancelDropsQueued() {
+        let hub = NotificationHub()
+        let queue = DispatchQueue(label: "test.cancel")
+        let seen = Mutex<[Int]>([])
+        let token = hub.observe(Ping.self, on: .queue(queue)) { note in seen.withLock { $0.append(note.value) } }
+        queue.suspend()
+        for index in 0..<100 { hub.post(Ping(value: index)) }
+        #expect(throws: DeliveryTimeout.self) {
+            try hub.postAndWait(Ping(value: 100), timeout: .milliseconds(20))
+        }
+        token.cancel()
+        queue.resume()
+        queue.sync {}
+        #expect(seen.withLock { $0 }.isEmpty)
+        #expect(hub.observerCount(of: Ping.self) == 0)
+    }
+
+    @Test("subject filters apply on every target")
+    func subjectFilters() {
+        let hub = NotificationHub()
+        let queue = DispatchQueue(label: "test.subject")
+        let subject = Subject()
+        let other = Subject()
+        let seen = Mutex<[String]>([])
+        let a = hub.observe(Ping.self, from: subject) { note in seen.withLock { $0.append("posting \(note.value)") } }
+        let b = hub.observe(Ping.self, from: subject, on: .queue(queue)) { note in
+            seen.withLock { $0.append("queue \(note.value)") }
+        }
+        hub.post(Ping(value: 1), from: other)
+        hub.post(Ping(value: 2), from: subject)
+        hub.post(Ping(value: 3))
+        queue.sync {}
+        #expect(seen.withLock { $0 }.sorted() == ["posting 2", "queue 2"])
+        withExtendedLifetime((a, b, subject, other)) {}
+    }
+
+    @Test("an owner observation ends when its owner is deallocated")
+    func ownerLifetime() {
+        let hub = NotificationHub()
+        let seen = Mutex<Int>(0)
+        var owner: Owner? = Owner()
+        hub.observe(Ping.self, owner: owner!) { _, _ in seen.withLock { $0 += 1 } }
+        hub.post(Ping(value: 1))
+        owner = nil
+        hub.post(Ping(value: 2))
+        #expect(seen.withLock { $0 } == 1)
+        #expect(hub.observerCount(of: Ping.self) == 0)
+        withExtendedLifetime(owner) {}
+    }
+
+    @Test("a burst keeps order and payloads with references survive the lane")
+    func burstWithReferences() {
+        struct Named: TypedNotification { let name: String; let index: Int }
+        let hub = NotificationHub()
+        let queue = DispatchQueue(label: "test.burst")
+        let seen = Mutex<[Int]>([])
+        let token = hub.observe(Named.self, on: .queue(queue)) { note in
+            #expect(note.name == "item \(note.index)")
+            seen.withLock { $0.append(note.index) }
+        }
+        for index in 0..<5_000 { hub.post(Named(name: "item \(index)", index: index)) }
+        hub.postAndWait(Named(name: "item 5000", index: 5_000))
+        #expect(seen.withLock { $0 } == Array(0...5_000))
+        withExtendedLifetime(token) {}
+    }
+}
