@@ -103,7 +103,8 @@ struct AsyncScenarios {
         let sink = self.sink
         let spinsMainRunLoop = mainActor
         return BurstContender(name) { count in
-            let check = OrderCheck(expecting: count, sink: sink)
+            // Its deliveries may overlap, so the check takes a lock (see OrderCheck).
+            let check = OrderCheck(expecting: count, sink: sink, concurrent: true)
             let center = NotificationCenter()
             let token: NotificationCenter.ObservationToken
             if mainActor {

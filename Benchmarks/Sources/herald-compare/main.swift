@@ -49,7 +49,8 @@ while let argument = arguments.popFirst() {
 
 let runStart = nowNanoseconds()
 print("herald-compare\(settings.quick ? " --quick" : ""): \(machineDescription())")
-print("Each figure is the median of interleaved rounds in this one process; × Herald = contender / Herald.")
+print("Each figure is the median of interleaved rounds in this one process (a synchronous sample is the best of")
+print("\(settings.slicesPerSample) short slices; a burst is one sample); × Herald = contender / Herald.")
 print("Heap allocations are counted by an interposed malloc; memory by glibc mallinfo2 and /proc/self/statm.")
 
 func progress(_ text: String) {

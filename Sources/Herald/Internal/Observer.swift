@@ -490,7 +490,7 @@ final class Observer<N: Sendable>: AnyObserver, @unchecked Sendable {  // Immuta
     }
 
     /// How long a drain job waits for more items once the lane is empty, before it gives the
-    /// target back, when its last batch had more than one item (a burst is under way). The
+    /// target back, when items piled up while it ran (a burst is under way). The
     /// poster keeps adding items, so the job keeps going and the burst costs one hop instead of
     /// one per batch; the price is at most this much spinning on the target after a burst. A
     /// single notification (or a `postAndWait` round trip) never lingers.
@@ -500,11 +500,11 @@ final class Observer<N: Sendable>: AnyObserver, @unchecked Sendable {  // Immuta
         let layout = lane.layout
         var batch = ItemQueue()
         var lingerDeadline: UInt64 = 0
-        var lastBatchCount = 0
+        var sawBurst = false
         while true {
             let hasWork = lane.state.withLock { state -> Bool? in
                 if state.items.isEmpty {
-                    if endsSchedule && !state.isClosed && lingerDeadline == 0 && lastBatchCount > 1 {
+                    if endsSchedule && !state.isClosed && lingerDeadline == 0 && sawBurst {
                         lane.hasNews.store(false, ordering: .relaxed)
                         return nil  // linger: wait a little for more items before giving up the target
                     }
@@ -520,12 +520,14 @@ final class Observer<N: Sendable>: AnyObserver, @unchecked Sendable {  // Immuta
             }
             guard let hasWork else {
                 lingerDeadline = monotonicNanoseconds() &+ Self.lingerNanoseconds
-                while !lane.hasNews.load(ordering: .relaxed) && monotonicNanoseconds() < lingerDeadline {}
+                while !lane.hasNews.load(ordering: .relaxed) && monotonicNanoseconds() < lingerDeadline {
+                    yieldProcessor()  // lingering must not starve other threads on a busy machine
+                }
                 continue
             }
             guard hasWork else { break }
             lingerDeadline = 0
-            lastBatchCount = batch.count
+            if batch.count > 1 { sawBurst = true }
             var index = 0
             while index < batch.count {  // a while loop: `for in` over a range costs witness calls here
                 run(batch.item(index, layout), lane, layout)
