@@ -1,9 +1,13 @@
 // Herald's package-benchmark suite: wall clock and malloc counts, with checked-in thresholds.
 //
 //   swift package --package-path Benchmarks benchmark                      # run and print
-//   swift package --package-path Benchmarks benchmark thresholds check     # compare with Thresholds/
+//   swift package --package-path Benchmarks benchmark thresholds check \
+//       --path "$PWD/Benchmarks/Thresholds"                                # compare with Thresholds/
 //   swift package --package-path Benchmarks --allow-writing-to-package-directory \
-//       benchmark thresholds update                                        # record new thresholds
+//       benchmark thresholds update --path "$PWD/Benchmarks/Thresholds"   # record new thresholds
+//
+// Benchmark names have no spaces: package-benchmark 1.38.1 writes threshold files with spaces
+// turned into underscores but reads them back with the spaces, so such names never match.
 //
 // The checked-in thresholds hold mallocCountTotal exactly (a synchronous post to posting-thread
 // observers makes no heap allocation: p90 = 0) and wall clock with a wide tolerance, because the
@@ -68,14 +72,16 @@ let benchmarks: @Sendable () -> Void = {
     let zeroAllocations = BenchmarkThresholds(absolute: [.p90: 0])
     let noisyTime = BenchmarkThresholds(relative: [.p90: 300.0])
     // Asynchronous work allocates per hop and per batch; how many hops a burst needs depends on
-    // thread scheduling, so the recorded count only bounds it loosely.
-    let someAllocations = BenchmarkThresholds(relative: [.p90: 200.0])
+    // thread scheduling, so the recorded count only bounds it loosely (a tenfold regression).
+    let someAllocations = BenchmarkThresholds(relative: [.p90: 1_000.0])
+    // A hop to another thread costs what the scheduler makes it cost: only a tenfold slowdown fails.
+    let hoppingTime = BenchmarkThresholds(relative: [.p90: 1_000.0])
     let asynchronous: [BenchmarkMetric: BenchmarkThresholds] = [
-        .mallocCountTotal: someAllocations, .wallClock: noisyTime,
+        .mallocCountTotal: someAllocations, .wallClock: hoppingTime,
     ]
 
     Benchmark.defaultConfiguration = .init(
-        metrics: [.wallClock, .mallocCountTotal, .throughput],
+        metrics: [.wallClock, .mallocCountTotal],
         timeUnits: .nanoseconds,
         warmupIterations: 10,
         scalingFactor: .kilo,
@@ -86,7 +92,7 @@ let benchmarks: @Sendable () -> Void = {
 
     // MARK: Synchronous delivery: no heap allocation
 
-    Benchmark("post, 1 posting-thread observer") { benchmark in
+    Benchmark("sync-post-1-observer") { benchmark in
         let sink = Sink()
         let hub = NotificationHub()
         let token = hub.observe(Ping.self) { note in sink.add(note.value) }
@@ -98,7 +104,7 @@ let benchmarks: @Sendable () -> Void = {
         withExtendedLifetime(token) {}
     }
 
-    Benchmark("post, 10 posting-thread observers") { benchmark in
+    Benchmark("sync-post-10-observers") { benchmark in
         let sink = Sink()
         let hub = NotificationHub()
         let tokens = (0..<10).map { _ in hub.observe(Ping.self) { note in sink.add(note.value) } }
@@ -110,7 +116,7 @@ let benchmarks: @Sendable () -> Void = {
         withExtendedLifetime(tokens) {}
     }
 
-    Benchmark("post, 1 observer + 10,000 observers of other types") { benchmark in
+    Benchmark("sync-post-1-observer-plus-10000-of-other-types") { benchmark in
         let sink = Sink()
         let hub = NotificationHub()
         let token = hub.observe(Ping.self) { note in sink.add(note.value) }
@@ -123,7 +129,7 @@ let benchmarks: @Sendable () -> Void = {
         withExtendedLifetime((token, others)) {}
     }
 
-    Benchmark("post, no observer (counted as unobserved)") { benchmark in
+    Benchmark("sync-post-no-observer") { benchmark in
         let hub = NotificationHub()
         for index in benchmark.scaledIterations {
             hub.post(Ping(value: index))
@@ -134,7 +140,7 @@ let benchmarks: @Sendable () -> Void = {
     // MARK: Peers in the same run
 
     Benchmark(
-        "peer: NotificationCenter.post, 1 observer",
+        "peer-NotificationCenter-post-1-observer",
         configuration: .init(thresholds: [.mallocCountTotal: someAllocations, .wallClock: noisyTime])
     ) { benchmark in
         let sink = Sink()
@@ -152,7 +158,7 @@ let benchmarks: @Sendable () -> Void = {
     // MARK: Asynchronous delivery and waiting (allocations are expected here; thresholds record them)
 
     Benchmark(
-        "burst of 1,000 posts to a serial-queue observer",
+        "async-burst-1000-posts-to-serial-queue",
         configuration: .init(scalingFactor: .one, maxIterations: .kilo(1), thresholds: asynchronous)
     ) { benchmark in
         let queue = DispatchQueue(label: "herald.benchmark.serial")
@@ -173,7 +179,7 @@ let benchmarks: @Sendable () -> Void = {
     }
 
     Benchmark(
-        "postAndWait round trip to a serial queue",
+        "postAndWait-round-trip-to-serial-queue",
         configuration: .init(scalingFactor: .one, maxIterations: .kilo(2), thresholds: asynchronous)
     ) { benchmark in
         let sink = Sink()
@@ -189,7 +195,7 @@ let benchmarks: @Sendable () -> Void = {
     }
 
     Benchmark(
-        "peer: bare DispatchQueue round trip",
+        "peer-bare-DispatchQueue-round-trip",
         configuration: .init(scalingFactor: .one, maxIterations: .kilo(2), thresholds: asynchronous)
     ) { benchmark in
         let sink = Sink()
@@ -207,7 +213,7 @@ let benchmarks: @Sendable () -> Void = {
     // MARK: Registration
 
     Benchmark(
-        "observe and cancel a posting-thread observer",
+        "observe-and-cancel",
         configuration: .init(thresholds: [.mallocCountTotal: someAllocations, .wallClock: noisyTime])
     ) { benchmark in
         let sink = Sink()
