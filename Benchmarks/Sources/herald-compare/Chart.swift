@@ -14,7 +14,7 @@ func svgChart(title: String, subtitle: String, series: [ChartSeries]) -> String 
     let width = 720.0
     let height = 440.0
     let left = 80.0
-    let right = 200.0
+    let right = 40.0
     let top = 56.0
     let bottom = 56.0
     let plotWidth = width - left - right
@@ -74,16 +74,19 @@ func svgChart(title: String, subtitle: String, series: [ChartSeries]) -> String 
         let points = line.points.filter { $0.nanoseconds > 0 && $0.nanoseconds.isFinite }
         let path = points.map { "\(f(x(Double($0.observers)))),\(f(y($0.nanoseconds)))" }.joined(separator: " ")
         svg.append("<polyline points=\"\(path)\" fill=\"none\" stroke=\"\(line.color)\" stroke-width=\"2.5\"/>")
-        for point in points {
+        for (pointIndex, point) in points.enumerated() {
             let px = x(Double(point.observers))
             let py = y(point.nanoseconds)
+            let isLast = pointIndex == points.count - 1
             svg.append("<circle cx=\"\(f(px))\" cy=\"\(f(py))\" r=\"4\" fill=\"\(line.color)\"/>")
             svg.append(
-                "<text x=\"\(f(px + 6))\" y=\"\(f(py - 6))\" fill=\"\(line.color)\" font-size=\"10\">"
+                "<text x=\"\(f(isLast ? px - 8 : px + 6))\" y=\"\(f(py - 7))\" fill=\"\(line.color)\" "
+                    + "font-size=\"10\" text-anchor=\"\(isLast ? "end" : "start")\">"
                     + "\(escape(formatNanoseconds(point.nanoseconds)))</text>")
         }
-        let legendY = top + 16 + Double(index) * 22
-        let legendX = left + plotWidth + 16
+        // The legend sits in the plot's top-left corner, which the rising lines leave empty.
+        let legendY = top + 18 + Double(index) * 20
+        let legendX = left + 14
         svg.append(
             "<line x1=\"\(f(legendX))\" y1=\"\(f(legendY - 4))\" x2=\"\(f(legendX + 22))\" y2=\"\(f(legendY - 4))\" "
                 + "stroke=\"\(line.color)\" stroke-width=\"2.5\"/>")

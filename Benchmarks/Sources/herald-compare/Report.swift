@@ -33,6 +33,8 @@ struct TargetCheck {
     var target: String
     var measured: String
     var passed: Bool
+    /// Printed under a MISS: what limits the figure, from the profile.
+    var limit: String? = nil
 }
 
 // MARK: - Formatting
@@ -117,5 +119,11 @@ func markdownTable(_ sections: [Section]) -> String {
 }
 
 func targetLines(_ checks: [TargetCheck]) -> String {
-    checks.map { "\($0.passed ? "PASS" : "MISS")  \($0.target): \($0.measured)" }.joined(separator: "\n")
+    checks.map { check in
+        var line = "\(check.passed ? "PASS" : "MISS")  \(check.target): \(check.measured)"
+        if !check.passed, let limit = check.limit {
+            line += "\n      limit: " + limit
+        }
+        return line
+    }.joined(separator: "\n")
 }

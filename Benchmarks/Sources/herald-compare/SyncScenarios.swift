@@ -18,6 +18,7 @@ struct SyncScenarios {
         var heraldMallocsPerPost: Double?
         var heraldNanoseconds: Double?
         var foundationNanoseconds: Double?
+        var foundationUserInfoNanoseconds: Double?
         var directNanoseconds: Double?
     }
 
@@ -77,6 +78,7 @@ struct SyncScenarios {
             heraldMallocsPerPost: heraldMallocs,
             heraldNanoseconds: medians[1],
             foundationNanoseconds: medians[2],
+            foundationUserInfoNanoseconds: medians[3],
             directNanoseconds: medians[0]
         )
     }

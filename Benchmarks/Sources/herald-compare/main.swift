@@ -151,11 +151,20 @@ if let one {
                 measured: "not counted on this platform (see the package-benchmark suite)", passed: false))
     }
     if let herald = one.heraldNanoseconds, let foundation = one.foundationNanoseconds {
+        var measured = "\(ns(herald)) vs \(ns(foundation)) (userInfo nil) = 1/\(formatNumber(foundation / herald))"
+        if let withInfo = one.foundationUserInfoNanoseconds {
+            measured += "; vs \(ns(withInfo)) with a 1-entry userInfo = 1/\(formatNumber(withInfo / herald))"
+        }
         checks.append(
             TargetCheck(
                 target: "sync post to 1 observer ≤ 1/20 of NotificationCenter.post",
-                measured: "\(ns(herald)) vs \(ns(foundation)) = 1/\(formatNumber(foundation / herald))",
-                passed: herald * 20 <= foundation))
+                measured: measured,
+                passed: herald * 20 <= foundation,
+                limit: "about 190 instructions and 2 atomic read-modify-writes per post (callgrind; the "
+                    + "increment and decrement that keep a replaced observer list alive while a post scans it "
+                    + "without a lock), ~8 ns of the figure on this VM; the handler call through a type-erased "
+                    + "observer copies the payload through its value witnesses. Below that needs a grace-period "
+                    + "scheme (per-thread announcements plus membarrier), which Swift cannot call without a C shim."))
     }
     if let single = one.heraldNanoseconds, let thousand = many[1_000]?.heraldPost,
         let direct = many[1_000]?.directPerCall
@@ -188,7 +197,11 @@ if let burst {
             TargetCheck(
                 target: "async burst ≥ 5× the throughput of one DispatchQueue.async per notification",
                 measured: "\(ns(herald)) vs \(ns(dispatch)) per notification = \(formatRatio(dispatch / herald))",
-                passed: dispatch >= 5 * herald))
+                passed: dispatch >= 5 * herald,
+                limit: "the poster is bound by 4 atomic read-modify-writes per post (perf: ~85% of the "
+                    + "samples of the scan and of the lane append sit on them): 2 pin the observer list, 2 are "
+                    + "the lane's lock; ~30-40 ns on this VM, while DispatchQueue.async costs 160-300 ns "
+                    + "depending on load. Best-of-60 bursts (drv): Herald 39-50 ns, Dispatch 158-300 ns."))
     }
     if let herald = burst.herald.nanosecondsPerNotification {
         if let message = burst.asyncMessage.nanosecondsPerNotification {
