@@ -186,6 +186,27 @@ public final class NotificationRecorder<N: TypedNotification>: Sendable {
         state.withLock { $0.records.count - $0.cursor }
     }
 
+    /// Returns every recorded notification that ``next(timeout:)`` or `takeAll()` has not returned
+    /// yet, and marks them as consumed.
+    ///
+    /// The synchronous counterpart of ``next(timeout:)``, for observers on the posting thread or
+    /// on a ``TestDeliveryTarget``:
+    ///
+    /// ```swift
+    /// main.runUntilIdle()
+    /// #expect(recorder.takeAll() == [SearchRequested(text: "ad")])
+    /// main.advance(by: .seconds(10))
+    /// recorder.expectNoFurtherNotifications()
+    /// ```
+    ///
+    /// - Returns: The unconsumed notifications, in the order received.
+    public func takeAll() -> [N] {
+        state.withLock { state in
+            defer { state.cursor = state.records.count }
+            return state.records[state.cursor...].map(\.notification)
+        }
+    }
+
     /// Whether the recorder has stopped recording.
     public var isStopped: Bool {
         state.withLock { $0.isStopped }
@@ -320,8 +341,8 @@ public final class NotificationRecorder<N: TypedNotification>: Sendable {
 
     // MARK: - Checking
 
-    /// Records a test issue if a notification was recorded that ``next(timeout:)`` has not
-    /// returned yet.
+    /// Records a test issue if a notification was recorded that neither ``next(timeout:)`` nor
+    /// ``takeAll()`` has returned yet.
     ///
     /// Exact for observers on the posting thread and on a ``TestDeliveryTarget`` after
     /// `runUntilIdle()`: everything that was going to arrive has arrived.

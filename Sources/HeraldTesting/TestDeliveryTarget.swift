@@ -33,7 +33,7 @@ import Musl
 /// of due time, then of enqueueing: the same order every run.
 ///
 /// ## Threading
-/// Jobs run synchronously on the thread that calls ``runNext()``, ``runUntilIdle(maxJobs:)`` or
+/// Jobs run synchronously on the thread that calls ``runNext()``, ``runUntilIdle(maxJobs:fileID:filePath:line:column:)`` or
 /// ``advance(by:)``, never while the target's lock is held, so a job may enqueue more work, post,
 /// or run the target again. While a job runs, ``isCurrent`` is `true` on that thread: a
 /// `postAndWait` or `performAndWait` made from inside a job to this same target runs inline
@@ -171,15 +171,25 @@ public final class TestDeliveryTarget: DeliveryExecutor, CustomStringConvertible
     /// main.runUntilIdle()
     /// ```
     ///
-    /// If jobs keep enqueueing jobs, it stops after `maxJobs` and records a test issue instead of
-    /// looping forever.
+    /// If jobs keep enqueueing jobs, it stops after `maxJobs` and records a Swift Testing issue
+    /// instead of looping forever. (Under XCTest, compare the returned count with `maxJobs`.)
     ///
     /// - Parameters:
     ///   - maxJobs: The most jobs to run before reporting runaway work.
-    ///   - sourceLocation: Where to report runaway work; leave the default.
+    ///   - fileID: Where to report runaway work; leave the default.
+    ///   - filePath: Where to report runaway work; leave the default.
+    ///   - line: Where to report runaway work; leave the default.
+    ///   - column: Where to report runaway work; leave the default.
     /// - Returns: The number of jobs run.
     @discardableResult
-    public func runUntilIdle(maxJobs: Int = 100_000, sourceLocation: SourceLocation = #_sourceLocation) -> Int {
+    public func runUntilIdle(
+        maxJobs: Int = 100_000,
+        fileID: String = #fileID,
+        filePath: String = #filePath,
+        line: Int = #line,
+        column: Int = #column
+    ) -> Int {
+        let sourceLocation = SourceLocation(fileID: fileID, filePath: filePath, line: line, column: column)
         var count = 0
         while run(until: nil) {
             count += 1
@@ -240,10 +250,20 @@ public final class TestDeliveryTarget: DeliveryExecutor, CustomStringConvertible
     ///
     /// - Parameters:
     ///   - maxJobs: The most jobs to run before reporting runaway work.
-    ///   - sourceLocation: Where to report runaway work; leave the default.
+    ///   - fileID: Where to report runaway work; leave the default.
+    ///   - filePath: Where to report runaway work; leave the default.
+    ///   - line: Where to report runaway work; leave the default.
+    ///   - column: Where to report runaway work; leave the default.
     /// - Returns: The number of jobs run.
     @discardableResult
-    public func runAll(maxJobs: Int = 100_000, sourceLocation: SourceLocation = #_sourceLocation) -> Int {
+    public func runAll(
+        maxJobs: Int = 100_000,
+        fileID: String = #fileID,
+        filePath: String = #filePath,
+        line: Int = #line,
+        column: Int = #column
+    ) -> Int {
+        let sourceLocation = SourceLocation(fileID: fileID, filePath: filePath, line: line, column: column)
         var count = 0
         while let due = nextDueTime {
             count += advance(to: due)
