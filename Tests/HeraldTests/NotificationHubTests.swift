@@ -129,7 +129,7 @@ struct NotificationHubTests {
     func observerAddedDuringPostMissesIt() {
         let hub = NotificationHub()
         let late = Log<Int>()
-        let added = Mutex<[Observation]>([])
+        let added = Locked<[Observation]>([])
         let first = hub.observe(Ping.self) { note in
             let token = hub.observe(Ping.self) { late.append($0.value) }
             let queued = hub.observe(Ping.self, on: .queue(DispatchQueue(label: "late"))) { late.append($0.value) }
@@ -169,7 +169,7 @@ struct NotificationHubTests {
     func observerRemovedDuringPostIsSkipped() {
         let hub = NotificationHub()
         let called = Log<String>()
-        let victim = Mutex<Observation?>(nil)
+        let victim = Locked<Observation?>(nil)
         let first = hub.observe(Ping.self) { _ in
             called.append("first")
             victim.withLock { $0?.cancel() }
@@ -381,8 +381,8 @@ struct NotificationHubTests {
     func observeAndCancelFromHandler() async {
         let hub = NotificationHub()
         let seen = Log<String>()
-        let tokens = Mutex<[Observation]>([])
-        let selfCancelling = Mutex<Observation?>(nil)
+        let tokens = Locked<[Observation]>([])
+        let selfCancelling = Locked<Observation?>(nil)
         selfCancelling.withLock {
             $0 = hub.observe(Ping.self, on: .queue(DispatchQueue(label: "self-cancel"))) { note in
                 seen.append("once \(note.value)")
