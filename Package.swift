@@ -18,9 +18,23 @@ let package = Package(
     targets: [
         .target(name: "Herald", swiftSettings: swiftSettings),
         .target(name: "HeraldTesting", dependencies: ["Herald"], swiftSettings: swiftSettings),
-        .testTarget(name: "HeraldTests", dependencies: ["Herald"], swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "herald-runloop-probe",
+            dependencies: ["Herald"],
+            path: "Tests/RunLoopProbe",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
-            name: "HeraldTestingTests", dependencies: ["HeraldTesting", "Herald"], swiftSettings: swiftSettings),
+            name: "HeraldTests",
+            dependencies: ["Herald", "herald-runloop-probe"],
+            exclude: [],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HeraldTestingTests",
+            dependencies: ["HeraldTesting", "Herald"],
+            swiftSettings: swiftSettings
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -134,14 +134,17 @@ extension MainActor {
 /// The caller does not touch the closure or its captures until the other thread has finished
 /// with them and signalled, so the two threads never access them at the same time.
 private final class BlockingCall<T, E: Error>: @unchecked Sendable {
-    private let work: () throws(E) -> T
+    private var work: (() throws(E) -> T)?
     private var outcome: Result<T, E>?
 
     init(_ work: @escaping () throws(E) -> T) {
         self.work = work
     }
 
+    /// Runs the work and lets go of the closure, which must not outlive the caller's wait.
     func run() {
+        guard let work else { return }
+        self.work = nil
         do throws(E) {
             outcome = .success(try work())
         } catch {

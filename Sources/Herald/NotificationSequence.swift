@@ -150,7 +150,7 @@ public struct NotificationSequence<N: TypedNotification>: AsyncSequence, Sendabl
 
     /// The buffer shared by the hub's observer and the consumers.
     final class Storage: Sendable {
-        private struct State {
+        private struct State: Sendable {
             var buffer = FIFOBuffer<N>()
             /// Consumers waiting for a notification, in the order they asked.
             var waiters: [CheckedContinuation<N?, Never>] = []
@@ -160,7 +160,7 @@ public struct NotificationSequence<N: TypedNotification>: AsyncSequence, Sendabl
         }
 
         let policy: NotificationBufferingPolicy
-        private let state = Mutex(State())
+        private let state = Lock(State())
 
         init(policy: NotificationBufferingPolicy) {
             self.policy = policy
@@ -335,3 +335,5 @@ struct FIFOBuffer<Element> {
         return element
     }
 }
+
+extension FIFOBuffer: Sendable where Element: Sendable {}

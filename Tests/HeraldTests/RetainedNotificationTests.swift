@@ -9,7 +9,7 @@ private struct Level: TypedNotification, Equatable {
 
 private struct Other: TypedNotification {}
 
-private final class Subject: Sendable {}
+private final class PostSubject: Sendable {}
 
 /// A thread-safe list of what a handler saw.
 private final class Seen<Element: Sendable>: Sendable {
@@ -22,7 +22,7 @@ private final class Seen<Element: Sendable>: Sendable {
     var all: [Element] { storage.withLock { $0 } }
 }
 
-private actor Store {
+private actor LevelStore {
     var values: [Int] = []
 
     func apply(_ level: Level) {
@@ -54,8 +54,8 @@ struct RetainedNotificationTests {
     @Test("Retained values are kept per subject and per type")
     func retainedValuesArePerSubject() {
         let hub = NotificationHub()
-        let first = Subject()
-        let second = Subject()
+        let first = PostSubject()
+        let second = PostSubject()
         hub.post(Level(value: 1), from: first, retain: true)
         hub.post(Level(value: 2), from: second, retain: true)
         hub.post(Level(value: 3), retain: true)
@@ -82,7 +82,7 @@ struct RetainedNotificationTests {
     @Test("Removing all retained values of a type removes them for every subject")
     func removeAllRetainedValues() {
         let hub = NotificationHub()
-        let subject = Subject()
+        let subject = PostSubject()
         hub.post(Level(value: 1), retain: true)
         hub.post(Level(value: 2), from: subject, retain: true)
         #expect(hub.removeAllRetainedValues(of: Level.self) == 2)
@@ -95,13 +95,13 @@ struct RetainedNotificationTests {
     func deadSubjectNeverMatchesNewObject() {
         let hub = NotificationHub()
         do {
-            let doomed = Subject()
+            let doomed = PostSubject()
             hub.post(Level(value: 1), from: doomed, retain: true)
             #expect(hub.retainedValue(of: Level.self, from: doomed) == Level(value: 1))
         }
         // New objects are likely to reuse the freed address; none may see the old value.
         for _ in 0..<200 {
-            let fresh = Subject()
+            let fresh = PostSubject()
             #expect(hub.retainedValue(of: Level.self, from: fresh) == nil)
             let seen = Seen<Int>()
             let token = hub.observe(Level.self, from: fresh, replayLatest: true) { seen.append($0.value) }
@@ -205,8 +205,8 @@ struct RetainedNotificationTests {
     @Test("An observer without a subject replays the latest value of every live subject, oldest first")
     func wildcardObserverReplaysEverySubject() {
         let hub = NotificationHub()
-        let first = Subject()
-        let second = Subject()
+        let first = PostSubject()
+        let second = PostSubject()
         hub.post(Level(value: 1), from: first, retain: true)
         hub.post(Level(value: 2), retain: true)
         hub.post(Level(value: 3), from: second, retain: true)
@@ -220,8 +220,8 @@ struct RetainedNotificationTests {
     @Test("An observer of one subject replays only that subject's value")
     func subjectObserverReplaysItsOwnValue() {
         let hub = NotificationHub()
-        let first = Subject()
-        let second = Subject()
+        let first = PostSubject()
+        let second = PostSubject()
         hub.post(Level(value: 1), from: first, retain: true)
         hub.post(Level(value: 2), from: second, retain: true)
         hub.post(Level(value: 3), retain: true)
@@ -237,7 +237,7 @@ struct RetainedNotificationTests {
     @Test("An actor observer with replayLatest gets the retained value isolated to the actor, first")
     func actorObserverReplays() async {
         let hub = NotificationHub()
-        let store = Store()
+        let store = LevelStore()
         hub.post(Level(value: 1), retain: true)
         let token = hub.observe(Level.self, on: store, replayLatest: true) { store, level in
             store.apply(level)
@@ -267,7 +267,7 @@ struct RetainedNotificationTests {
         hub.post(Level(value: 1), retain: true)
         let seen = Seen<Int>()
         do {
-            let owner = Subject()
+            let owner = PostSubject()
             hub.observe(Level.self, owner: owner, replayLatest: true) { _, level in seen.append(level.value) }
             #expect(seen.all == [1])
             hub.post(Level(value: 2))

@@ -53,9 +53,9 @@ struct Snapshot<N: Sendable>: Sendable {
 final class HubCore: Sendable {
     /// The registry. Retained values live in the same buckets, under the same lock, so that a
     /// retaining post and a replaying registration are atomic with respect to each other.
-    let buckets = Mutex<[ObjectIdentifier: AnyBucket]>([:])
-    private let errorHandler = Mutex<@Sendable (ObserverFailure) -> Void>(HubCore.writeToStandardError)
-    private let unobservedHandler = Mutex<(@Sendable (UnobservedPost) -> Void)?>(nil)
+    let buckets = Lock<[ObjectIdentifier: AnyBucket]>([:])
+    private let errorHandler = Lock<@Sendable (ObserverFailure) -> Void>(HubCore.writeToStandardError)
+    private let unobservedHandler = Lock<(@Sendable (UnobservedPost) -> Void)?>(nil)
     let unobservedCount = Atomic<Int>(0)
 
     // MARK: Registry
