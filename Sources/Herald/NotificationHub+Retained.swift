@@ -135,10 +135,14 @@ extension NotificationHub {
     /// - On an asynchronous target the replayed values are put into the observer's mailbox before
     ///   it can see any post, so they run first, on `target`, in order.
     /// - On ``DeliveryTarget/posting`` they run synchronously inside this call, on the calling
-    ///   thread, before the observer can see any post. (Only under a constant stream of retaining
-    ///   posts from other threads, after several rounds of catching up, may the last replayed
-    ///   value run at the same time as a live post on another thread, as any two concurrent posts
-    ///   would.)
+    ///   thread, before the observer can see any post. If other threads retain newer values
+    ///   while the replay runs, the registration catches up by replaying those too, so the
+    ///   handler may receive more than one replayed value, always newer ones after older ones; a
+    ///   value that was replaced before the catch-up read it is skipped, as if it had been
+    ///   replaced before this call. Every retaining post made after the catch-up is delivered
+    ///   live. (Only under a constant stream of retaining posts from other threads, after several
+    ///   rounds of catching up, may the last replayed value run at the same time as a live post
+    ///   on another thread, as any two concurrent posts would.)
     ///
     /// - Parameters:
     ///   - type: The notification type to observe.

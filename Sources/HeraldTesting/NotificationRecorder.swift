@@ -1,5 +1,4 @@
 @_spi(Testing) import Herald
-import Synchronization
 import Testing
 
 /// One notification captured by a ``NotificationRecorder``, with where it came from and where it
@@ -137,7 +136,7 @@ public final class NotificationRecorder<N: TypedNotification>: Sendable {
 
     /// The target the recorder observes on.
     public let target: DeliveryTarget
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(target: DeliveryTarget) {
         self.target = target

@@ -1,5 +1,4 @@
 import Herald
-import Synchronization
 import Testing
 
 #if canImport(Darwin)
@@ -59,7 +58,7 @@ public final class TestDeliveryTarget: DeliveryExecutor, CustomStringConvertible
 
     /// A name for failure messages, such as `"main"`.
     public let name: String
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Creates a target with an empty queue and its clock at zero.
     ///

@@ -1,6 +1,8 @@
 import Dispatch
+import Foundation
 import Herald
 import HeraldTesting
+import Synchronization
 import Testing
 
 private struct Reading: TypedNotification, Equatable {
@@ -9,6 +11,39 @@ private struct Reading: TypedNotification, Equatable {
 }
 
 private final class Sensor: Sendable {}
+
+/// Counts finished threads down to zero.
+private final class Countdown: Sendable {
+    private let remaining: Atomic<Int>
+
+    init(_ count: Int) {
+        remaining = Atomic(count)
+    }
+
+    /// Returns `true` for the call that reaches zero.
+    func countDown() -> Bool {
+        remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0
+    }
+}
+
+/// Runs `body` on `count` new threads at once, and returns when all have finished.
+private func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) async {
+    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+        let remaining = Countdown(count)
+        let start = DispatchGroup()
+        start.enter()
+        for index in 0..<count {
+            Thread {
+                start.wait()  // start together, so that the posts overlap
+                body(index)
+                if remaining.countDown() {
+                    done.resume()
+                }
+            }.start()
+        }
+        start.leave()
+    }
+}
 
 @Suite("NotificationRecorder")
 struct NotificationRecorderTests {
@@ -42,11 +77,11 @@ struct NotificationRecorderTests {
     }
 
     @Test("Notifications posted from 4 threads are all recorded, in each thread's order")
-    func fourThreadsNoLosses() {
+    func fourThreadsNoLosses() async {
         let hub = NotificationHub()
         let recorder = hub.record(Reading.self)
         let perThread = 2_500
-        DispatchQueue.concurrentPerform(iterations: 4) { thread in
+        await onThreads(4) { thread in
             for index in 0..<perThread {
                 hub.post(Reading(thread: thread, index: index))
             }

@@ -64,7 +64,8 @@ extension HubCore {
     /// - A posting-thread observer has no lane: the replay runs right here, on the registering
     ///   thread. To keep it ahead of live posts, the observer becomes visible only once a check
     ///   under the lock shows that nothing was retained since the last values it replayed; values
-    ///   retained meanwhile are replayed in another round. After ``maxReplayRounds`` rounds of
+    ///   retained meanwhile are replayed in another round (a value already replaced by then is
+    ///   skipped: only the latest per subject is stored). After ``maxReplayRounds`` rounds of
     ///   constant retaining posts, it becomes visible together with the last values to replay,
     ///   which then may overlap a live post made on another thread.
     func addReplaying<N: Sendable>(_ observer: Observer<N>) {
