@@ -133,15 +133,22 @@ extension MainActor {
 ///
 /// The caller does not touch the closure or its captures until the other thread has finished
 /// with them and signalled, so the two threads never access them at the same time.
-private final class BlockingCall<T, E: Error>: @unchecked Sendable {
-    private let work: () throws(E) -> T
+///
+/// `run()` lets go of the closure before it returns. The closure comes from
+/// `withoutActuallyEscaping`, which traps if it is still referenced when the wait ends, and copies
+/// of the job can outlive the wait: in a target's queue or in a waiter's help requests.
+final class BlockingCall<T, E: Error>: @unchecked Sendable {
+    private var work: (() throws(E) -> T)?
     private var outcome: Result<T, E>?
 
     init(_ work: @escaping () throws(E) -> T) {
         self.work = work
     }
 
+    /// Runs the closure once, records its outcome and releases it.
     func run() {
+        guard let work else { return }
+        self.work = nil
         do throws(E) {
             outcome = .success(try work())
         } catch {
