@@ -48,7 +48,7 @@ public struct DeliveryTarget: Sendable, Equatable, CustomStringConvertible {
     /// - Parameter queue: The queue to deliver on. `DispatchQueue.main` is the same as ``main``.
     /// - Returns: A target that runs work on `queue`.
     public static func queue(_ queue: DispatchQueue) -> DeliveryTarget {
-        if queue === DispatchQueue.main { return .main }
+        if queue === DispatchQueue.main || QueueIdentity.isMainQueue(queue) { return .main }
         QueueIdentity.mark(queue)
         return DeliveryTarget(kind: .queue(queue))
     }

@@ -14,16 +14,29 @@ enum QueueIdentity {
         let key = DispatchSpecificKey<ObjectIdentifier>()
     }
 
+    /// The value that marks the main queue.
+    ///
+    /// Not `ObjectIdentifier(DispatchQueue.main)`: on Linux every read of `DispatchQueue.main`
+    /// returns a new wrapper object, so its identity changes from one read to the next.
+    private enum MainQueueTag {}
+    private static let mainID = ObjectIdentifier(MainQueueTag.self)
+
     private static let shared: Key = {
         let key = Key()
-        DispatchQueue.main.setSpecific(key: key.key, value: ObjectIdentifier(DispatchQueue.main))
+        DispatchQueue.main.setSpecific(key: key.key, value: mainID)
         return key
     }()
 
-    /// Marks `queue` so that ``isCurrent(_:)`` can recognise it.
+    /// Whether `queue` is the main queue, whichever wrapper object refers to it.
+    static func isMainQueue(_ queue: DispatchQueue) -> Bool {
+        queue.getSpecific(key: shared.key) == mainID
+    }
+
+    /// Marks `queue` so that ``isCurrent(_:)`` can recognise it. The main queue keeps its own mark.
     static func mark(_ queue: DispatchQueue) {
         let id = ObjectIdentifier(queue)
-        if queue.getSpecific(key: shared.key) != id {
+        let current = queue.getSpecific(key: shared.key)
+        if current != id && current != mainID {
             queue.setSpecific(key: shared.key, value: id)
         }
     }
@@ -35,7 +48,7 @@ enum QueueIdentity {
 
     /// Whether the calling code runs on the main queue, or on the main thread outside any queue.
     static var isMain: Bool {
-        DispatchQueue.getSpecific(key: shared.key) == ObjectIdentifier(DispatchQueue.main) || Thread.isMainThread
+        DispatchQueue.getSpecific(key: shared.key) == mainID || Thread.isMainThread
     }
 }
 
