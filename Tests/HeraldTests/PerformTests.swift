@@ -107,6 +107,21 @@ struct PerformTests {
         #expect(steps == ["before", "work on main: true", "after"])
     }
 
+    @Test func theMainDispatchQueuePassedAsAQueueIsTheMainTarget() async {
+        // On Linux each read of `DispatchQueue.main` is a new wrapper object.
+        #expect(DeliveryTarget.queue(DispatchQueue.main) == .main)
+        let target = DeliveryTarget.queue(DispatchQueue.main)
+        let steps = await withCheckedContinuation { continuation in
+            DispatchQueue.main.async {
+                var steps = ["before"]
+                target.performAndWait { steps.append("work") }
+                steps.append("after")
+                continuation.resume(returning: steps)
+            }
+        }
+        #expect(steps == ["before", "work", "after"])
+    }
+
     @Test func performAndWaitOnAQueueFromThatQueueRunsInline() async {
         let queue = DispatchQueue(label: "herald.test.inline")
         let target = DeliveryTarget.queue(queue)
@@ -121,20 +136,21 @@ struct PerformTests {
         #expect(steps == ["before", "work", "after"])
     }
 
-    @Test func aNestedWaitFromAQueueToMainAndBackCompletes() async throws {
-        let queue = DispatchQueue(label: "herald.test.nested")
+    @Test func aNestedWaitFromOneQueueToAnotherAndBackCompletes() async throws {
+        let first = DispatchQueue(label: "herald.test.nested-1")
         let key = DispatchSpecificKey<Int>()
-        queue.setSpecific(key: key, value: 7)
-        let target = DeliveryTarget.queue(queue)
-        // queue waits for main, which waits for the queue: the blocked queue runs the innermost work.
+        first.setSpecific(key: key, value: 1)
+        let a = DeliveryTarget.queue(first)
+        let b = DeliveryTarget.queue(DispatchQueue(label: "herald.test.nested-2"))
+        // A waits for B, which waits for A: the blocked queue A runs the innermost work.
         let innermost = try await onThread {
-            target.performAndWait {
-                DeliveryTarget.main.performAndWait {
-                    target.performAndWait { DispatchQueue.getSpecific(key: key) }
+            a.performAndWait {
+                b.performAndWait {
+                    a.performAndWait { DispatchQueue.getSpecific(key: key) }
                 }
             }
         }
-        #expect(innermost == 7)
+        #expect(innermost == 1)
     }
 
     // MARK: perform always enqueues
