@@ -167,10 +167,7 @@ extension MainActor {
 ///
 /// The caller does not touch the closure or its captures until the other thread has finished
 /// with them and signalled, so the two threads never access them at the same time.
-///
-/// `run()` lets go of the closure before it returns. The closure comes from
-/// `withoutActuallyEscaping`, which traps if it is still referenced when the wait ends, and copies
-/// of the job can outlive the wait: in a target's queue or in a waiter's help requests.
+/// Internal, not private, so that ``DeliveryThread/performAndWait(isolation:_:)`` shares it.
 final class BlockingCall<T, E: Error>: @unchecked Sendable {
     private var work: (() throws(E) -> T)?
     private var outcome: Result<T, E>?
@@ -179,7 +176,7 @@ final class BlockingCall<T, E: Error>: @unchecked Sendable {
         self.work = work
     }
 
-    /// Runs the closure once, records its outcome and releases it.
+    /// Runs the work and lets go of the closure, which must not outlive the caller's wait.
     func run() {
         guard let work else { return }
         self.work = nil

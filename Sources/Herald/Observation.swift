@@ -79,10 +79,10 @@ public final class Observation: Hashable, Sendable {
 
 /// A registration ended by a closure.
 private final class ClosureRegistration: Cancellable {
-    private let onCancel: Mutex<(@Sendable () -> Void)?>
+    private let onCancel: Lock<(@Sendable () -> Void)?>
 
     init(_ onCancel: @escaping @Sendable () -> Void) {
-        self.onCancel = Mutex(onCancel)
+        self.onCancel = Lock(onCancel)
     }
 
     func cancel() {

@@ -43,9 +43,9 @@ struct Snapshot<N: Sendable>: Sendable {
 /// Observers keep the core alive, so deliveries queued when the hub is deallocated still run and
 /// still report their errors.
 final class HubCore: Sendable {
-    private let buckets = Mutex<[ObjectIdentifier: AnyBucket]>([:])
-    private let errorHandler = Mutex<@Sendable (ObserverFailure) -> Void>(HubCore.writeToStandardError)
-    private let unobservedHandler = Mutex<(@Sendable (UnobservedPost) -> Void)?>(nil)
+    private let buckets = Lock<[ObjectIdentifier: AnyBucket]>([:])
+    private let errorHandler = Lock<@Sendable (ObserverFailure) -> Void>(HubCore.writeToStandardError)
+    private let unobservedHandler = Lock<(@Sendable (UnobservedPost) -> Void)?>(nil)
     let unobservedCount = Atomic<Int>(0)
 
     // MARK: Registry

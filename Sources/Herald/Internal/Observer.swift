@@ -82,7 +82,7 @@ final class Lane<N: Sendable>: Sendable {
         var isClosed = false
     }
 
-    let state = Mutex(State())
+    let state = Lock(State())
 }
 
 /// One registration: a handler, its target, its filters and, for asynchronous targets, a lane.
