@@ -202,7 +202,7 @@ public final class BackgroundQueue: Sendable {
 
     // MARK: - The shared queue
 
-    private static let sharedSlot = Mutex(SharedSlot<BackgroundQueue>())
+    private static let sharedSlot = Lock(SharedSlot<BackgroundQueue>())
 
     /// The app-wide queue, created on first use with a concurrency of the active processor count.
     ///
@@ -236,7 +236,7 @@ public final class BackgroundQueue: Sendable {
 }
 
 /// A lazily created value that can be replaced once, before its first use.
-struct SharedSlot<Value> {
+struct SharedSlot<Value: Sendable>: Sendable {
     private var value: Value?
     private var wasUsed = false
     private var wasReplaced = false

@@ -203,12 +203,12 @@ final class BackgroundTaskCore<Value: Sendable>: Sendable {
     }
 
     let cancellation = CancellationFlag()
-    private let state: Mutex<State>
+    private let state: Lock<State>
     /// Entered until the task finishes.
     private let done = DispatchGroup()
 
     init(work: @escaping @Sendable () throws -> Value) {
-        state = Mutex(State(phase: .pending(work)))
+        state = Lock(State(phase: .pending(work)))
         done.enter()
     }
 

@@ -220,13 +220,13 @@ struct DeliveryThreadTests {
         defer { thread.shutdown() }
         let hub = NotificationHub()
         let seen = Mutex<[Int]>([])
-        let observation = hub.observe(Ping.self, on: .thread(thread)) { ping in
+        let observation = hub.observe(NetworkPing.self, on: .thread(thread)) { ping in
             seen.withLock { $0.append(thread.isCurrent ? ping.value : -1) }
         }
         defer { observation.cancel() }
         let report = try await onThread {
-            hub.post(Ping(value: 1))
-            return hub.postAndWait(Ping(value: 2))
+            hub.post(NetworkPing(value: 1))
+            return hub.postAndWait(NetworkPing(value: 2))
         }
         #expect(report.deliveredCount == 1)
         #expect(seen.withLock { $0 } == [1, 2])
@@ -363,7 +363,7 @@ private struct ParseFailure: Error, Equatable {
     let offset: Int
 }
 
-private struct Ping: TypedNotification {
+private struct NetworkPing: TypedNotification {
     let value: Int
 }
 

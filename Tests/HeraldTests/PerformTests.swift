@@ -16,7 +16,7 @@ struct PerformTests {
             MainActor.performAndWait {
                 view.frame = target
                 view.isHidden = false
-                return (view.frame, view.isHidden, isOnMainQueue())
+                return (view.frame, view.isHidden, MainQueueProbe.isOnMainQueue)
             }
         }
         #expect(returnedFrame == target)
@@ -43,8 +43,8 @@ struct PerformTests {
 
     @Test func aResultComputedOnTheMainQueueIsReturnedToABackgroundCaller() async throws {
         let (answer, ranOnMain, callerOnMain) = try await onThread {
-            let answer = DeliveryTarget.main.performAndWait { (6 * 7, isOnMainQueue()) }
-            return (answer.0, answer.1, isOnMainQueue())
+            let answer = DeliveryTarget.main.performAndWait { (6 * 7, MainQueueProbe.isOnMainQueue) }
+            return (answer.0, answer.1, MainQueueProbe.isOnMainQueue)
         }
         #expect(answer == 42)
         #expect(ranOnMain)
@@ -99,7 +99,7 @@ struct PerformTests {
         let steps = await withCheckedContinuation { continuation in
             DispatchQueue.main.async {
                 var steps = ["before"]
-                DeliveryTarget.main.performAndWait { steps.append("work on main: \(isOnMainQueue())") }
+                DeliveryTarget.main.performAndWait { steps.append("work on main: \(MainQueueProbe.isOnMainQueue)") }
                 steps.append("after")
                 continuation.resume(returning: steps)
             }
@@ -296,7 +296,7 @@ private struct TargetFixture: Sendable {
         switch kind {
         case .main:
             target = .main
-            isCurrent = { isOnMainQueue() }
+            isCurrent = { MainQueueProbe.isOnMainQueue }
             tearDown = {}
         case .queue:
             let queue = DispatchQueue(label: "herald.test.after")
@@ -331,18 +331,6 @@ private final class SpecificProbe: @unchecked Sendable {  // DispatchSpecificKey
     }
 
     var isCurrent: Bool { DispatchQueue.getSpecific(key: key) == true }
-}
-
-/// A marker the tests set on the main queue themselves, so they do not check Herald with Herald.
-private let mainQueueMarker: SpecificProbe = {
-    let key = DispatchSpecificKey<Bool>()
-    DispatchQueue.main.setSpecific(key: key, value: true)
-    return SpecificProbe(queue: .main, key: key)
-}()
-
-/// Whether the calling code runs on the main dispatch queue (whichever thread drains it).
-private func isOnMainQueue() -> Bool {
-    mainQueueMarker.isCurrent
 }
 
 /// Runs blocking code on a fresh thread, so that the test's own executor is never blocked.

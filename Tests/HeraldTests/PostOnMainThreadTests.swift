@@ -10,7 +10,7 @@ struct PostOnMainThreadTests {
         let center = NotificationCenter()
         let record = ObserverRecord()
         let token = center.addObserver(forName: .heraldTestDownloadFinished, object: nil, queue: nil) { note in
-            record.note(onMain: isOnMainQueue(), bytes: note.userInfo?["bytes"] as? Int)
+            record.note(onMain: MainQueueProbe.isOnMainQueue, bytes: note.userInfo?["bytes"] as? Int)
         }
         defer { center.removeObserver(token) }
 
@@ -28,7 +28,7 @@ struct PostOnMainThreadTests {
         let sender = Sender(id: 7)
         let record = ObserverRecord()
         let token = center.addObserver(forName: .heraldTestDownloadFinished, object: sender, queue: nil) { note in
-            record.note(onMain: isOnMainQueue(), bytes: note.userInfo?["bytes"] as? Int)
+            record.note(onMain: MainQueueProbe.isOnMainQueue, bytes: note.userInfo?["bytes"] as? Int)
             record.noteSender((note.object as? Sender)?.id)
         }
         defer { center.removeObserver(token) }
@@ -47,7 +47,7 @@ struct PostOnMainThreadTests {
         let record = ObserverRecord()
         let allSeen = DispatchSemaphore(value: 0)
         let token = center.addObserver(forName: .heraldTestDownloadFinished, object: nil, queue: nil) { note in
-            record.note(onMain: isOnMainQueue(), bytes: note.userInfo?["bytes"] as? Int)
+            record.note(onMain: MainQueueProbe.isOnMainQueue, bytes: note.userInfo?["bytes"] as? Int)
             if record.calls.count == 3 { allSeen.signal() }
         }
         defer { center.removeObserver(token) }
@@ -67,7 +67,7 @@ struct PostOnMainThreadTests {
         let center = NotificationCenter()
         let record = ObserverRecord()
         let token = center.addObserver(forName: .heraldTestDownloadFinished, object: nil, queue: nil) { note in
-            record.note(onMain: isOnMainQueue(), bytes: note.userInfo?["bytes"] as? Int)
+            record.note(onMain: MainQueueProbe.isOnMainQueue, bytes: note.userInfo?["bytes"] as? Int)
         }
         defer { center.removeObserver(token) }
 
@@ -86,7 +86,7 @@ struct PostOnMainThreadTests {
         let center = NotificationCenter()
         let record = ObserverRecord()
         let token = center.addObserver(forName: .heraldTestDownloadFinished, object: nil, queue: nil) { note in
-            record.note(onMain: isOnMainQueue(), bytes: note.userInfo?["bytes"] as? Int)
+            record.note(onMain: MainQueueProbe.isOnMainQueue, bytes: note.userInfo?["bytes"] as? Int)
         }
         defer { center.removeObserver(token) }
 
@@ -134,22 +134,6 @@ private final class ObserverRecord: Sendable {
 
     var calls: [Call] { state.withLock { $0.calls } }
     var senders: [Int?] { state.withLock { $0.senders } }
-}
-
-/// Reads the marker the tests set on the main queue themselves.
-private final class MainQueueMarker: @unchecked Sendable {  // DispatchSpecificKey is immutable after creation.
-    let key = DispatchSpecificKey<Bool>()
-
-    init() {
-        DispatchQueue.main.setSpecific(key: key, value: true)
-    }
-}
-
-private let mainQueueMarker = MainQueueMarker()
-
-/// Whether the calling code runs on the main dispatch queue (whichever thread drains it).
-private func isOnMainQueue() -> Bool {
-    DispatchQueue.getSpecific(key: mainQueueMarker.key) == true
 }
 
 /// Runs blocking code on a fresh thread, so that the test's own executor is never blocked.
