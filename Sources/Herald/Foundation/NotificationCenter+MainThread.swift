@@ -74,7 +74,7 @@ extension NotificationCenter {
     /// )
     /// ```
     ///
-    /// It behaves exactly like ``Foundation/NotificationCenter/postOnMainThread(_:waitUntilDone:)``:
+    /// It behaves exactly like `postOnMainThread(_:waitUntilDone:)`:
     /// observers run on the main queue; on the main queue it posts inline; with `waitUntilDone` it
     /// returns after they ran.
     ///
