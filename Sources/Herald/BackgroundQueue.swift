@@ -304,6 +304,7 @@ public struct BackgroundQueueError: Error, Sendable, Hashable, CustomStringConve
             }
         }
 
+        /// The code's name, such as `invalidMaxConcurrentTasks`.
         public var description: String {
             switch value {
             case .invalidMaxConcurrentTasks: return "invalidMaxConcurrentTasks"
@@ -323,6 +324,7 @@ public struct BackgroundQueueError: Error, Sendable, Hashable, CustomStringConve
         self.detail = detail
     }
 
+    /// A message that says what was expected and what was found.
     public var description: String {
         "BackgroundQueue: \(code.expectation), \(detail)"
     }

@@ -106,10 +106,14 @@ public final class BackgroundTask<Value: Sendable>: BackgroundTaskDependency, Ha
         try core.waitForOutcome().get()
     }
 
+    /// Two handles are equal when they are the same task.
     public static func == (lhs: BackgroundTask, rhs: BackgroundTask) -> Bool {
         lhs === rhs
     }
 
+    /// Hashes the task's identity.
+    ///
+    /// - Parameter hasher: The hasher to feed.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(ObjectIdentifier(self))
     }
@@ -138,10 +142,14 @@ public struct BackgroundTaskHandle: Sendable, Hashable {
         self.operation = operation
     }
 
+    /// Two handles are equal when they refer to the same task.
     public static func == (lhs: BackgroundTaskHandle, rhs: BackgroundTaskHandle) -> Bool {
         lhs.operation === rhs.operation
     }
 
+    /// Hashes the identity of the task the handle refers to.
+    ///
+    /// - Parameter hasher: The hasher to feed.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(ObjectIdentifier(operation))
     }
@@ -151,8 +159,22 @@ public struct BackgroundTaskHandle: Sendable, Hashable {
 ///
 /// It maps to `Operation.QueuePriority`: among the tasks that are ready to start, a higher priority
 /// starts first. It never makes a task start before its dependencies have finished.
+///
+/// ```swift
+/// queue.enqueue(priority: .high) { try renderVisibleThumbnails() }
+/// queue.enqueue(priority: .low) { try prefetchNextPage() }
+/// ```
 public enum BackgroundTaskPriority: Sendable, Hashable, CaseIterable {
-    case veryLow, low, normal, high, veryHigh
+    /// Starts after every ready task of a higher priority.
+    case veryLow
+    /// Starts before `veryLow` tasks.
+    case low
+    /// The default.
+    case normal
+    /// Starts before `normal` tasks.
+    case high
+    /// Starts before every other ready task.
+    case veryHigh
 
     var queuePriority: Operation.QueuePriority {
         switch self {

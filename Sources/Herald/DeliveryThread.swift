@@ -102,6 +102,7 @@ public final class DeliveryThread: DeliveryExecutor, SerialExecutor, CustomStrin
         core.isStopped
     }
 
+    /// `DeliveryThread(name)`, for logs and test failures.
     public var description: String {
         "DeliveryThread(\(name))"
     }
@@ -396,6 +397,7 @@ public struct DeliveryThreadError: Error, Sendable, Hashable, CustomStringConver
         /// when the thread was shut down.
         public static let shutDownBeforeDelayEnded = Code(.shutDownBeforeDelayEnded)
 
+        /// The code's name, such as `shutDown`.
         public var description: String {
             switch value {
             case .shutDown: return "shutDown"
@@ -419,6 +421,7 @@ public struct DeliveryThreadError: Error, Sendable, Hashable, CustomStringConver
         self.threadName = threadName
     }
 
+    /// A message that names the thread, what was expected and what was found.
     public var description: String {
         switch code {
         case .shutDownBeforeDelayEnded:
