@@ -1,0 +1,7 @@
+import Foundation
+import Herald
+import Testing
+
+@Suite struct UserInfoKeyTests {
+    @Test func placeholder() {}
+}
