@@ -156,9 +156,12 @@ extension Optional: UserInfoOptionalValue {
 enum UserInfoValue {
     /// The value with every level of `Optional` removed; `nil` for `Optional.none`.
     static func flatten(_ value: Any?) -> Any? {
-        var current = value
+        // Cast the unwrapped `Any`, never the `Any?`: an `Optional` always conforms, and casting it
+        // would loop forever.
+        guard var current = value else { return nil }
         while let optional = current as? any UserInfoOptionalValue {
-            current = optional.userInfoWrapped
+            guard let wrapped = optional.userInfoWrapped else { return nil }
+            current = wrapped
         }
         return current
     }
