@@ -16,7 +16,18 @@ let package = Package(
     ],
     targets: [
         .target(name: "Herald", swiftSettings: swiftSettings),
-        .testTarget(name: "HeraldTests", dependencies: ["Herald"], swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "herald-runloop-probe",
+            dependencies: ["Herald"],
+            path: "Tests/RunLoopProbe",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HeraldTests",
+            dependencies: ["Herald", "herald-runloop-probe"],
+            exclude: [],
+            swiftSettings: swiftSettings
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

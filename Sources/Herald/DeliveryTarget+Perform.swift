@@ -1,0 +1,162 @@
+import Dispatch
+import Synchronization
+
+extension DeliveryTarget {
+    /// Runs `work` later on this target. It always enqueues, even when called on the target.
+    ///
+    /// This is the Swift form of "perform this block on that thread": the work runs on the main
+    /// queue, a dispatch queue, an operation queue or a custom executor, in the order it was
+    /// submitted from one thread. On ``posting`` there is no other place to run, so `work` runs
+    /// synchronously before `perform` returns.
+    ///
+    /// ```swift
+    /// DeliveryTarget.main.perform { statusLabel.text = "Saved" }
+    /// ```
+    ///
+    /// - Parameter work: The work to run. It must be `Sendable`, because it runs on another thread.
+    public func perform(_ work: @escaping @Sendable () -> Void) {
+        schedule(work)
+    }
+
+    /// Runs `work` on this target once `delay` has passed, never earlier.
+    ///
+    /// On ``posting``, where there is no thread to come back to later, `work` runs on a
+    /// background dispatch thread.
+    ///
+    /// - Parameters:
+    ///   - delay: The minimum time to wait.
+    ///   - work: The work to run.
+    public func perform(after delay: Duration, _ work: @escaping @Sendable () -> Void) {
+        schedule(after: delay, work)
+    }
+
+    /// Runs `work` on this target and waits for its result.
+    ///
+    /// Use it to call a method with any arguments on another thread and get its result back, the
+    /// way `performSelector:onThread:withObject:waitUntilDone:` never could:
+    ///
+    /// ```swift
+    /// let rowCount = try DeliveryTarget.queue(database).performAndWait {
+    ///     try store.insert(rows)      // any argument types, any result, errors rethrown
+    /// }
+    /// ```
+    ///
+    /// `performAndWait` always completes `work` before it returns. When the caller already runs
+    /// on this target (main to main, a queue to itself, an executor to itself), `work` runs inline
+    /// instead of waiting for itself, so `DeliveryTarget.main.performAndWait` from the main queue
+    /// never traps or deadlocks.
+    ///
+    /// ## When it can block forever
+    /// It waits until the target runs `work`. It does not deadlock in the cases it can see: the
+    /// caller on the target itself, and a nested wait A → B → A through Herald's waiting calls
+    /// (the thread blocked on A runs the work meant for A). It blocks forever if the target never
+    /// runs work again: a suspended queue, a main queue that nothing drains, or a target that is
+    /// blocked on something the caller holds outside Herald (a lock, `DispatchQueue.sync`).
+    ///
+    /// - Parameters:
+    ///   - isolation: The caller's actor isolation; leave the default.
+    ///   - work: The work to run on this target.
+    /// - Returns: What `work` returns.
+    /// - Throws: What `work` throws.
+    @available(*, noasync, message: "performAndWait blocks the calling thread; use perform(_:) with a continuation")
+    public func performAndWait<T, E: Error>(
+        isolation: (any Actor)? = #isolation,
+        _ work: () throws(E) -> T
+    ) throws(E) -> T {
+        if isCurrent(isolation: isolation) {
+            return try work()
+        }
+        return try withoutActuallyEscaping(work) { (escapable: @escaping () throws(E) -> T) throws(E) -> T in
+            let call = BlockingCall(escapable)
+            let waiter = Waiter(isolation: isolation)
+            let job = OnceJob {
+                Waiter.chain.withValue(waiter) { call.run() }
+                waiter.finish()
+            }
+            schedule(job.run)
+            Waiter.askChainForHelp { HelpRequest(target: self, work: job.run) }
+            _ = waiter.wait()
+            return try call.result()
+        }
+    }
+}
+
+extension MainActor {
+    /// Runs `work` on the main actor and waits for its result, from any thread.
+    ///
+    /// This is the typed replacement for `performSelectorOnMainThread:withObject:waitUntilDone:YES`:
+    /// the closure is checked by the compiler as `@MainActor`, it can take any arguments by capture,
+    /// and it returns a value.
+    ///
+    /// ```swift
+    /// let applied = MainActor.performAndWait {
+    ///     view.frame = Frame(x: 0, y: 0, width: 320, height: 44)
+    ///     view.isHidden = false
+    ///     return view.frame
+    /// }
+    /// ```
+    ///
+    /// Called on the main actor (or the main queue), `work` runs inline: no trap, no deadlock.
+    /// See ``DeliveryTarget/performAndWait(isolation:_:)`` for when a wait can block forever.
+    ///
+    /// - Parameters:
+    ///   - isolation: The caller's actor isolation; leave the default.
+    ///   - work: The work to run on the main actor.
+    /// - Returns: What `work` returns.
+    /// - Throws: What `work` throws.
+    @available(*, noasync, message: "performAndWait blocks the calling thread; use `await MainActor.run { }`")
+    public static func performAndWait<T: Sendable, E: Error>(
+        isolation: (any Actor)? = #isolation,
+        _ work: @MainActor () throws(E) -> T
+    ) throws(E) -> T {
+        let outcome = DeliveryTarget.main.performAndWait(isolation: isolation) { () -> Result<T, E> in
+            MainActor.assumeIsolated { () -> Result<T, E> in
+                do throws(E) {
+                    return .success(try work())
+                } catch {
+                    return .failure(error)
+                }
+            }
+        }
+        return try outcome.get()
+    }
+
+    /// Runs `work` on the main actor later. It always enqueues, even when called on the main actor.
+    ///
+    /// - Parameter work: The work to run on the main actor.
+    public static func perform(_ work: @escaping @MainActor @Sendable () -> Void) {
+        DispatchQueue.main.async { MainActor.assumeIsolated { work() } }
+    }
+}
+
+/// A closure and its result, handed to another thread while the caller is blocked.
+///
+/// The caller does not touch the closure or its captures until the other thread has finished
+/// with them and signalled, so the two threads never access them at the same time.
+private final class BlockingCall<T, E: Error>: @unchecked Sendable {
+    private var work: (() throws(E) -> T)?
+    private var outcome: Result<T, E>?
+
+    init(_ work: @escaping () throws(E) -> T) {
+        self.work = work
+    }
+
+    /// Runs the work and lets go of the closure, which must not outlive the caller's wait.
+    func run() {
+        guard let work else { return }
+        self.work = nil
+        do throws(E) {
+            outcome = .success(try work())
+        } catch {
+            outcome = .failure(error)
+        }
+    }
+
+    func result() throws(E) -> T {
+        switch outcome {
+        case .success(let value): return value
+        case .failure(let error): throw error
+        case nil: preconditionFailure("Herald: a completed wait has no result")
+        }
+    }
+}

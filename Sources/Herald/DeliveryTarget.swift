@@ -1,0 +1,160 @@
+import Dispatch
+import Foundation
+
+/// Where an observer's handler runs, and where ``perform(_:)`` sends work.
+///
+/// Pick the target when you observe:
+///
+/// ```swift
+/// hub.observe(UserCreated.self) { note in … }                          // the posting thread
+/// hub.observe(UserCreated.self, on: .main) { note in … }               // the main queue
+/// hub.observe(UserCreated.self, on: .queue(database)) { note in … }    // a DispatchQueue
+/// hub.observe(UserCreated.self, on: .operationQueue(imports)) { … }    // an OperationQueue
+/// hub.observe(UserCreated.self, on: .executor(myLoop)) { … }           // a custom executor
+/// ```
+///
+/// ## Threading
+/// - ``posting`` runs the handler synchronously inside `post`, on the caller's thread.
+/// - Every other target gives each observer its own serial mailbox: deliveries to one observer
+///   run one at a time and in post order, even on a concurrent queue or an `OperationQueue` that
+///   runs several operations at once. A burst of posts is drained by one job, not one job per post.
+/// - ``main`` is the main dispatch queue, which is also the `MainActor`'s executor. On Linux a
+///   worker thread may drain it (under `dispatchMain()`, an async `main`, or Swift Testing);
+///   Herald recognises it by a queue-specific value, never by `Thread.isMainThread` alone.
+public struct DeliveryTarget: Sendable, Equatable, CustomStringConvertible {
+    enum Kind: Sendable {
+        case posting
+        case main
+        case queue(DispatchQueue, QueueToken)
+        case operationQueue(OperationQueue)
+        case executor(any DeliveryExecutor)
+        case actor(any Actor)
+    }
+
+    let kind: Kind
+
+    init(kind: Kind) {
+        self.kind = kind
+    }
+
+    /// The posting thread: the handler runs synchronously inside `post`, before `post` returns.
+    public static let posting = DeliveryTarget(kind: .posting)
+
+    /// The main dispatch queue, which is the `MainActor`'s executor.
+    public static let main = DeliveryTarget(kind: .main)
+
+    /// A dispatch queue, serial or concurrent.
+    ///
+    /// - Parameter queue: The queue to deliver on. `DispatchQueue.main` is the same as ``main``.
+    /// - Returns: A target that runs work on `queue`.
+    public static func queue(_ queue: DispatchQueue) -> DeliveryTarget {
+        let token = QueueIdentity.token(for: queue)
+        if token === QueueIdentity.mainToken { return .main }
+        return DeliveryTarget(kind: .queue(queue, token))
+    }
+
+    /// An operation queue, with any `maxConcurrentOperationCount`.
+    ///
+    /// - Parameter queue: The queue to deliver on. Each batch of deliveries is one operation.
+    /// - Returns: A target that runs work on `queue`.
+    public static func operationQueue(_ queue: OperationQueue) -> DeliveryTarget {
+        DeliveryTarget(kind: .operationQueue(queue))
+    }
+
+    /// A custom executor, such as an event loop or a test scheduler.
+    ///
+    /// - Parameter executor: The executor to deliver on.
+    /// - Returns: A target that runs work through `executor`.
+    public static func executor(_ executor: some DeliveryExecutor) -> DeliveryTarget {
+        DeliveryTarget(kind: .executor(executor))
+    }
+
+    /// Whether work is delivered synchronously on the posting thread.
+    public var isPosting: Bool {
+        if case .posting = kind { return true }
+        return false
+    }
+
+    /// Whether the calling code already runs on this target.
+    ///
+    /// ``posting`` is always current. For an actor target, only the `isolation` passed in can tell.
+    func isCurrent(isolation: (any Actor)?) -> Bool {
+        switch kind {
+        case .posting: return true
+        case .main: return isolation === MainActor.shared || QueueIdentity.isMain
+        case .queue(_, let token): return QueueIdentity.isCurrent(token)
+        case .operationQueue(let queue): return OperationQueue.current === queue
+        case .executor(let executor): return executor.isCurrent
+        case .actor(let actor): return isolation === actor
+        }
+    }
+
+    /// Runs `job` later on this target. ``posting`` runs it right away.
+    func schedule(_ job: @escaping @Sendable () -> Void) {
+        switch kind {
+        case .posting: job()
+        case .main: DispatchQueue.main.async(execute: job)
+        case .queue(let queue, _): queue.async(execute: job)
+        case .operationQueue(let queue): queue.addOperation(job)
+        case .executor(let executor): executor.enqueue(job)
+        case .actor(let actor): Task { await runIsolated(to: actor, job) }
+        }
+    }
+
+    /// Runs `job` on this target once `delay` has passed.
+    func schedule(after delay: Duration, _ job: @escaping @Sendable () -> Void) {
+        switch kind {
+        case .posting:
+            DispatchQueue.global().asyncAfter(deadline: delay.deadlineFromNow, execute: job)
+        case .main:
+            DispatchQueue.main.asyncAfter(deadline: delay.deadlineFromNow, execute: job)
+        case .queue(let queue, _):
+            queue.asyncAfter(deadline: delay.deadlineFromNow, execute: job)
+        case .operationQueue(let queue):
+            DispatchQueue.global().asyncAfter(deadline: delay.deadlineFromNow) { queue.addOperation(job) }
+        case .executor(let executor):
+            executor.enqueue(after: delay, job)
+        case .actor(let actor):
+            DispatchQueue.global().asyncAfter(deadline: delay.deadlineFromNow) {
+                Task { await runIsolated(to: actor, job) }
+            }
+        }
+    }
+
+    public var description: String {
+        switch kind {
+        case .posting: return "posting"
+        case .main: return "main"
+        case .queue(let queue, _): return "queue(\(queue.label))"
+        case .operationQueue(let queue): return "operationQueue(\(queue.name ?? "unnamed"))"
+        case .executor(let executor): return "executor(\(type(of: executor)))"
+        case .actor(let actor): return "actor(\(type(of: actor)))"
+        }
+    }
+
+    /// Two targets are equal when they deliver on the same queue, executor or actor.
+    public static func == (lhs: DeliveryTarget, rhs: DeliveryTarget) -> Bool {
+        switch (lhs.kind, rhs.kind) {
+        case (.posting, .posting), (.main, .main): return true
+        case (.queue(_, let a), .queue(_, let b)): return a === b
+        case (.operationQueue(let a), .operationQueue(let b)): return a === b
+        case (.executor(let a), .executor(let b)): return a === b
+        case (.actor(let a), .actor(let b)): return a === b
+        default: return false
+        }
+    }
+}
+
+extension DeliveryExecutor {
+    /// Waits on a background dispatch queue for `delay`, then calls ``enqueue(_:)``.
+    public func enqueue(after delay: Duration, _ job: @escaping @Sendable () -> Void) {
+        DispatchQueue.global().asyncAfter(deadline: delay.deadlineFromNow) { [self] in
+            enqueue(job)
+        }
+    }
+}
+
+/// Runs `job` isolated to `actor`.
+private func runIsolated(to actor: isolated any Actor, _ job: @Sendable () -> Void) {
+    job()
+}

@@ -1,0 +1,139 @@
+import Foundation
+import Synchronization
+
+/// The observers of one notification type, split by how they are called.
+///
+/// Buckets are only touched while the hub's registry lock is held.
+class AnyBucket: @unchecked Sendable {  // Mutated only under `HubCore.buckets`' lock.
+    func removeAll() {}
+}
+
+final class Bucket<N: Sendable>: AnyBucket, @unchecked Sendable {
+    /// Posting-thread observers, in registration order.
+    var posting = ContiguousArray<Observer<N>>()
+    /// Observers with a lane, in registration order.
+    var queued = ContiguousArray<Observer<N>>()
+    /// Registrations not yet cancelled.
+    var liveCount = 0
+    /// Cancelled registrations still in the arrays; removed in batches.
+    var deadCount = 0
+
+    override func removeAll() {
+        posting = []
+        queued = []
+        liveCount = 0
+        deadCount = 0
+    }
+
+    func compact() {
+        posting.removeAll { $0.isCancelledFlag }
+        queued.removeAll { $0.isCancelledFlag }
+        deadCount = 0
+    }
+}
+
+/// The observers of one type at the moment of a post. Observers added later are not in it.
+struct Snapshot<N: Sendable>: Sendable {
+    let posting: ContiguousArray<Observer<N>>
+    let queued: ContiguousArray<Observer<N>>
+}
+
+/// The state behind a ``NotificationHub``: the registry, the error handler and the counters.
+///
+/// Observers keep the core alive, so deliveries queued when the hub is deallocated still run and
+/// still report their errors.
+final class HubCore: Sendable {
+    private let buckets = Lock<[ObjectIdentifier: AnyBucket]>([:])
+    private let errorHandler = Lock<@Sendable (ObserverFailure) -> Void>(HubCore.writeToStandardError)
+    private let unobservedHandler = Lock<(@Sendable (UnobservedPost) -> Void)?>(nil)
+    let unobservedCount = Atomic<Int>(0)
+
+    // MARK: Registry
+
+    @inline(__always)
+    func snapshot<N: Sendable>(of type: N.Type) -> Snapshot<N>? {
+        buckets.withLock { buckets -> Snapshot<N>? in
+            guard let bucket = buckets[ObjectIdentifier(type)] else { return nil }
+            let typed = unsafeDowncast(bucket, to: Bucket<N>.self)
+            return Snapshot(posting: typed.posting, queued: typed.queued)
+        }
+    }
+
+    func add<N: Sendable>(_ observer: Observer<N>) {
+        buckets.withLock { buckets in
+            let key = ObjectIdentifier(N.self)
+            let bucket: Bucket<N>
+            if let existing = buckets[key] {
+                bucket = unsafeDowncast(existing, to: Bucket<N>.self)
+            } else {
+                bucket = Bucket<N>()
+                buckets[key] = bucket
+            }
+            if observer.target.isPosting {
+                bucket.posting.append(observer)
+            } else {
+                bucket.queued.append(observer)
+            }
+            bucket.liveCount += 1
+        }
+    }
+
+    func remove<N: Sendable>(_ observer: Observer<N>) {
+        buckets.withLock { buckets in
+            guard let existing = buckets[ObjectIdentifier(N.self)] else { return }
+            let bucket = unsafeDowncast(existing, to: Bucket<N>.self)
+            bucket.liveCount -= 1
+            bucket.deadCount += 1
+            if bucket.liveCount == 0 {
+                bucket.removeAll()
+            } else if bucket.deadCount > 16 && bucket.deadCount > bucket.liveCount {
+                bucket.compact()
+            }
+        }
+    }
+
+    /// The live observers of `type`, in registration order (posting-thread observers first).
+    /// Registrations whose owner or subject has been deallocated are ended first.
+    func observers<N: Sendable>(of type: N.Type) -> [Observer<N>] {
+        guard let snapshot = snapshot(of: type) else { return [] }
+        return (snapshot.posting + snapshot.queued).filter { !$0.isCancelled }
+    }
+
+    /// Drops every registration; used when the hub is deallocated.
+    func removeAll() {
+        let all = buckets.withLock { buckets in
+            defer { buckets = [:] }
+            return Array(buckets.values)
+        }
+        for bucket in all { bucket.removeAll() }
+    }
+
+    // MARK: Errors and diagnostics
+
+    var errorHandlerValue: @Sendable (ObserverFailure) -> Void {
+        get { errorHandler.withLock { $0 } }
+        set { errorHandler.withLock { $0 = newValue } }
+    }
+
+    var unobservedHandlerValue: (@Sendable (UnobservedPost) -> Void)? {
+        get { unobservedHandler.withLock { $0 } }
+        set { unobservedHandler.withLock { $0 = newValue } }
+    }
+
+    func report(_ failure: ObserverFailure) {
+        let handler = errorHandler.withLock { $0 }
+        handler(failure)
+    }
+
+    func noteUnobserved<N>(_ type: N.Type, hadSubject: Bool) {
+        unobservedCount.add(1, ordering: .relaxed)
+        if let handler = unobservedHandler.withLock({ $0 }) {
+            handler(UnobservedPost(notificationType: String(describing: type), hadSubject: hadSubject))
+        }
+    }
+
+    @Sendable
+    static func writeToStandardError(_ failure: ObserverFailure) {
+        FileHandle.standardError.write(Data("Herald: \(failure)\n".utf8))
+    }
+}

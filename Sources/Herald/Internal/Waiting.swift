@@ -1,0 +1,211 @@
+import Dispatch
+import Synchronization
+
+/// A thread that is blocked in a waiting call (`postAndWait`, `performAndWait`).
+///
+/// While it waits, the thread still serves *help requests*: work for a target that the waiting
+/// thread itself occupies. This is how a nested wait A → B → A completes: the handler on B wants
+/// to run something on A, A's only thread is the one blocked here, so that thread runs it.
+///
+/// Waiters form a chain through ``parent``: a handler that runs on behalf of a waiting caller
+/// installs that caller's waiter as the thread's current chain, so a wait started inside the
+/// handler can ask every waiter up the chain for help.
+final class Waiter: Sendable {
+    private struct State {
+        var isDone = false
+        var requests: [HelpRequest] = []
+    }
+
+    /// The chain of waiters on whose behalf the current thread runs, if any.
+    static let chain = ThreadLocalSlot<Waiter>()
+
+    /// The isolation of the waiting caller, used to decide whether help requests run here.
+    let isolation: (any Actor)?
+    /// The waiter this one runs on behalf of.
+    let parent: Waiter?
+    private let state = Lock(State())
+    private let semaphore = DispatchSemaphore(value: 0)
+
+    init(isolation: (any Actor)?) {
+        self.isolation = isolation
+        self.parent = Waiter.chain.current
+    }
+
+    /// Marks the wait as complete and wakes the waiting thread.
+    func finish() {
+        state.withLock { $0.isDone = true }
+        semaphore.signal()
+    }
+
+    /// Offers work to the waiting thread; it runs it if it occupies the request's target.
+    func offer(_ request: HelpRequest) {
+        let accepted = state.withLock { state -> Bool in
+            guard !state.isDone else { return false }
+            state.requests.append(request)
+            return true
+        }
+        if accepted { semaphore.signal() }
+    }
+
+    /// Offers `request` to every waiter up the calling thread's chain.
+    static func askChainForHelp(_ makeRequest: () -> HelpRequest) {
+        var waiter = chain.current
+        guard waiter != nil else { return }
+        let request = makeRequest()
+        while let current = waiter {
+            current.offer(request)
+            waiter = current.parent
+        }
+    }
+
+    /// Blocks until ``finish()`` is called or `deadline` passes, serving help requests meanwhile.
+    ///
+    /// - Returns: `true` if the wait completed, `false` if the deadline passed first.
+    func wait(until deadline: DispatchTime = .distantFuture) -> Bool {
+        while true {
+            let (isDone, requests) = state.withLock { state in
+                defer { state.requests.removeAll() }
+                return (state.isDone, state.requests)
+            }
+            for request in requests {
+                request.runIfCurrent(isolation: isolation)
+            }
+            if isDone { return true }
+            if !requests.isEmpty { continue }
+            if semaphore.wait(timeout: deadline) == .timedOut {
+                return state.withLock { $0.isDone }
+            }
+        }
+    }
+}
+
+/// Work that must run on a given target, offered to blocked waiters that may occupy it.
+final class HelpRequest: Sendable {
+    private let target: DeliveryTarget
+    private let work: @Sendable () -> Void
+
+    init(target: DeliveryTarget, work: @escaping @Sendable () -> Void) {
+        self.target = target
+        self.work = work
+    }
+
+    func runIfCurrent(isolation: (any Actor)?) {
+        if target.isCurrent(isolation: isolation) {
+            work()
+        }
+    }
+}
+
+/// A job that runs at most once, whoever gets to it first: the target or a helping waiter.
+final class OnceJob: Sendable {
+    private let claimed = Atomic<Bool>(false)
+    private let work: @Sendable () -> Void
+
+    init(_ work: @escaping @Sendable () -> Void) {
+        self.work = work
+    }
+
+    func run() {
+        if !claimed.exchange(true, ordering: .acquiringAndReleasing) {
+            work()
+        }
+    }
+}
+
+/// Counts the outstanding deliveries of one waiting post and wakes whoever waits for them.
+final class WaitGroup: Sendable {
+    private struct State {
+        var remaining = 1  // one for the poster itself, released by `arrive()` after enqueueing
+        var delivered = 0
+        var skipped = 0
+        var failures: [ObserverFailure] = []
+        var continuation: CheckedContinuation<Void, Never>?
+        var isComplete = false
+    }
+
+    /// The blocked thread to wake, for `postAndWait`; `nil` for `deliver`.
+    let waiter: Waiter?
+    private let state = Lock(State())
+
+    init(waiter: Waiter?) {
+        self.waiter = waiter
+    }
+
+    /// Registers one more delivery to wait for.
+    func enter() {
+        state.withLock { $0.remaining += 1 }
+    }
+
+    /// Records the outcome of one delivery.
+    func leave(_ outcome: DeliveryOutcome) {
+        let continuation = state.withLock { state -> CheckedContinuation<Void, Never>?? in
+            switch outcome {
+            case .delivered: state.delivered += 1
+            case .skipped: state.skipped += 1
+            case .failed(let failure):
+                state.delivered += 1
+                state.failures.append(failure)
+            }
+            return Self.release(&state)
+        }
+        wake(continuation)
+    }
+
+    /// Takes back an ``enter()`` whose delivery was not accepted.
+    func withdraw() {
+        let continuation = state.withLock { Self.release(&$0) }
+        wake(continuation)
+    }
+
+    /// Releases the poster's own hold, once every delivery has been enqueued.
+    func arrive() {
+        let continuation = state.withLock { Self.release(&$0) }
+        wake(continuation)
+    }
+
+    /// Suspends until every delivery has been recorded.
+    func wait() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let resumeNow = state.withLock { state -> Bool in
+                if state.isComplete { return true }
+                state.continuation = continuation
+                return false
+            }
+            if resumeNow { continuation.resume() }
+        }
+    }
+
+    /// The report so far.
+    var report: DeliveryReport {
+        state.withLock { DeliveryReport(deliveredCount: $0.delivered, skippedCount: $0.skipped, failures: $0.failures) }
+    }
+
+    /// The number of deliveries still outstanding.
+    var pendingCount: Int {
+        state.withLock { $0.isComplete ? 0 : $0.remaining }
+    }
+
+    /// Decrements the count; when it reaches zero, returns what to wake (`.some(nil)` for a waiter).
+    private static func release(_ state: inout State) -> CheckedContinuation<Void, Never>?? {
+        state.remaining -= 1
+        guard state.remaining == 0 else { return nil }
+        state.isComplete = true
+        defer { state.continuation = nil }
+        return .some(state.continuation)
+    }
+
+    private func wake(_ continuation: CheckedContinuation<Void, Never>??) {
+        guard case .some(let continuation) = continuation else { return }
+        if let continuation {
+            continuation.resume()
+        }
+        waiter?.finish()
+    }
+}
+
+/// What happened to one delivery that somebody waits for.
+enum DeliveryOutcome {
+    case delivered
+    case skipped
+    case failed(ObserverFailure)
+}

@@ -1,0 +1,529 @@
+import Dispatch
+import Synchronization
+
+/// A typed notification hub: post a `Sendable` value from any thread, and each observer receives it
+/// on the delivery target it chose.
+///
+/// ```swift
+/// let hub = NotificationHub()
+/// let token = hub.observe(UserCreated.self, on: MainActor.shared) { note in
+///     loginView.dismiss()                     // checked by the compiler as @MainActor
+/// }
+/// hub.post(UserCreated(userID: 7, status: 201))
+/// ```
+///
+/// Hubs are cheap: make one per feature or per test. ``default`` is there for app-wide use.
+///
+/// ## Threading and guarantees
+/// - ``post(_:from:)`` can be called from any thread. Posting-thread observers run synchronously,
+///   in registration order, before it returns; observers on other targets are enqueued.
+/// - Each observer on an asynchronous target has its own serial mailbox: its deliveries never
+///   overlap, and it sees the posts of one thread in the order they were made, on every target.
+/// - An observer registered during a post does not receive that post. An observer cancelled
+///   during a post, or while notifications are queued for it, is not called again.
+/// - Handlers are never called while Herald holds a lock, so they may post, observe and cancel.
+/// - A throwing handler never stops the others; its error goes to ``errorHandler``.
+public final class NotificationHub: Sendable {
+    let core = HubCore()
+
+    /// The app-wide hub. Prefer your own instances in libraries and tests.
+    public static let `default` = NotificationHub()
+
+    /// Creates an empty hub.
+    public init() {}
+
+    deinit {
+        // Observers keep the core alive, so deliveries already queued still run and report errors.
+        core.removeAll()
+    }
+
+    // MARK: - Observing
+
+    /// Observes notifications of type `N` on the given target.
+    ///
+    /// ```swift
+    /// let token = hub.observe(UserCreated.self, on: .queue(database)) { note in
+    ///     try store.insert(note.userID)
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - type: The notification type to observe.
+    ///   - subject: If not `nil`, only posts made with this very object as subject are delivered.
+    ///     The hub holds it weakly; when it is deallocated, the observation ends.
+    ///   - target: Where the handler runs. The default, ``DeliveryTarget/posting``, runs it
+    ///     synchronously inside `post`.
+    ///   - fileID: The file that registers, for error reports; leave the default.
+    ///   - line: The line that registers, for error reports; leave the default.
+    ///   - handler: The handler. Errors it throws go to ``errorHandler``.
+    /// - Returns: The observation; it ends when you cancel it or let go of it.
+    /// - Complexity: Amortised O(1).
+    public func observe<N: TypedNotification>(
+        _ type: N.Type,
+        from subject: AnyObject? = nil,
+        on target: DeliveryTarget = .posting,
+        fileID: StaticString = #fileID,
+        line: UInt = #line,
+        _ handler: @escaping @Sendable (N) throws -> Void
+    ) -> Observation {
+        register(target: target, subject: subject, owner: nil, fileID: fileID, line: line, handler: .plain(handler))
+    }
+
+    /// Observes notifications of type `N` on the main actor, with a `@MainActor` handler.
+    ///
+    /// ```swift
+    /// let token = hub.observe(UserCreated.self, on: MainActor.shared) { note in
+    ///     loginView.dismiss()                     // the compiler knows this is the main actor
+    /// }
+    /// ```
+    ///
+    /// Deliveries run on the main dispatch queue, which is the main actor's executor.
+    ///
+    /// - Parameters:
+    ///   - type: The notification type to observe.
+    ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
+    ///   - mainActor: `MainActor.shared`.
+    ///   - fileID: The file that registers; leave the default.
+    ///   - line: The line that registers; leave the default.
+    ///   - handler: The main-actor handler.
+    /// - Returns: The observation.
+    public func observe<N: TypedNotification>(
+        _ type: N.Type,
+        from subject: AnyObject? = nil,
+        on mainActor: MainActor,
+        fileID: StaticString = #fileID,
+        line: UInt = #line,
+        _ handler: @escaping @MainActor @Sendable (N) throws -> Void
+    ) -> Observation {
+        register(
+            target: .main, subject: subject, owner: nil, fileID: fileID, line: line,
+            handler: .plain { note in try MainActor.assumeIsolated { try handler(note) } }
+        )
+    }
+
+    /// Observes notifications of type `N` on an actor, with a handler isolated to it.
+    ///
+    /// ```swift
+    /// actor Store { func apply(_ note: UserCreated) { … } }
+    /// let token = hub.observe(UserCreated.self, on: store) { store, note in
+    ///     store.apply(note)                       // synchronous: the handler is isolated to `store`
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - type: The notification type to observe.
+    ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
+    ///   - actor: The actor to deliver on. The hub retains it for as long as the observation lasts.
+    ///   - fileID: The file that registers; leave the default.
+    ///   - line: The line that registers; leave the default.
+    ///   - handler: The handler, called with the actor isolated.
+    /// - Returns: The observation.
+    public func observe<N: TypedNotification, A: Actor>(
+        _ type: N.Type,
+        from subject: AnyObject? = nil,
+        on actor: A,
+        fileID: StaticString = #fileID,
+        line: UInt = #line,
+        _ handler: @escaping @Sendable (isolated A, N) throws -> Void
+    ) -> Observation {
+        register(
+            target: DeliveryTarget(kind: .actor(actor)), subject: subject, owner: nil, fileID: fileID, line: line,
+            handler: .plain { note in try actor.assumeIsolated { actor in try handler(actor, note) } }
+        )
+    }
+
+    /// Observes notifications of type `N` for as long as `owner` lives.
+    ///
+    /// The hub holds `owner` weakly and passes it to the handler, so the handler needs no
+    /// `[weak self]` dance. The observation ends when `owner` is deallocated: you may discard the
+    /// returned token, and letting go of it does not end the observation.
+    ///
+    /// ```swift
+    /// hub.observe(UserCreated.self, owner: self, on: .queue(sync)) { model, note in
+    ///     model.refresh(note.userID)
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - type: The notification type to observe.
+    ///   - owner: The object whose lifetime bounds the observation.
+    ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
+    ///   - target: Where the handler runs.
+    ///   - fileID: The file that registers; leave the default.
+    ///   - line: The line that registers; leave the default.
+    ///   - handler: The handler, given the owner.
+    /// - Returns: The observation, which you may cancel early.
+    @discardableResult
+    public func observe<N: TypedNotification, Owner: AnyObject & Sendable>(
+        _ type: N.Type,
+        owner: Owner,
+        from subject: AnyObject? = nil,
+        on target: DeliveryTarget = .posting,
+        fileID: StaticString = #fileID,
+        line: UInt = #line,
+        _ handler: @escaping @Sendable (Owner, N) throws -> Void
+    ) -> Observation {
+        register(
+            target: target, subject: subject, owner: owner, fileID: fileID, line: line,
+            handler: .plain { [weak owner] note in
+                guard let owner else { return }
+                try handler(owner, note)
+            }
+        )
+    }
+
+    /// Observes notifications of type `N` on the main actor for as long as `owner` lives.
+    ///
+    /// - Parameters:
+    ///   - type: The notification type to observe.
+    ///   - owner: The object whose lifetime bounds the observation, held weakly.
+    ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
+    ///   - mainActor: `MainActor.shared`.
+    ///   - fileID: The file that registers; leave the default.
+    ///   - line: The line that registers; leave the default.
+    ///   - handler: The main-actor handler, given the owner.
+    /// - Returns: The observation, which you may cancel early.
+    @discardableResult
+    public func observe<N: TypedNotification, Owner: AnyObject & Sendable>(
+        _ type: N.Type,
+        owner: Owner,
+        from subject: AnyObject? = nil,
+        on mainActor: MainActor,
+        fileID: StaticString = #fileID,
+        line: UInt = #line,
+        _ handler: @escaping @MainActor @Sendable (Owner, N) throws -> Void
+    ) -> Observation {
+        register(
+            target: .main, subject: subject, owner: owner, fileID: fileID, line: line,
+            handler: .plain { [weak owner] note in
+                guard let owner else { return }
+                try MainActor.assumeIsolated { try handler(owner, note) }
+            }
+        )
+    }
+
+    func register<N: TypedNotification>(
+        target: DeliveryTarget,
+        subject: AnyObject?,
+        owner: AnyObject?,
+        fileID: StaticString,
+        line: UInt,
+        handler: Handler<N>
+    ) -> Observation {
+        let filters = subject == nil && owner == nil ? nil : Filters(subject: subject, owner: owner)
+        let observer = Observer<N>(
+            core: core, target: target, filters: filters,
+            location: SourceLocation(fileID: fileID, line: UInt32(clamping: line)), handler: handler
+        )
+        core.add(observer)
+        return Observation(registration: observer, cancelsOnDeinit: owner == nil)
+    }
+
+    // MARK: - Posting
+
+    /// Posts a notification to every observer of its type.
+    ///
+    /// Posting-thread observers run synchronously, in registration order, before `post` returns.
+    /// Observers on other targets are enqueued before the posting-thread observers run, so a post
+    /// made from inside a handler reaches every queue after this one.
+    ///
+    /// ```swift
+    /// hub.post(UserCreated(userID: 7, status: 201))
+    /// hub.post(SessionExpired(), from: session)        // reaches observers of `session` only
+    /// ```
+    ///
+    /// A post that reaches no observer is counted in ``unobservedPostCount``.
+    ///
+    /// - Parameters:
+    ///   - notification: The notification.
+    ///   - subject: The object the notification is about, matched by identity against observers
+    ///     registered with `from:`. Observers registered without a subject receive every post.
+    /// - Complexity: O(*n*) in the observers of this type; independent of observers of other types.
+    ///   No heap allocation when only posting-thread observers match.
+    public func post<N: TypedNotification>(_ notification: N, from subject: AnyObject? = nil) {
+        guard let snapshot = core.snapshot(of: N.self) else {
+            core.noteUnobserved(N.self, hadSubject: subject != nil)
+            return
+        }
+        var reached = false
+        if !snapshot.queued.isEmpty {
+            let item = QueuedItem(notification: notification, subjectID: subject.map(ObjectIdentifier.init), group: nil)
+            for observer in snapshot.queued where observer.accepts(subject) {
+                if observer.enqueue(item) { reached = true }
+            }
+        }
+        for observer in snapshot.posting where observer.accepts(subject) {
+            reached = true
+            _ = observer.invoke(notification, subjectID: subject.map(ObjectIdentifier.init))
+        }
+        if !reached {
+            core.noteUnobserved(N.self, hadSubject: subject != nil)
+        }
+    }
+
+    /// Posts a notification and returns once every observer has run, wherever it runs.
+    ///
+    /// ```swift
+    /// hub.postAndWait(CacheInvalidated())     // every cache is cleared when this returns
+    /// ```
+    ///
+    /// When the caller already runs on an observer's target (main to main, a queue to itself, an
+    /// executor to itself, an actor to itself), that observer runs inline instead of waiting for
+    /// itself. When a handler running on behalf of this call waits for the caller's own target
+    /// (a nested wait A → B → A), the blocked caller runs that work, so the chain completes.
+    ///
+    /// ## When it can block forever
+    /// It waits for every observer's target to run its delivery. It blocks forever if a target
+    /// never runs work again (a suspended queue, an undrained main queue) or is blocked on
+    /// something the caller holds outside Herald. Use ``postAndWait(_:from:timeout:isolation:)``
+    /// to bound the wait. A post from inside a handler to that same observer (a re-entrant wait on
+    /// its own mailbox) is enqueued and not waited for, because waiting would never end.
+    ///
+    /// - Parameters:
+    ///   - notification: The notification.
+    ///   - subject: The object the notification is about (see ``post(_:from:)``).
+    ///   - isolation: The caller's actor isolation; leave the default.
+    /// - Returns: What happened: how many observers ran, and the errors they threw (which also
+    ///   went to ``errorHandler``).
+    @available(*, noasync, message: "postAndWait blocks the calling thread", renamed: "deliver(_:from:)")
+    @discardableResult
+    public func postAndWait<N: TypedNotification>(
+        _ notification: N,
+        from subject: AnyObject? = nil,
+        isolation: (any Actor)? = #isolation
+    ) -> DeliveryReport {
+        waitingPost(notification, subject: subject, isolation: isolation, deadline: .distantFuture).report
+    }
+
+    /// Posts a notification and waits at most `timeout` for every observer to run.
+    ///
+    /// ```swift
+    /// do {
+    ///     try hub.postAndWait(FlushRequested(), timeout: .seconds(2))
+    /// } catch {
+    ///     log("flush still running: \(error)")  // DeliveryTimeout
+    /// }
+    /// ```
+    ///
+    /// On timeout the outstanding deliveries are not cancelled: each still runs exactly once,
+    /// later. Only the wait ends. This form never hangs, even when a target is blocked forever.
+    ///
+    /// - Parameters:
+    ///   - notification: The notification.
+    ///   - subject: The object the notification is about (see ``post(_:from:)``).
+    ///   - timeout: The longest time to wait.
+    ///   - isolation: The caller's actor isolation; leave the default.
+    /// - Returns: What happened, as for ``postAndWait(_:from:isolation:)``.
+    /// - Throws: ``DeliveryTimeout`` if some observer had not finished within `timeout`.
+    @available(*, noasync, message: "postAndWait blocks the calling thread", renamed: "deliver(_:from:)")
+    @discardableResult
+    public func postAndWait<N: TypedNotification>(
+        _ notification: N,
+        from subject: AnyObject? = nil,
+        timeout: Duration,
+        isolation: (any Actor)? = #isolation
+    ) throws(DeliveryTimeout) -> DeliveryReport {
+        let outcome = waitingPost(notification, subject: subject, isolation: isolation, deadline: timeout.deadlineFromNow)
+        guard outcome.completed else {
+            throw DeliveryTimeout(
+                timeout: timeout, notificationType: String(describing: N.self), pendingCount: outcome.pendingCount)
+        }
+        return outcome.report
+    }
+
+    /// Posts a notification and suspends until every observer has run, blocking no thread.
+    ///
+    /// ```swift
+    /// let report = await hub.deliver(UserCreated(userID: 7, status: 201))
+    /// ```
+    ///
+    /// Posting-thread observers run in the caller's isolation before the first suspension.
+    ///
+    /// - Parameters:
+    ///   - notification: The notification.
+    ///   - subject: The object the notification is about (see ``post(_:from:)``).
+    ///   - isolation: The caller's actor isolation; leave the default.
+    /// - Returns: What happened: how many observers ran, and the errors they threw.
+    @discardableResult
+    public func deliver<N: TypedNotification>(
+        _ notification: N,
+        from subject: AnyObject? = nil,
+        isolation: isolated (any Actor)? = #isolation
+    ) async -> DeliveryReport {
+        guard let snapshot = core.snapshot(of: N.self) else {
+            core.noteUnobserved(N.self, hadSubject: subject != nil)
+            return DeliveryReport()
+        }
+        let subjectID = subject.map(ObjectIdentifier.init)
+        let group = WaitGroup(waiter: nil)
+        var reached = false
+        let item = QueuedItem(notification: notification, subjectID: subjectID, group: group)
+        for observer in snapshot.queued where observer.accepts(subject) {
+            group.enter()
+            if observer.enqueue(item) { reached = true } else { group.withdraw() }
+        }
+        var report = runPosting(snapshot, notification, subject: subject, reached: &reached)
+        group.arrive()
+        if !reached { core.noteUnobserved(N.self, hadSubject: subject != nil) }
+        await group.wait()
+        report.merge(group.report)
+        return report
+    }
+
+    private struct WaitOutcome {
+        var completed: Bool
+        var pendingCount: Int
+        var report: DeliveryReport
+    }
+
+    private func waitingPost<N: TypedNotification>(
+        _ notification: N,
+        subject: AnyObject?,
+        isolation: (any Actor)?,
+        deadline: DispatchTime
+    ) -> WaitOutcome {
+        guard let snapshot = core.snapshot(of: N.self) else {
+            core.noteUnobserved(N.self, hadSubject: subject != nil)
+            return WaitOutcome(completed: true, pendingCount: 0, report: DeliveryReport())
+        }
+        let subjectID = subject.map(ObjectIdentifier.init)
+        let waiter = Waiter(isolation: isolation)
+        let group = WaitGroup(waiter: waiter)
+        let awaited = QueuedItem(notification: notification, subjectID: subjectID, group: group)
+        let me = currentThreadID()
+        var reached = false
+        var inline: [Observer<N>] = []
+        for observer in snapshot.queued where observer.accepts(subject) {
+            let isCurrent = observer.target.isCurrent(isolation: isolation)
+            if isCurrent && observer.drainer == me {
+                // A handler posting to its own mailbox: waiting would never end, so enqueue only.
+                if observer.enqueue(QueuedItem(notification: notification, subjectID: subjectID, group: nil)) {
+                    reached = true
+                }
+                continue
+            }
+            group.enter()
+            guard observer.enqueue(awaited) else {
+                group.withdraw()
+                continue
+            }
+            reached = true
+            if isCurrent {
+                inline.append(observer)
+            } else {
+                Waiter.askChainForHelp {
+                    HelpRequest(target: observer.target) { observer.drainInline() }
+                }
+            }
+        }
+        var report = runPosting(snapshot, notification, subject: subject, reached: &reached)
+        for observer in inline {
+            observer.drainInline()
+        }
+        group.arrive()
+        if !reached { core.noteUnobserved(N.self, hadSubject: subject != nil) }
+        let completed = waiter.wait(until: deadline)
+        report.merge(group.report)
+        return WaitOutcome(completed: completed, pendingCount: group.pendingCount, report: report)
+    }
+
+    private func runPosting<N: TypedNotification>(
+        _ snapshot: Snapshot<N>,
+        _ notification: N,
+        subject: AnyObject?,
+        reached: inout Bool
+    ) -> DeliveryReport {
+        var report = DeliveryReport()
+        let subjectID = subject.map(ObjectIdentifier.init)
+        for observer in snapshot.posting where observer.accepts(subject) {
+            reached = true
+            report.deliveredCount += 1
+            if let failure = observer.invoke(notification, subjectID: subjectID) {
+                report.failures.append(failure)
+            }
+        }
+        return report
+    }
+
+    // MARK: - Errors and diagnostics
+
+    /// Receives every error thrown by a handler of this hub, with the observer's location.
+    ///
+    /// The default writes one line to standard error. Replace it to log or to fail a test. It is
+    /// called on the thread where the handler threw, and never while Herald holds a lock.
+    public var errorHandler: @Sendable (ObserverFailure) -> Void {
+        get { core.errorHandlerValue }
+        set { core.errorHandlerValue = newValue }
+    }
+
+    /// Called for every post that reached no observer, when set. `nil` by default.
+    ///
+    /// It is called on the posting thread.
+    public var unobservedPostHandler: (@Sendable (UnobservedPost) -> Void)? {
+        get { core.unobservedHandlerValue }
+        set { core.unobservedHandlerValue = newValue }
+    }
+
+    /// The number of posts so far that reached no observer.
+    public var unobservedPostCount: Int {
+        core.unobservedCount.load(ordering: .relaxed)
+    }
+
+    // MARK: - Introspection
+
+    /// The number of live observations of `type`.
+    ///
+    /// Observations whose owner or subject has been deallocated are ended before counting.
+    ///
+    /// - Parameter type: The notification type.
+    /// - Returns: The number of observers a post of `type` could reach now.
+    /// - Complexity: O(*n*) in the observers of this type.
+    public func observerCount<N: TypedNotification>(of type: N.Type) -> Int {
+        core.observers(of: type).count
+    }
+
+    /// Whether any live observation of `type` exists.
+    ///
+    /// - Parameter type: The notification type.
+    /// - Returns: `true` if ``observerCount(of:)`` is greater than zero.
+    public func hasObservers<N: TypedNotification>(of type: N.Type) -> Bool {
+        observerCount(of: type) > 0
+    }
+
+    /// The live registrations for `type`: where each observer runs and where it was registered.
+    ///
+    /// Use it in tests to check that a component registered on the target you expect.
+    ///
+    /// - Parameter type: The notification type.
+    /// - Returns: One entry per live observation, posting-thread observers first, each group in
+    ///   registration order.
+    public func registrations<N: TypedNotification>(of type: N.Type) -> [Registration] {
+        core.observers(of: type).map { observer in
+            Registration(
+                target: observer.target,
+                fileID: observer.location.fileString,
+                line: Int(observer.location.line),
+                hasSubject: observer.filters?.hasSubject ?? false,
+                hasOwner: observer.filters?.hasOwner ?? false
+            )
+        }
+    }
+}
+
+/// A description of one live observation, for tests and diagnostics.
+public struct Registration: Sendable, Equatable, CustomStringConvertible {
+    /// Where the observer's handler runs.
+    public let target: DeliveryTarget
+    /// The file in which the observer was registered.
+    public let fileID: String
+    /// The line at which the observer was registered.
+    public let line: Int
+    /// Whether the observation only receives posts from one subject.
+    public let hasSubject: Bool
+    /// Whether the observation is bound to an owner's lifetime.
+    public let hasOwner: Bool
+
+    public var description: String {
+        "\(fileID):\(line) on \(target)\(hasSubject ? " from a subject" : "")\(hasOwner ? " with an owner" : "")"
+    }
+}

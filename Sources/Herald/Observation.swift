@@ -1,0 +1,99 @@
+import Synchronization
+
+/// A registration with a ``NotificationHub``; the observation lasts as long as you keep it.
+///
+/// ```swift
+/// final class LoginModel {
+///     private var observations = Set<Observation>()
+///
+///     init(hub: NotificationHub) {
+///         hub.observe(UserCreated.self, on: MainActor.shared) { note in … }
+///             .store(in: &observations)
+///     }
+/// }
+/// ```
+///
+/// The observation ends when you call ``cancel()`` or when the last reference to it goes away.
+/// Observations made with an `owner:` are the exception: they end when the owner is deallocated,
+/// so their token may be discarded.
+///
+/// ## Threading
+/// ``cancel()`` may be called from any thread, including from inside the handler. Once it returns,
+/// the handler is not started again, not even for notifications already queued for it. A call
+/// that is already running on another thread at that moment is not interrupted and may finish.
+public final class Observation: Hashable, Sendable {
+    private let registration: any Cancellable
+    private let cancelsOnDeinit: Bool
+
+    init(registration: any Cancellable, cancelsOnDeinit: Bool = true) {
+        self.registration = registration
+        self.cancelsOnDeinit = cancelsOnDeinit
+    }
+
+    /// Creates an observation that calls `onCancel` once, when it is cancelled or deallocated.
+    ///
+    /// Use it to put your own registrations (a `NotificationCenter` token, a timer) in the same
+    /// `Set<Observation>` as Herald's.
+    ///
+    /// - Parameter onCancel: The work that ends your registration. It runs at most once.
+    public init(onCancel: @escaping @Sendable () -> Void) {
+        self.registration = ClosureRegistration(onCancel)
+        self.cancelsOnDeinit = true
+    }
+
+    deinit {
+        if cancelsOnDeinit {
+            registration.cancel()
+        }
+    }
+
+    /// Ends the observation. Calling it again does nothing.
+    ///
+    /// Once `cancel()` returns, the handler is not started again, including for notifications that
+    /// were already queued for it. A call already running on another thread may finish.
+    public func cancel() {
+        registration.cancel()
+    }
+
+    /// Whether the observation has ended, by ``cancel()`` or because its owner or subject was
+    /// deallocated.
+    public var isCancelled: Bool {
+        registration.isCancelled
+    }
+
+    /// Keeps this observation alive in `set` until the set lets go of it.
+    ///
+    /// - Parameter set: The set that owns the observation.
+    public func store(in set: inout Set<Observation>) {
+        set.insert(self)
+    }
+
+    public static func == (lhs: Observation, rhs: Observation) -> Bool {
+        lhs === rhs
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(ObjectIdentifier(self))
+    }
+}
+
+/// A registration ended by a closure.
+private final class ClosureRegistration: Cancellable {
+    private let onCancel: Lock<(@Sendable () -> Void)?>
+
+    init(_ onCancel: @escaping @Sendable () -> Void) {
+        self.onCancel = Lock(onCancel)
+    }
+
+    func cancel() {
+        let work = onCancel.withLock { work in
+            defer { work = nil }
+            return work
+        }
+        work?()
+    }
+
+    var isCancelled: Bool {
+        onCancel.withLock { $0 == nil }
+    }
+}
