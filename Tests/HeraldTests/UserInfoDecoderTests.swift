@@ -3,7 +3,7 @@ import Herald
 import Testing
 
 /// The target of the malformed-input cases.
-struct Sample: Codable, Equatable {
+struct UserInfoSample: Codable, Equatable {
     var userID: Int
     var level: UInt8
     var count: Int
@@ -19,7 +19,7 @@ struct Sample: Codable, Equatable {
     var scores: [String: Double]
     var nickname: String?
 
-    /// A valid user-info dictionary for `Sample`, as legacy code would build it.
+    /// A valid user-info dictionary for `UserInfoSample`, as legacy code would build it.
     static var validUserInfo: [AnyHashable: Any] {
         [
             "userID": 7,
@@ -167,12 +167,12 @@ struct MalformedCase: Sendable, CustomTestStringConvertible {
 @Suite struct UserInfoDecoderTests {
     @Test("Each malformed user info throws the right error, naming its key path", arguments: MalformedCase.all)
     func malformedUserInfoThrowsTheRightError(_ malformed: MalformedCase) throws {
-        var userInfo = Sample.validUserInfo
-        #expect(throws: Never.self) { try UserInfoDecoder().decode(Sample.self, from: userInfo) }
+        var userInfo = UserInfoSample.validUserInfo
+        #expect(throws: Never.self) { try UserInfoDecoder().decode(UserInfoSample.self, from: userInfo) }
         malformed.mutate(&userInfo)
 
         let error = try #require(throws: UserInfoDecodingError.self) {
-            try UserInfoDecoder().decode(Sample.self, from: userInfo)
+            try UserInfoDecoder().decode(UserInfoSample.self, from: userInfo)
         }
 
         #expect(error.code == malformed.code)
@@ -242,11 +242,11 @@ struct MalformedCase: Sendable, CustomTestStringConvertible {
         let plist = try PropertyListSerialization.propertyList(from: Data(xml.utf8), options: [], format: nil)
         let userInfo = try #require(plist as? [AnyHashable: Any])
 
-        let legacy = try UserInfoDecoder().decode(Legacy.self, from: userInfo)
+        let legacy = try UserInfoDecoder().decode(LegacyUserChanged.self, from: userInfo)
 
         #expect(
             legacy
-                == Legacy(
+                == LegacyUserChanged(
                     userID: 7, status: 201, ratio: 0.25, isAdmin: true,
                     profile: EveryType.Profile(name: "Grace", age: 85, email: nil), tags: ["x", "y"],
                     homePage: URL(string: "https://example.org/a")!,
@@ -295,11 +295,11 @@ struct MalformedCase: Sendable, CustomTestStringConvertible {
             }
             return tree
         }
-        let shallow = try UserInfoDecoder().decode(Tree.self, from: nested(40))
+        let shallow = try UserInfoDecoder().decode(UserInfoTree.self, from: nested(40))
         #expect(shallow.depth == 41)
 
         let error = try #require(throws: UserInfoDecodingError.self) {
-            try UserInfoDecoder().decode(Tree.self, from: nested(1_000))
+            try UserInfoDecoder().decode(UserInfoTree.self, from: nested(1_000))
         }
         #expect(error.code == .invalidValue)
         #expect(error.detail == "nested more than 128 levels deep")
@@ -339,8 +339,8 @@ struct MalformedCase: Sendable, CustomTestStringConvertible {
 }
 
 /// A recursive type, to check the depth limit.
-final class Tree: Codable, Sendable {
-    let children: [Tree]
+final class UserInfoTree: Codable, Sendable {
+    let children: [UserInfoTree]
 
     var depth: Int { 1 + (children.map(\.depth).max() ?? 0) }
 }

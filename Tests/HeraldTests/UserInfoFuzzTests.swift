@@ -72,7 +72,7 @@ import Testing
     static func fuzz(cases: Int, seed: UInt64) -> Outcome {
         var generator = OddUserInfoGenerator(seed: seed)
         let validEveryType = (try? UserInfoEncoder().encode(EveryType.sample)) ?? [:]
-        let validSample = Sample.validUserInfo
+        let validSample = UserInfoSample.validUserInfo
         var outcome = Outcome()
 
         func check<T: Decodable>(_ type: T.Type, _ userInfo: [AnyHashable: Any], index: Int) {
@@ -101,11 +101,11 @@ import Testing
             case 0...3:
                 check(EveryType.self, generator.mutated(validEveryType), index: index)
             case 4...5:
-                check(Sample.self, generator.mutated(validSample), index: index)
+                check(UserInfoSample.self, generator.mutated(validSample), index: index)
             case 6:
-                check(Legacy.self, generator.randomUserInfo(keys: legacyKeys), index: index)
+                check(LegacyUserChanged.self, generator.randomUserInfo(keys: legacyKeys), index: index)
             case 7:
-                check(Tree.self, generator.randomTree(), index: index)
+                check(UserInfoTree.self, generator.randomTree(), index: index)
             case 8:
                 check([String: [Int?]].self, generator.randomUserInfo(keys: ["a", "b", "c"]), index: index)
             default:
@@ -129,7 +129,7 @@ import Testing
 }
 
 /// SplitMix64: a small, fast, seedable generator, the same on every platform.
-struct SplitMix64: RandomNumberGenerator {
+struct UserInfoRandom: RandomNumberGenerator {
     private var state: UInt64
 
     init(seed: UInt64) {
@@ -147,10 +147,10 @@ struct SplitMix64: RandomNumberGenerator {
 
 /// Makes odd values of every kind a user-info dictionary can hold.
 struct OddUserInfoGenerator {
-    private var random: SplitMix64
+    private var random: UserInfoRandom
 
     init(seed: UInt64) {
-        random = SplitMix64(seed: seed)
+        random = UserInfoRandom(seed: seed)
     }
 
     mutating func next(upperBound: Int) -> Int {
@@ -212,7 +212,7 @@ struct OddUserInfoGenerator {
             return pick([NSNull(), Optional<Int>.none as Any, Optional<Optional<Int>>.some(3) as Any] as [Any])
         default:
             return pick([
-                NSObject(), Sender(), EveryType.Profile(name: "n", age: 1, email: nil), { () -> Void in },
+                NSObject(), NonCodableSender(), EveryType.Profile(name: "n", age: 1, email: nil), { () -> Void in },
                 Set([1, 2]), Character("c"), EveryType.Mood.happy,
             ] as [Any])
         }
@@ -263,7 +263,7 @@ struct OddUserInfoGenerator {
         return userInfo
     }
 
-    /// A `Tree` dictionary, sometimes nested past the decoder's depth limit.
+    /// A `UserInfoTree` dictionary, sometimes nested past the decoder's depth limit.
     mutating func randomTree() -> [AnyHashable: Any] {
         let depth = chance(10) ? 60 + next(upperBound: 200) : next(upperBound: 6)
         var tree: Any = chance(90) ? ["children": [Any]()] : value(depth: 2)

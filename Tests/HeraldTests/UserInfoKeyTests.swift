@@ -9,12 +9,12 @@ extension UserInfoKey {
     static var profile: UserInfoKey<EveryType.Profile> { .init("profile") }
     static var homePage: UserInfoKey<URL> { .init("homePage") }
     static var mood: UserInfoKey<EveryType.Mood> { .init("mood") }
-    static var sender: UserInfoKey<Sender> { .init("sender") }
+    static var sender: UserInfoKey<NonCodableSender> { .init("sender") }
     static var payload: UserInfoKey<[String: Any]> { .init("payload") }
 }
 
 /// A class that is not Codable.
-final class Sender: Sendable {}
+final class NonCodableSender: Sendable {}
 
 @Suite struct UserInfoKeyTests {
     @Test("A typed key reads a notification's user info as an optional of its type")
@@ -96,7 +96,7 @@ final class Sender: Sendable {}
 
     @Test("Types that are not Codable are stored and read as they are")
     func nonCodableTypesUseCasts() {
-        let sender = Sender()
+        let sender = NonCodableSender()
         var userInfo: [AnyHashable: Any] = [:]
         userInfo[.sender] = sender
         userInfo[.payload] = ["a": 1]

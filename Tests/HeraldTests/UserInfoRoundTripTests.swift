@@ -203,7 +203,7 @@ struct PlistFriendly: NotificationConvertible, Codable, Equatable {
         profile["name"] = NSString(string: "Grace")
         profile["age"] = NSNumber(value: 85)
         let notification = Notification(
-            name: Legacy.notificationName,
+            name: LegacyUserChanged.notificationName,
             object: nil,
             userInfo: [
                 "userID": NSNumber(value: 7),
@@ -216,7 +216,7 @@ struct PlistFriendly: NotificationConvertible, Codable, Equatable {
                 "requestID": "3F2504E0-4F89-11D3-9A0C-0305E82C3301",
             ])
 
-        let legacy = try Legacy(notification: notification)
+        let legacy = try LegacyUserChanged(notification: notification)
 
         #expect(legacy.userID == 7)
         #expect(legacy.status == 201)
@@ -241,9 +241,9 @@ struct PlistFriendly: NotificationConvertible, Codable, Equatable {
 
     @Test("A notification without user info reports the first missing key")
     func missingUserInfoReportsMissingKey() throws {
-        let notification = Notification(name: Legacy.notificationName)
+        let notification = Notification(name: LegacyUserChanged.notificationName)
         let error = try #require(throws: UserInfoDecodingError.self) {
-            try Legacy(notification: notification)
+            try LegacyUserChanged(notification: notification)
         }
         #expect(error.code == .keyNotFound)
         #expect(error.expected != "")
@@ -267,7 +267,7 @@ struct PlistFriendly: NotificationConvertible, Codable, Equatable {
 }
 
 /// The shape of a notification that legacy code posts.
-struct Legacy: NotificationConvertible, Codable, Equatable {
+struct LegacyUserChanged: NotificationConvertible, Codable, Equatable {
     static let notificationName = Notification.Name("LegacyUserDidChangeNotification")
 
     var userID: Int
