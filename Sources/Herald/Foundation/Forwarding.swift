@@ -108,8 +108,8 @@ extension NotificationHub {
     ///   - type: The notification type; it declares the name and the conversion.
     ///   - center: The notification center to post on.
     ///   - subject: If not `nil`, only posts made with this subject are forwarded, and they are
-    ///     posted with it as the notification's `object`. Held weakly, as by
-    ///     ``observe(_:from:on:fileID:line:_:)``. Otherwise the object is `nil`.
+    ///     posted with it as the notification's `object`. Held weakly, as by `observe(_:from:)`.
+    ///     Otherwise the object is `nil`.
     ///   - fileID: The file that sets up forwarding, for error reports; leave the default.
     ///   - line: The line that sets up forwarding, for error reports; leave the default.
     /// - Returns: The observation. Forwarding stops when you cancel it or let go of it.
