@@ -206,9 +206,11 @@ struct MalformedCase: Sendable, CustomTestStringConvertible {
                 == Numbers(int: 3, int8: 5, uint64: .max, int128: Int128(Int64.min), double: 1.5, float: 2))
     }
 
-    @Test("A property list read back with PropertyListSerialization decodes", arguments: [
-        PropertyListSerialization.PropertyListFormat.binary, .xml,
-    ])
+    @Test(
+        "A property list read back with PropertyListSerialization decodes",
+        arguments: [
+            PropertyListSerialization.PropertyListFormat.binary, .xml,
+        ])
     func propertyListRoundTripDecodes(format: PropertyListSerialization.PropertyListFormat) throws {
         let userInfo = try PlistFriendly.sample.makeNotification().userInfo ?? [:]
         let data = try PropertyListSerialization.data(fromPropertyList: userInfo, format: format, options: 0)
@@ -262,7 +264,7 @@ struct MalformedCase: Sendable, CustomTestStringConvertible {
             var some: Int?
         }
         let userInfo: [AnyHashable: Any] = [
-            "null": NSNull(), "none": Optional<Int>.none as Any, "some": Optional<Optional<Int>>.some(5) as Any,
+            "null": NSNull(), "none": Optional<Int>.none as Any, "some": Optional<Int?>.some(5) as Any,
         ]
         #expect(
             try UserInfoDecoder().decode(Optionals.self, from: userInfo)

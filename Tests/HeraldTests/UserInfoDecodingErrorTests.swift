@@ -17,7 +17,8 @@ import Testing
     @Test("The public factories make the matching codes")
     func factoriesMakeCodes() {
         #expect(UserInfoDecodingError.keyNotFound(keyPath: ["a"], expected: Int.self).code == .keyNotFound)
-        #expect(UserInfoDecodingError.typeMismatch(keyPath: ["a"], expected: Int.self, found: nil).code == .typeMismatch)
+        #expect(
+            UserInfoDecodingError.typeMismatch(keyPath: ["a"], expected: Int.self, found: nil).code == .typeMismatch)
         let invalid = UserInfoDecodingError.invalidValue(
             keyPath: ["a"], expected: Int.self, found: 7, reason: "not a prime")
         #expect(invalid.code == .invalidValue)

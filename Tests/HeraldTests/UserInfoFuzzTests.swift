@@ -125,7 +125,9 @@ import Testing
         return outcome
     }
 
-    static let legacyKeys = ["userID", "status", "ratio", "isAdmin", "profile", "tags", "homePage", "requestID", "note"]
+    static let legacyKeys = [
+        "userID", "status", "ratio", "isAdmin", "profile", "tags", "homePage", "requestID", "note",
+    ]
 }
 
 /// SplitMix64: a small, fast, seedable generator, the same on every platform.
@@ -171,14 +173,17 @@ struct OddUserInfoGenerator {
         case 0:
             return pick([0, -1, 1, 3, 255, 256, 300, 65_536, Int.max, Int.min] as [Int])
         case 1:
-            return pick([
-                Int8.min, Int8(-1), UInt8.max, Int16.min, UInt16.max, Int32.max, UInt32.max, Int64.min, UInt64.max,
-                UInt(3), Int128(Int64.max) * 4, UInt128.max,
-            ] as [Any])
+            return pick(
+                [
+                    Int8.min, Int8(-1), UInt8.max, Int16.min, UInt16.max, Int32.max, UInt32.max, Int64.min, UInt64.max,
+                    UInt(3), Int128(Int64.max) * 4, UInt128.max,
+                ] as [Any])
         case 2:
-            return pick([
-                0.0, -0.0, 3.0, 3.5, -2.5, .nan, .infinity, -.infinity, 1e300, .leastNonzeroMagnitude, Double(Int64.max), 1e40,
-            ] as [Double])
+            return pick(
+                [
+                    0.0, -0.0, 3.0, 3.5, -2.5, .nan, .infinity, -.infinity, 1e300, .leastNonzeroMagnitude,
+                    Double(Int64.max), 1e40,
+                ] as [Double])
         case 3:
             return pick([Float.nan, Float(0.1), Float.greatestFiniteMagnitude, Float(-1), CGFloat(2.5)] as [Any])
         case 4:
@@ -190,31 +195,36 @@ struct OddUserInfoGenerator {
         case 5:
             return pick([true, false])
         case 6:
-            return pick([
-                "", "forty", "42", "3.5", "true", "happy", "sleepy", "https://example.com", "::::", "\u{0}",
-                "E621E1F8-C36C-495A-93FC-0C247A3E6E5F", "not-a-uuid", String(repeating: "🦆", count: 100),
-                NSString(string: "bridged"),
-            ] as [Any])
+            return pick(
+                [
+                    "", "forty", "42", "3.5", "true", "happy", "sleepy", "https://example.com", "::::", "\u{0}",
+                    "E621E1F8-C36C-495A-93FC-0C247A3E6E5F", "not-a-uuid", String(repeating: "🦆", count: 100),
+                    NSString(string: "bridged"),
+                ] as [Any])
         case 7:
-            return pick([
-                Date(timeIntervalSinceReferenceDate: Double(next(upperBound: 1_000_000))),
-                NSDate(timeIntervalSince1970: 0), Date.distantFuture,
-            ] as [Any])
+            return pick(
+                [
+                    Date(timeIntervalSinceReferenceDate: Double(next(upperBound: 1_000_000))),
+                    NSDate(timeIntervalSince1970: 0), Date.distantFuture,
+                ] as [Any])
         case 8:
-            return pick([
-                Data((0..<next(upperBound: 8)).map { UInt8($0) }), NSData(), [UInt8](repeating: 7, count: 3),
-            ] as [Any])
+            return pick(
+                [
+                    Data((0..<next(upperBound: 8)).map { UInt8($0) }), NSData(), [UInt8](repeating: 7, count: 3),
+                ] as [Any])
         case 9:
-            return pick([
-                URL(string: "https://example.com/a")!, NSURL(string: "file:///tmp")!, UUID(), NSUUID(),
-            ] as [Any])
+            return pick(
+                [
+                    URL(string: "https://example.com/a")!, NSURL(string: "file:///tmp")!, UUID(), NSUUID(),
+                ] as [Any])
         case 10:
-            return pick([NSNull(), Optional<Int>.none as Any, Optional<Optional<Int>>.some(3) as Any] as [Any])
+            return pick([NSNull(), Optional<Int>.none as Any, Optional<Int?>.some(3) as Any] as [Any])
         default:
-            return pick([
-                NSObject(), NonCodableSender(), EveryType.Profile(name: "n", age: 1, email: nil), { () -> Void in },
-                Set([1, 2]), Character("c"), EveryType.Mood.happy,
-            ] as [Any])
+            return pick(
+                [
+                    NSObject(), NonCodableSender(), EveryType.Profile(name: "n", age: 1, email: nil), { () -> Void in },
+                    Set([1, 2]), Character("c"), EveryType.Mood.happy,
+                ] as [Any])
         }
     }
 

@@ -328,7 +328,8 @@ enum UserInfoUnboxer {
         {
             return direct
         }
-        let decoder = UserInfoDecoderImplementation(value: value, path: path, expected: typeName(type), options: options)
+        let decoder = UserInfoDecoderImplementation(
+            value: value, path: path, expected: typeName(type), options: options)
         do {
             return try T(from: decoder)
         } catch {

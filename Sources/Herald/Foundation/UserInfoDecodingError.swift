@@ -240,7 +240,9 @@ extension UserInfoDecodingError {
 
     // Internal factories used by the decoder.
 
-    static func keyNotFound(at path: [PathComponent], expected: String, detail: String = "no value for this key")
+    static func keyNotFound(
+        at path: [PathComponent], expected: String, detail: String = "no value for this key"
+    )
         -> Self
     {
         Self(code: .keyNotFound, path: path, expected: expected, found: "nothing", detail: detail)

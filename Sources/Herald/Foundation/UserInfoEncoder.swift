@@ -327,7 +327,8 @@ private struct UserInfoEncoderImplementation: Encoder {
             node.reset()
             _ = node.makeKeyed()
         }
-        return KeyedEncodingContainer(UserInfoKeyedEncodingContainer<Key>(node: node, codingPath: codingPath, state: state))
+        return KeyedEncodingContainer(
+            UserInfoKeyedEncodingContainer<Key>(node: node, codingPath: codingPath, state: state))
     }
 
     func unkeyedContainer() -> any UnkeyedEncodingContainer {
