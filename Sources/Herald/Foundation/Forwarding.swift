@@ -122,6 +122,7 @@ extension NotificationHub {
     ) -> Observation {
         let link = ForwardingLink(hub: self, center: center, type: type)
         let weakSubject = WeakSubject(subject)
+        let center = CenterReference(center)
         return observe(type, from: subject, on: .posting, fileID: fileID, line: line) { value in
             // A notification that came from this center: its observers already have it.
             guard !ForwardingFrame.isActive(link, direction: .fromCenter) else { return }
@@ -129,7 +130,7 @@ extension NotificationHub {
             if weakSubject.hadObject && object == nil { return }
             let notification = try value.makeNotification(object: object)
             ForwardingFrame.run(link, direction: .toCenter) {
-                center.post(notification)
+                center.center.post(notification)
             }
         }
     }
@@ -211,13 +212,22 @@ final class CancellationFlag: Sendable {
 }
 
 /// A subject held weakly, remembering whether there was one.
-final class WeakSubject: @unchecked Sendable {  // An immutable weak reference; weak loads are atomic.
-    weak let object: AnyObject?
+final class WeakSubject: @unchecked Sendable {  // Written only in init; weak loads are atomic.
+    private(set) weak var object: AnyObject?
     let hadObject: Bool
 
     init(_ object: AnyObject?) {
         self.object = object
         self.hadObject = object != nil
+    }
+}
+
+/// A `NotificationCenter` to post on from any thread.
+final class CenterReference: @unchecked Sendable {  // Immutable; NotificationCenter is thread-safe.
+    let center: NotificationCenter
+
+    init(_ center: NotificationCenter) {
+        self.center = center
     }
 }
 

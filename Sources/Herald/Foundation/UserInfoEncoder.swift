@@ -32,7 +32,7 @@ import Foundation
 /// | `UUID`                                   | its `uuidString`, or the `UUID` with ``UUIDEncodingStrategy/uuid`` |
 /// | enumeration with a raw value             | the raw value                                        |
 /// | `nil` optional property                  | nothing: the key is absent                           |
-/// | `nil` inside an array or dictionary      | `NSNull` (not a property-list value)                 |
+/// | `nil` inside an array or dictionary, or an explicit `encodeNil` | `NSNull` (not a property-list value) |
 ///
 /// ``UserInfoDecoder`` reads all of these back, and accepts both forms of `URL` and `UUID`.
 ///
