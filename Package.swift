@@ -12,10 +12,12 @@ let package = Package(
         .macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2),
     ],
     products: [
-        .library(name: "Herald", targets: ["Herald"])
+        .library(name: "Herald", targets: ["Herald"]),
+        .library(name: "HeraldTesting", targets: ["HeraldTesting"]),
     ],
     targets: [
         .target(name: "Herald", swiftSettings: swiftSettings),
+        .target(name: "HeraldTesting", dependencies: ["Herald"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "herald-runloop-probe",
             dependencies: ["Herald"],
@@ -26,6 +28,11 @@ let package = Package(
             name: "HeraldTests",
             dependencies: ["Herald", "herald-runloop-probe"],
             exclude: [],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HeraldTestingTests",
+            dependencies: ["HeraldTesting", "Herald"],
             swiftSettings: swiftSettings
         ),
     ],

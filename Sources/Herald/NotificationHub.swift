@@ -208,6 +208,7 @@ public final class NotificationHub: Sendable {
         owner: AnyObject?,
         fileID: StaticString,
         line: UInt,
+        replayLatest: Bool = false,
         handler: Handler<N>
     ) -> Observation {
         let filters = subject == nil && owner == nil ? nil : Filters(subject: subject, owner: owner)
@@ -215,7 +216,11 @@ public final class NotificationHub: Sendable {
             core: core, target: target, filters: filters,
             location: SourceLocation(fileID: fileID, line: UInt32(clamping: line)), handler: handler
         )
-        core.add(observer)
+        if replayLatest {
+            core.addReplaying(observer)
+        } else {
+            core.add(observer)
+        }
         return Observation(registration: observer, cancelsOnDeinit: owner == nil)
     }
 
@@ -245,6 +250,16 @@ public final class NotificationHub: Sendable {
             core.noteUnobserved(N.self, hadSubject: subject != nil)
             return
         }
+        if !send(notification, from: subject, to: snapshot) {
+            core.noteUnobserved(N.self, hadSubject: subject != nil)
+        }
+    }
+
+    /// Delivers a fire-and-forget post to the observers of `snapshot`.
+    ///
+    /// - Returns: Whether it reached at least one observer.
+    @inline(__always)
+    func send<N: TypedNotification>(_ notification: N, from subject: AnyObject?, to snapshot: Snapshot<N>) -> Bool {
         var reached = false
         if !snapshot.queued.isEmpty {
             let item = QueuedItem(notification: notification, subjectID: subject.map(ObjectIdentifier.init), group: nil)
@@ -256,9 +271,7 @@ public final class NotificationHub: Sendable {
             reached = true
             _ = observer.invoke(notification, subjectID: subject.map(ObjectIdentifier.init))
         }
-        if !reached {
-            core.noteUnobserved(N.self, hadSubject: subject != nil)
-        }
+        return reached
     }
 
     /// Posts a notification and returns once every observer has run, wherever it runs.

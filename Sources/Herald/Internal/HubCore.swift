@@ -17,8 +17,16 @@ final class Bucket<N: Sendable>: AnyBucket, @unchecked Sendable {
     var liveCount = 0
     /// Cancelled registrations still in the arrays; removed in batches.
     var deadCount = 0
+    /// The retained (sticky) values of this type, per subject. They outlive the observers.
+    var retained = RetainedValues<N>()
 
     override func removeAll() {
+        removeObservers()
+        retained = RetainedValues<N>()
+    }
+
+    /// Drops every registration and keeps the retained values.
+    func removeObservers() {
         posting = []
         queued = []
         liveCount = 0
@@ -43,7 +51,9 @@ struct Snapshot<N: Sendable>: Sendable {
 /// Observers keep the core alive, so deliveries queued when the hub is deallocated still run and
 /// still report their errors.
 final class HubCore: Sendable {
-    private let buckets = Lock<[ObjectIdentifier: AnyBucket]>([:])
+    /// The registry. Retained values live in the same buckets, under the same lock, so that a
+    /// retaining post and a replaying registration are atomic with respect to each other.
+    let buckets = Lock<[ObjectIdentifier: AnyBucket]>([:])
     private let errorHandler = Lock<@Sendable (ObserverFailure) -> Void>(HubCore.writeToStandardError)
     private let unobservedHandler = Lock<(@Sendable (UnobservedPost) -> Void)?>(nil)
     let unobservedCount = Atomic<Int>(0)
@@ -85,7 +95,7 @@ final class HubCore: Sendable {
             bucket.liveCount -= 1
             bucket.deadCount += 1
             if bucket.liveCount == 0 {
-                bucket.removeAll()
+                bucket.removeObservers()
             } else if bucket.deadCount > 16 && bucket.deadCount > bucket.liveCount {
                 bucket.compact()
             }

@@ -15,11 +15,14 @@ struct SourceLocation: Sendable {
 }
 
 /// What a contextual handler learns about the delivery besides the notification.
-struct DeliveryContext: Sendable {
+///
+/// Exposed as SPI for `HeraldTesting`'s recorder; not public API.
+@_spi(Testing)
+public struct DeliveryContext: Sendable {
     /// The identity of the post's subject, if it had one.
-    let subjectID: ObjectIdentifier?
+    public let subjectID: ObjectIdentifier?
     /// The target the delivery runs on.
-    let target: DeliveryTarget
+    public let target: DeliveryTarget
 }
 
 /// The handler of one observer.
@@ -190,6 +193,29 @@ final class Observer<N: Sendable>: Cancellable {
             target.schedule { [self] in drainScheduled() }
         }
         return accepted
+    }
+
+    /// Puts items into the lane of an observer that posts cannot see yet (replayed values).
+    ///
+    /// Called under the registry lock, before the observer is added, so the items come before any
+    /// live post. It never calls out: when it returns `true`, call ``scheduleDrain()`` once the
+    /// registry lock is released.
+    ///
+    /// - Returns: Whether a drain must be scheduled.
+    func preload(_ items: [QueuedItem<N>]) -> Bool {
+        guard let lane, !items.isEmpty else { return false }
+        return lane.state.withLock { state -> Bool in
+            if state.isClosed { return false }
+            state.buffer.append(contentsOf: items)
+            if state.isScheduled || state.drainer != 0 { return false }
+            state.isScheduled = true
+            return true
+        }
+    }
+
+    /// Hands the drain job to the target, after ``preload(_:)`` returned `true`.
+    func scheduleDrain() {
+        target.schedule { [self] in drainScheduled() }
     }
 
     /// The thread draining the lane right now, or 0.
