@@ -51,7 +51,7 @@ extension NotificationHub {
         line: UInt = #line
     ) -> Observation {
         let link = ForwardingLink(hub: self, center: center, type: type)
-        let isCancelled = CancellationFlag()
+        let isCancelled = ForwardingCancellation()
         let location = (fileID: "\(fileID)", line: Int(line))
         let token = center.addObserver(forName: N.notificationName, object: object, queue: nil) {
             [weak self] notification in
@@ -201,7 +201,7 @@ final class ForwardingFrame: Sendable {
 }
 
 /// Set once, when a forwarding observation is cancelled.
-final class CancellationFlag: Sendable {
+final class ForwardingCancellation: Sendable {
     private let flag = Atomic<Bool>(false)
 
     var isSet: Bool { flag.load(ordering: .acquiring) }
