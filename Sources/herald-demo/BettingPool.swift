@@ -4,7 +4,12 @@ import Herald
 // MARK: - Notifications: typed, Sendable values instead of userInfo dictionaries
 
 /// Posted by the API client when the server has created a user.
-struct UserCreated: TypedNotification {
+///
+/// It is also a Foundation notification for legacy code: being `Codable`, it converts to and from
+/// a `Notification` whose user info holds its properties (`"userID"`, `"name"`, `"status"`).
+struct UserCreated: NotificationConvertible, Codable {
+    static let notificationName = Notification.Name("BettingPoolUserCreated")
+
     let userID: Int
     let name: String
     let status: Int

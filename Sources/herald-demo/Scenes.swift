@@ -30,6 +30,10 @@ enum Demo {
             summary: "MainActor.performAndWait sets a view's frame from the background and reads it back",
             run: performAndWaitOnMain),
         Scene(
+            name: "forward",
+            summary: "a NotificationCenter observer and a typed observer get the same event through forward",
+            run: forwarding),
+        Scene(
             name: "errors",
             summary: "a throwing observer goes to the error handler; the others still run",
             run: throwingObserver),
@@ -129,7 +133,49 @@ enum Demo {
         }
     }
 
-    // MARK: - 5. errors
+    // MARK: - 6. forward
+
+    /// Bridging both ways: a legacy `NotificationCenter` observer and a typed observer receive the
+    /// same event, whichever side posts it, exactly once each.
+    @MainActor
+    static func forwarding() async throws {
+        let hub = NotificationHub()
+        let center = NotificationCenter()  // NotificationCenter.default in an app
+        let api = try BettingAPIClient(hub: hub)
+        var observations: Set<Observation> = []
+        hub.forward(UserCreated.self, to: center).store(in: &observations)
+        hub.forward(UserCreated.self, from: center).store(in: &observations)
+
+        // Legacy code, unchanged: it reads the user info by string keys.
+        let legacyCount = Tally()
+        let typedCount = Tally()
+        let legacy = center.addObserver(forName: UserCreated.notificationName, object: nil, queue: nil) { note in
+            legacyCount.increment()
+            let userID = note.userInfo?["userID"] as? Int ?? -1
+            let name = note.userInfo?["name"] as? String ?? "?"
+            say("LEGACY", "observer got \(note.name.rawValue), userInfo userID \(userID), name \(name)")
+        }
+        hub.observe(UserCreated.self, on: MainActor.shared) { user in
+            typedCount.increment()
+            say("UI", "typed observer got UserCreated(userID: \(user.userID), name: \(user.name))")
+        }
+        .store(in: &observations)
+
+        say("UI", "the API client posts to the hub …")
+        _ = try await api.createUser(named: "Ada")
+        await Task.yield()  // the main-actor delivery was queued before we resumed
+        try await BackgroundQueue(name: BettingAPIClient.queueName).perform {
+            say("LEGACY", "legacy code posts on the NotificationCenter …")
+            center.post(name: UserCreated.notificationName, object: nil,
+                        userInfo: ["userID": 8, "name": "Grace", "status": 201])
+        }
+        await Task.yield()
+        say("UI", "2 events: the legacy observer got \(legacyCount.count), the typed one \(typedCount.count); no echoes")
+        center.removeObserver(legacy)
+        observations.removeAll()
+    }
+
+    // MARK: - 6. errors
 
     /// A throwing handler is reported with its type and location; the other observers still run,
     /// and the waiting post returns the failure in its report.

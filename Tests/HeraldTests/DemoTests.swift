@@ -36,17 +36,22 @@ struct DemoTests {
             "network thread NET flush: 6 frames, 90 bytes",
             "main queue UI view.frame = (0, 560, 390×284), view.isHidden = false",
             "background queue API … returned frame (0, 560, 390×284), visible: true",
+            "background queue LEGACY observer got BettingPoolUserCreated, userInfo userID 7, name Ada",
+            "main queue UI typed observer got UserCreated(userID: 7, name: Ada)",
+            "background queue LEGACY observer got BettingPoolUserCreated, userInfo userID 8, name Grace",
+            "main queue UI typed observer got UserCreated(userID: 8, name: Grace)",
+            "main queue UI 2 events: the legacy observer got 2, the typed one 2; no echoes",
             "background queue LEDGER recorded bet of $150 by user #7",
             "main queue UI bet slip shows $150, pending review",
             "background queue API … returned: 3 observers ran, 1 failed",
-            "Done: 5 of 5 scenes.",
+            "Done: 6 of 6 scenes.",
         ] {
             #expect(lines.contains(expected), "missing: \(expected)\n\(result.output)")
         }
         // Every UI line ran on the main queue, every socket line on the network thread.
         let events = lines.compactMap(event)
         let ui = events.filter { $0.actor == "UI" }
-        #expect(ui.count == 11, "\(result.output)")
+        #expect(ui.count == 15, "\(result.output)")
         #expect(ui.allSatisfy { $0.place == "main queue" }, "\(result.output)")
         #expect(events.filter { $0.actor == "API" }.allSatisfy { $0.place == "background queue" })
         #expect(events.filter { $0.actor == "NET" }.allSatisfy { $0.place == "network thread" })
@@ -70,7 +75,7 @@ struct DemoTests {
     func help() async throws {
         let result = try await runProduct("herald-demo", arguments: ["--help"])
         #expect(result.status == 0)
-        for scene in ["api", "wait", "network", "frame", "errors"] {
+        for scene in ["api", "wait", "network", "frame", "forward", "errors"] {
             #expect(result.output.contains("\n  \(scene) "), "missing scene \(scene)\n\(result.output)")
         }
     }
@@ -81,7 +86,7 @@ struct DemoTests {
         #expect(result.status == 0, "\(result.output)")
         #expect(result.output.contains("4. frame:"))
         #expect(!result.output.contains("1. api:"))
-        #expect(result.output.contains("Done: 1 of 5 scenes."))
+        #expect(result.output.contains("Done: 1 of 6 scenes."))
     }
 
     @Test("an unknown scene name fails with status 64")
