@@ -303,15 +303,3 @@ final class BackgroundTaskCore<Value: Sendable>: Sendable {
     }
 }
 
-/// Whether a background task has been cancelled; read by its work while it runs.
-final class CancellationFlag: Sendable {
-    private let flag = Atomic<Bool>(false)
-
-    var isSet: Bool {
-        flag.load(ordering: .acquiring)
-    }
-
-    func set() {
-        flag.store(true, ordering: .releasing)
-    }
-}

@@ -200,16 +200,6 @@ final class ForwardingFrame: Sendable {
     }
 }
 
-/// Set once, when a forwarding observation is cancelled.
-final class CancellationFlag: Sendable {
-    private let flag = Atomic<Bool>(false)
-
-    var isSet: Bool { flag.load(ordering: .acquiring) }
-
-    func set() {
-        flag.store(true, ordering: .releasing)
-    }
-}
 
 /// A subject held weakly, remembering whether there was one.
 final class WeakSubject: @unchecked Sendable {  // Written only in init; weak loads are atomic.
