@@ -24,9 +24,14 @@ let package = Package(
             path: "Tests/RunLoopProbe",
             swiftSettings: swiftSettings
         ),
+        .executableTarget(
+            name: "herald-demo",
+            dependencies: ["Herald"],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "HeraldTests",
-            dependencies: ["Herald", "herald-runloop-probe"],
+            dependencies: ["Herald", "herald-runloop-probe", "herald-demo"],
             exclude: [],
             swiftSettings: swiftSettings
         ),

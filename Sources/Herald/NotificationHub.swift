@@ -536,6 +536,7 @@ public struct Registration: Sendable, Equatable, CustomStringConvertible {
     /// Whether the observation is bound to an owner's lifetime.
     public let hasOwner: Bool
 
+    /// The registration's location, target, and whether it has a subject or an owner.
     public var description: String {
         "\(fileID):\(line) on \(target)\(hasSubject ? " from a subject" : "")\(hasOwner ? " with an owner" : "")"
     }

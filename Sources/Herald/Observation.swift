@@ -68,10 +68,19 @@ public final class Observation: Hashable, Sendable {
         set.insert(self)
     }
 
+    /// Whether two values are the same observation: identity, not equal contents.
+    ///
+    /// - Parameters:
+    ///   - lhs: An observation.
+    ///   - rhs: Another observation.
+    /// - Returns: `true` if both refer to the same registration.
     public static func == (lhs: Observation, rhs: Observation) -> Bool {
         lhs === rhs
     }
 
+    /// Hashes the observation's identity, so that it can be kept in a `Set<Observation>`.
+    ///
+    /// - Parameter hasher: The hasher to feed.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(ObjectIdentifier(self))
     }
