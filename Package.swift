@@ -12,11 +12,34 @@ let package = Package(
         .macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2),
     ],
     products: [
-        .library(name: "Herald", targets: ["Herald"])
+        .library(name: "Herald", targets: ["Herald"]),
+        .library(name: "HeraldTesting", targets: ["HeraldTesting"]),
     ],
     targets: [
         .target(name: "Herald", swiftSettings: swiftSettings),
-        .testTarget(name: "HeraldTests", dependencies: ["Herald"], swiftSettings: swiftSettings),
+        .target(name: "HeraldTesting", dependencies: ["Herald"], swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "herald-runloop-probe",
+            dependencies: ["Herald"],
+            path: "Tests/RunLoopProbe",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "herald-demo",
+            dependencies: ["Herald"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HeraldTests",
+            dependencies: ["Herald", "herald-runloop-probe", "herald-demo"],
+            exclude: [],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HeraldTestingTests",
+            dependencies: ["HeraldTesting", "Herald"],
+            swiftSettings: swiftSettings
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -25,7 +25,7 @@ public struct DeliveryTarget: Sendable, Equatable, CustomStringConvertible {
     enum Kind: Sendable {
         case posting
         case main
-        case queue(DispatchQueue)
+        case queue(DispatchQueue, QueueToken)
         case operationQueue(OperationQueue)
         case executor(any DeliveryExecutor)
         case actor(any Actor)
@@ -48,9 +48,9 @@ public struct DeliveryTarget: Sendable, Equatable, CustomStringConvertible {
     /// - Parameter queue: The queue to deliver on. `DispatchQueue.main` is the same as ``main``.
     /// - Returns: A target that runs work on `queue`.
     public static func queue(_ queue: DispatchQueue) -> DeliveryTarget {
-        if queue === DispatchQueue.main { return .main }
-        QueueIdentity.mark(queue)
-        return DeliveryTarget(kind: .queue(queue))
+        let token = QueueIdentity.token(for: queue)
+        if token === QueueIdentity.mainToken { return .main }
+        return DeliveryTarget(kind: .queue(queue, token))
     }
 
     /// An operation queue, with any `maxConcurrentOperationCount`.
@@ -82,7 +82,7 @@ public struct DeliveryTarget: Sendable, Equatable, CustomStringConvertible {
         switch kind {
         case .posting: return true
         case .main: return isolation === MainActor.shared || QueueIdentity.isMain
-        case .queue(let queue): return QueueIdentity.isCurrent(queue)
+        case .queue(_, let token): return QueueIdentity.isCurrent(token)
         case .operationQueue(let queue): return OperationQueue.current === queue
         case .executor(let executor): return executor.isCurrent
         case .actor(let actor): return isolation === actor
@@ -94,7 +94,7 @@ public struct DeliveryTarget: Sendable, Equatable, CustomStringConvertible {
         switch kind {
         case .posting: job()
         case .main: DispatchQueue.main.async(execute: job)
-        case .queue(let queue): queue.async(execute: job)
+        case .queue(let queue, _): queue.async(execute: job)
         case .operationQueue(let queue): queue.addOperation(job)
         case .executor(let executor): executor.enqueue(job)
         case .actor(let actor): Task { await runIsolated(to: actor, job) }
@@ -108,7 +108,7 @@ public struct DeliveryTarget: Sendable, Equatable, CustomStringConvertible {
             DispatchQueue.global().asyncAfter(deadline: delay.deadlineFromNow, execute: job)
         case .main:
             DispatchQueue.main.asyncAfter(deadline: delay.deadlineFromNow, execute: job)
-        case .queue(let queue):
+        case .queue(let queue, _):
             queue.asyncAfter(deadline: delay.deadlineFromNow, execute: job)
         case .operationQueue(let queue):
             DispatchQueue.global().asyncAfter(deadline: delay.deadlineFromNow) { queue.addOperation(job) }
@@ -121,11 +121,13 @@ public struct DeliveryTarget: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// A short name for the target, for example `main` or `queue(com.example.db)`, for logs and
+    /// test failures.
     public var description: String {
         switch kind {
         case .posting: return "posting"
         case .main: return "main"
-        case .queue(let queue): return "queue(\(queue.label))"
+        case .queue(let queue, _): return "queue(\(queue.label))"
         case .operationQueue(let queue): return "operationQueue(\(queue.name ?? "unnamed"))"
         case .executor(let executor): return "executor(\(type(of: executor)))"
         case .actor(let actor): return "actor(\(type(of: actor)))"
@@ -136,7 +138,7 @@ public struct DeliveryTarget: Sendable, Equatable, CustomStringConvertible {
     public static func == (lhs: DeliveryTarget, rhs: DeliveryTarget) -> Bool {
         switch (lhs.kind, rhs.kind) {
         case (.posting, .posting), (.main, .main): return true
-        case (.queue(let a), .queue(let b)): return a === b
+        case (.queue(_, let a), .queue(_, let b)): return a === b
         case (.operationQueue(let a), .operationQueue(let b)): return a === b
         case (.executor(let a), .executor(let b)): return a === b
         case (.actor(let a), .actor(let b)): return a === b

@@ -208,6 +208,7 @@ public final class NotificationHub: Sendable {
         owner: AnyObject?,
         fileID: StaticString,
         line: UInt,
+        replayLatest: Bool = false,
         handler: Handler<N>
     ) -> Observation {
         let filters = subject == nil && owner == nil ? nil : Filters(subject: subject, owner: owner)
@@ -215,7 +216,11 @@ public final class NotificationHub: Sendable {
             core: core, target: target, filters: filters,
             location: SourceLocation(fileID: fileID, line: UInt32(clamping: line)), handler: handler
         )
-        core.add(observer)
+        if replayLatest {
+            core.addReplaying(observer)
+        } else {
+            core.add(observer)
+        }
         return Observation(registration: observer, cancelsOnDeinit: owner == nil)
     }
 
@@ -257,6 +262,24 @@ public final class NotificationHub: Sendable {
         if !core.post(payload, key: ObjectIdentifier(type), subject: subject) {
             core.noteUnobserved(type, hadSubject: subject != nil)
         }
+    }
+
+    /// Delivers a fire-and-forget post to the observers of `snapshot` (a retaining post's).
+    ///
+    /// - Returns: Whether it reached at least one observer.
+    func send<N: TypedNotification>(_ notification: N, from subject: AnyObject?, to snapshot: Snapshot<N>) -> Bool {
+        var reached = false
+        if !snapshot.queued.isEmpty {
+            let item = QueuedItem(notification: notification, subjectID: subject.map(ObjectIdentifier.init), group: nil)
+            for observer in snapshot.queued where observer.accepts(subject) {
+                if observer.enqueue(item) { reached = true }
+            }
+        }
+        for observer in snapshot.posting where observer.accepts(subject) {
+            reached = true
+            _ = observer.invoke(notification, subjectID: subject.map(ObjectIdentifier.init))
+        }
+        return reached
     }
 
     /// Posts a notification and returns once every observer has run, wherever it runs.
@@ -555,6 +578,7 @@ public struct Registration: Sendable, Equatable, CustomStringConvertible {
     /// Whether the observation is bound to an owner's lifetime.
     public let hasOwner: Bool
 
+    /// The registration's location, target, and whether it has a subject or an owner.
     public var description: String {
         "\(fileID):\(line) on \(target)\(hasSubject ? " from a subject" : "")\(hasOwner ? " with an owner" : "")"
     }

@@ -78,11 +78,11 @@ public final class Observation: Hashable, Sendable {
 }
 
 /// A registration ended by a closure.
-private final class ClosureRegistration: Cancellable, @unchecked Sendable {  // State is in a Mutex.
-    private let onCancel: Mutex<(@Sendable () -> Void)?>
+private final class ClosureRegistration: Cancellable, @unchecked Sendable {  // State is in a Lock.
+    private let onCancel: Lock<(@Sendable () -> Void)?>
 
     init(_ onCancel: @escaping @Sendable () -> Void) {
-        self.onCancel = Mutex(onCancel)
+        self.onCancel = Lock(onCancel)
     }
 
     override func cancel() {

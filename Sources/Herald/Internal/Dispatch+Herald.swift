@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Synchronization
 
 /// Recognises the main dispatch queue and the queues Herald delivers on.
 ///
@@ -9,35 +10,48 @@ import Foundation
 /// also counts, because code running there outside a main-queue block (top-level code, a
 /// `RunLoop` timer) already owns the main queue: waiting for it would deadlock.
 enum QueueIdentity {
-    /// The key whose value on a queue is that queue's own identity.
-    private struct Key: @unchecked Sendable {  // DispatchSpecificKey is immutable after creation.
-        let key = DispatchSpecificKey<ObjectIdentifier>()
+    /// The key whose value on a queue is that queue's identity token.
+    private final class Shared: @unchecked Sendable {  // Immutable after creation; `marking` is a lock.
+        let key = DispatchSpecificKey<QueueToken>()
+        let main = QueueToken()
+        let marking = Lock<Void>(())
     }
 
-    private static let shared: Key = {
-        let key = Key()
-        DispatchQueue.main.setSpecific(key: key.key, value: ObjectIdentifier(DispatchQueue.main))
-        return key
+    private static let shared: Shared = {
+        let shared = Shared()
+        DispatchQueue.main.setSpecific(key: shared.key, value: shared.main)
+        return shared
     }()
 
-    /// Marks `queue` so that ``isCurrent(_:)`` can recognise it.
-    static func mark(_ queue: DispatchQueue) {
-        let id = ObjectIdentifier(queue)
-        if queue.getSpecific(key: shared.key) != id {
-            queue.setSpecific(key: shared.key, value: id)
+    /// The identity of `queue`, created and attached to it on first use.
+    ///
+    /// On Linux `DispatchQueue.main` and `DispatchQueue.global()` return a new wrapper object each
+    /// time, so a queue's identity lives on the queue itself, not in the wrapper's address.
+    static func token(for queue: DispatchQueue) -> QueueToken {
+        shared.marking.withLock { _ in
+            if let token = queue.getSpecific(key: shared.key) { return token }
+            let token = QueueToken()
+            queue.setSpecific(key: shared.key, value: token)
+            return token
         }
     }
 
-    /// Whether the calling code runs on `queue` (or on a queue that targets it).
-    static func isCurrent(_ queue: DispatchQueue) -> Bool {
-        DispatchQueue.getSpecific(key: shared.key) == ObjectIdentifier(queue)
+    /// The main queue's identity.
+    static var mainToken: QueueToken { shared.main }
+
+    /// Whether the calling code runs on the queue identified by `token` (or on a queue targeting it).
+    static func isCurrent(_ token: QueueToken) -> Bool {
+        DispatchQueue.getSpecific(key: shared.key) === token
     }
 
     /// Whether the calling code runs on the main queue, or on the main thread outside any queue.
     static var isMain: Bool {
-        DispatchQueue.getSpecific(key: shared.key) == ObjectIdentifier(DispatchQueue.main) || Thread.isMainThread
+        isCurrent(shared.main) || Thread.isMainThread
     }
 }
+
+/// The identity of one dispatch queue, stored on the queue as a queue-specific value.
+final class QueueToken: Sendable {}
 
 extension Duration {
     /// The duration in whole nanoseconds, clamped to `0...Int64.max`.

@@ -15,7 +15,7 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `HubCore.buckets`'
     /// Posts scanning the lists right now.
     private let readers = Atomic<Int>(0)
     /// Lists replaced while a post may still scan them; released once no post is running.
-    private let retired = Mutex<[AnyObject]>([])
+    private let retired = Lock<[ObserverList]>([])
     private let hasRetired = Atomic<Bool>(false)
     /// Registrations not yet cancelled.
     var liveCount = 0
@@ -80,7 +80,7 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `HubCore.buckets`'
 
     /// Releases the retired lists if no post scans any list of this bucket.
     private func reclaim() {
-        let garbage = retired.withLock { retired -> [AnyObject] in
+        let garbage = retired.withLock { retired -> [ObserverList] in
             guard readers.load(ordering: .sequentiallyConsistent) == 0 else { return [] }
             hasRetired.store(false, ordering: .sequentiallyConsistent)
             defer { retired = [] }
@@ -94,7 +94,7 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `HubCore.buckets`'
     /// Adds a registration at the end of its list.
     ///
     /// - Returns: What must be released once the registry lock is no longer held.
-    func add(_ observer: AnyObserver) -> [AnyObject] {
+    func add(_ observer: AnyObserver) -> [ObserverList] {
         liveCount += 1
         let isPosting = observer.flags & AnyObserver.Flags.isPosting != 0
         return isPosting ? append(observer, to: postingList) : append(observer, to: queuedList)
@@ -103,7 +103,7 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `HubCore.buckets`'
     /// Removes cancelled registrations from the lists.
     ///
     /// - Returns: What must be released once the registry lock is no longer held.
-    func compact() -> [AnyObject] {
+    func compact() -> [ObserverList] {
         deadCount = 0
         return rebuild(postingList) + rebuild(queuedList)
     }
@@ -111,13 +111,20 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `HubCore.buckets`'
     /// Drops every registration.
     ///
     /// - Returns: What must be released once the registry lock is no longer held.
-    func removeAll() -> [AnyObject] {
+    func removeObservers() -> [ObserverList] {
         liveCount = 0
         deadCount = 0
         return replace(postingList, with: nil) + replace(queuedList, with: nil)
     }
 
-    private func append(_ observer: AnyObserver, to slot: borrowing ListSlot) -> [AnyObject] {
+    /// Drops every registration and whatever else the bucket holds.
+    ///
+    /// - Returns: What must be released once the registry lock is no longer held.
+    func removeAll() -> [ObserverList] {
+        removeObservers()
+    }
+
+    private func append(_ observer: AnyObserver, to slot: borrowing ListSlot) -> [ObserverList] {
         guard let current = slot.load(ordering: .relaxed) else {
             let list = ObserverList(capacity: 4)
             _ = list.append(observer)
@@ -130,7 +137,7 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `HubCore.buckets`'
         return replace(slot, with: grown)
     }
 
-    private func rebuild(_ slot: borrowing ListSlot) -> [AnyObject] {
+    private func rebuild(_ slot: borrowing ListSlot) -> [ObserverList] {
         guard let current = slot.load(ordering: .relaxed) else { return [] }
         let old = current.takeUnretainedValue()
         let survivors = old.observers.reduce(0) { $0 + ($1.takeUnretainedValue().isCancelledFlag ? 0 : 1) }
@@ -140,12 +147,12 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `HubCore.buckets`'
     }
 
     /// Publishes `list` in `slot` and retires the list it replaces.
-    private func replace(_ slot: borrowing ListSlot, with list: ObserverList?) -> [AnyObject] {
+    private func replace(_ slot: borrowing ListSlot, with list: ObserverList?) -> [ObserverList] {
         let new = list.map { Unmanaged.passRetained($0) }
         let old = slot.exchange(new, ordering: .sequentiallyConsistent)
         guard let old else { return [] }
         let oldList = old.takeRetainedValue()  // the bucket's reference
-        return retired.withLock { retired -> [AnyObject] in
+        return retired.withLock { retired -> [ObserverList] in
             retired.append(oldList)
             hasRetired.store(true, ordering: .sequentiallyConsistent)
             guard readers.load(ordering: .sequentiallyConsistent) == 0 else { return [] }
@@ -168,6 +175,14 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `HubCore.buckets`'
 
 /// The bucket of notification type `N`.
 final class Bucket<N: Sendable>: AnyBucket, @unchecked Sendable {
+    /// The retained (sticky) values of this type, per subject. They outlive the observers.
+    var retained = RetainedValues<N>()
+
+    override func removeAll() -> [ObserverList] {
+        retained = RetainedValues<N>()
+        return super.removeAll()
+    }
+
     /// Posting-thread observers, in registration order. Read under the registry lock.
     var posting: ContiguousArray<Observer<N>> { Self.array(in: postingList, of: N.self) }
     /// Observers with a lane, in registration order. Read under the registry lock.
@@ -186,12 +201,13 @@ struct Snapshot<N: Sendable>: Sendable {
 /// still report their errors.
 final class HubCore: Sendable {
     /// The registry: one bucket per notification type, created on first registration and kept
-    /// until the hub is deallocated.
-    let buckets = Mutex<[ObjectIdentifier: AnyBucket]>([:])
+    /// until the hub is deallocated. Retained values live in the same buckets, under the same lock,
+    /// so that a retaining post and a replaying registration are atomic with respect to each other.
+    let buckets = Lock<[ObjectIdentifier: AnyBucket]>([:])
     /// The same buckets, for posts, which read it without a lock.
     let index = TypeIndex()
-    private let errorHandler = Mutex<@Sendable (ObserverFailure) -> Void>(HubCore.writeToStandardError)
-    private let unobservedHandler = Mutex<(@Sendable (UnobservedPost) -> Void)?>(nil)
+    private let errorHandler = Lock<@Sendable (ObserverFailure) -> Void>(HubCore.writeToStandardError)
+    private let unobservedHandler = Lock<(@Sendable (UnobservedPost) -> Void)?>(nil)
     let unobservedCount = Atomic<Int>(0)
 
     // MARK: Registry
@@ -218,7 +234,7 @@ final class HubCore: Sendable {
     }
 
     func add<N: Sendable>(_ observer: Observer<N>) {
-        let garbage = buckets.withLock { buckets -> [AnyObject] in
+        let garbage = buckets.withLock { buckets -> [ObserverList] in
             bucket(of: N.self, in: &buckets).add(observer)
         }
         withExtendedLifetime(garbage) {}  // released outside the lock
@@ -237,13 +253,13 @@ final class HubCore: Sendable {
     }
 
     func remove<N: Sendable>(_ observer: Observer<N>) {
-        let garbage = buckets.withLock { buckets -> [AnyObject] in
+        let garbage = buckets.withLock { buckets -> [ObserverList] in
             guard let existing = buckets[ObjectIdentifier(N.self)] else { return [] }
             let bucket = unsafeDowncast(existing, to: Bucket<N>.self)
             bucket.liveCount -= 1
             bucket.deadCount += 1
             if bucket.liveCount == 0 {
-                return bucket.removeAll()
+                return bucket.removeObservers()  // the retained values stay
             } else if bucket.deadCount > 16 && bucket.deadCount > bucket.liveCount {
                 return bucket.compact()
             }

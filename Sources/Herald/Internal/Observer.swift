@@ -32,7 +32,7 @@ struct SourceLocation: Sendable, Hashable {
     /// Every registration site seen so far, so that an observer stores a 4-byte index instead of
     /// a 24-byte location. The table grows with the number of distinct `observe` call sites in
     /// the program, not with the number of observers.
-    private static let sites = Mutex<(indices: [SourceLocation: UInt32], locations: [SourceLocation])>(([:], []))
+    private static let sites = Lock<(indices: [SourceLocation: UInt32], locations: [SourceLocation])>(([:], []))
 
     /// The index of `self` in the table of registration sites.
     var siteIndex: UInt32 {
@@ -52,11 +52,14 @@ struct SourceLocation: Sendable, Hashable {
 }
 
 /// What a contextual handler learns about the delivery besides the notification.
-struct DeliveryContext: Sendable {
+///
+/// Exposed as SPI for `HeraldTesting`'s recorder; not public API.
+@_spi(Testing)
+public struct DeliveryContext: Sendable {
     /// The identity of the post's subject, if it had one.
-    let subjectID: ObjectIdentifier?
+    public let subjectID: ObjectIdentifier?
     /// The target the delivery runs on.
-    let target: DeliveryTarget
+    public let target: DeliveryTarget
 }
 
 /// The handler of one observer.
@@ -123,7 +126,7 @@ final class Lane<N: Sendable>: Sendable {
         self.contextual = contextual
     }
 
-    let state = Mutex(LaneState())
+    let state = Lock(LaneState())
     /// The layout of one queued item of type `N`.
     let layout = ItemQueue.Layout(of: N.self)
     /// Set by a poster that appends while a drain runs, so that a lingering drain sees new items

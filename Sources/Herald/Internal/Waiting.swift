@@ -23,7 +23,7 @@ final class Waiter: Sendable {
     let isolation: (any Actor)?
     /// The waiter this one runs on behalf of.
     let parent: Waiter?
-    private let state = Mutex(State())
+    private let state = Lock(State())
     private let semaphore = DispatchSemaphore(value: 0)
 
     init(isolation: (any Actor)?) {
@@ -125,7 +125,7 @@ final class WaitGroup: Sendable {
 
     /// The blocked thread to wake, for `postAndWait`; `nil` for `deliver`.
     let waiter: Waiter?
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     init(waiter: Waiter?) {
         self.waiter = waiter

@@ -1,0 +1,41 @@
+/// Hooks for `HeraldTesting`. Not public API: they may change in any release.
+extension NotificationHub {
+    /// Observes `N` with a handler that also learns the post's subject and the delivery target.
+    ///
+    /// `HeraldTesting`'s `NotificationRecorder` uses it to record where each notification came
+    /// from and where it was delivered.
+    ///
+    /// ```swift
+    /// @_spi(Testing) import Herald
+    /// let token = hub.observeWithContext(Ping.self, on: .posting) { note, context in
+    ///     print(note, context.subjectID as Any, context.target)
+    /// }
+    /// ```
+    ///
+    /// ## Threading
+    /// As for ``observe(_:from:on:replayLatest:fileID:line:_:)``.
+    ///
+    /// - Parameters:
+    ///   - type: The notification type to observe.
+    ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
+    ///   - target: Where the handler runs.
+    ///   - replayLatest: Whether to start with the retained values.
+    ///   - fileID: The file that registers; leave the default.
+    ///   - line: The line that registers; leave the default.
+    ///   - handler: The handler, given the notification and its ``DeliveryContext``.
+    /// - Returns: The observation.
+    @_spi(Testing)
+    public func observeWithContext<N: TypedNotification>(
+        _ type: N.Type,
+        from subject: AnyObject? = nil,
+        on target: DeliveryTarget = .posting,
+        replayLatest: Bool = false,
+        fileID: StaticString = #fileID,
+        line: UInt = #line,
+        _ handler: @escaping @Sendable (N, DeliveryContext) throws -> Void
+    ) -> Observation {
+        register(
+            target: target, subject: subject, owner: nil, fileID: fileID, line: line, replayLatest: replayLatest,
+            handler: .contextual(handler))
+    }
+}

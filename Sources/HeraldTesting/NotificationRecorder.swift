@@ -1,0 +1,444 @@
+@_spi(Testing) import Herald
+import Testing
+
+/// One notification captured by a ``NotificationRecorder``, with where it came from and where it
+/// was delivered.
+public struct RecordedNotification<N: TypedNotification>: Sendable {
+    /// The notification.
+    public let notification: N
+    /// The identity of the subject it was posted with (`post(_:from:)`), or `nil` if none.
+    public let subjectID: ObjectIdentifier?
+    /// The target it was delivered on: the recorder's target.
+    public let target: DeliveryTarget
+
+    /// Whether it was posted with `subject` as its subject; `nil` matches posts without a subject.
+    ///
+    /// ```swift
+    /// #expect(recorder.records[0].isFrom(session))
+    /// ```
+    ///
+    /// Compare while `subject` is alive: identities of deallocated objects are reused.
+    ///
+    /// - Parameter subject: The object to compare with, or `nil`.
+    /// - Returns: Whether the post's subject was that very object (or both are `nil`).
+    public func isFrom(_ subject: AnyObject?) -> Bool {
+        subjectID == subject.map(ObjectIdentifier.init)
+    }
+}
+
+/// The error thrown by ``NotificationRecorder/next(timeout:)`` when no notification comes.
+public struct NotificationRecorderError: Error, Sendable, Equatable, CustomStringConvertible {
+    private enum Code: Sendable, Equatable {
+        case timedOut(Duration)
+        case stopped
+        case cancelled
+    }
+
+    private let code: Code
+    /// The name of the notification type the recorder records.
+    public let notificationType: String
+    /// How many notifications had been recorded, all already consumed by `next`.
+    public let recordedCount: Int
+
+    private init(_ code: Code, notificationType: String, recordedCount: Int) {
+        self.code = code
+        self.notificationType = notificationType
+        self.recordedCount = recordedCount
+    }
+
+    /// No notification arrived within the timeout.
+    ///
+    /// - Parameters:
+    ///   - timeout: The timeout that passed.
+    ///   - notificationType: The name of the notification type.
+    ///   - recordedCount: How many notifications had been recorded.
+    /// - Returns: The error.
+    public static func timedOut(after timeout: Duration, notificationType: String, recordedCount: Int) -> Self {
+        Self(.timedOut(timeout), notificationType: notificationType, recordedCount: recordedCount)
+    }
+
+    /// The recorder was stopped while waiting, or before.
+    ///
+    /// - Parameters:
+    ///   - notificationType: The name of the notification type.
+    ///   - recordedCount: How many notifications had been recorded.
+    /// - Returns: The error.
+    public static func stopped(notificationType: String, recordedCount: Int) -> Self {
+        Self(.stopped, notificationType: notificationType, recordedCount: recordedCount)
+    }
+
+    /// The waiting task was cancelled.
+    ///
+    /// - Parameters:
+    ///   - notificationType: The name of the notification type.
+    ///   - recordedCount: How many notifications had been recorded.
+    /// - Returns: The error.
+    public static func cancelled(notificationType: String, recordedCount: Int) -> Self {
+        Self(.cancelled, notificationType: notificationType, recordedCount: recordedCount)
+    }
+
+    /// Whether the wait ended because the timeout passed.
+    public var isTimeout: Bool {
+        if case .timedOut = code { return true }
+        return false
+    }
+
+    public var description: String {
+        let found = "found none (\(recordedCount) recorded so far, all already consumed)"
+        switch code {
+        case .timedOut(let timeout):
+            return "NotificationRecorder expected a \(notificationType) within \(timeout), \(found)"
+        case .stopped:
+            return "NotificationRecorder expected a \(notificationType), but the recorder was stopped; \(found)"
+        case .cancelled:
+            return "NotificationRecorder expected a \(notificationType), but the waiting task was cancelled; \(found)"
+        }
+    }
+}
+
+/// Captures every notification of one type posted to a hub, for assertions in tests.
+///
+/// Make one with ``Herald/NotificationHub/record(_:from:on:replayLatest:fileID:line:)``. It records
+/// each notification with its subject and the target it arrived on, for as long as the recorder
+/// lives or until ``stop()``.
+///
+/// ```swift
+/// let recorder = hub.record(UserCreated.self)
+/// signUp.submit(name: "Ada")
+/// #expect(recorder.values == [UserCreated(userID: 7, status: 201)])
+///
+/// let next = try await recorder.next()       // for deliveries on other targets
+/// recorder.expectNoFurtherNotifications()
+/// ```
+///
+/// ## Threading
+/// Notifications may be posted from any number of threads: each is recorded exactly once, in
+/// the order the recorder's observer received them (per posting thread, in post order). All
+/// properties and methods may be used from any thread. ``values`` and ``records`` list everything
+/// recorded; ``next(timeout:)`` consumes them one at a time, in that order.
+public final class NotificationRecorder<N: TypedNotification>: Sendable {
+    private struct State {
+        var records: [RecordedNotification<N>] = []
+        /// The index of the next record `next` returns.
+        var cursor = 0
+        var isStopped = false
+        var nextWaiterID: UInt64 = 0
+        var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+        /// Timeouts and cancellations that arrived while their waiter was not suspended.
+        var interrupted: [UInt64: Interruption] = [:]
+        var observation: Observation?
+    }
+
+    private enum Interruption {
+        case timedOut
+        case cancelled
+    }
+
+    /// The target the recorder observes on.
+    public let target: DeliveryTarget
+    private let state = Locked(State())
+
+    init(target: DeliveryTarget) {
+        self.target = target
+    }
+
+    deinit {
+        stop()
+    }
+
+    func attach(_ observation: Observation) {
+        state.withLock { $0.observation = observation }
+    }
+
+    func append(_ notification: N, context: DeliveryContext) {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            guard !state.isStopped else { return [] }
+            state.records.append(
+                RecordedNotification(notification: notification, subjectID: context.subjectID, target: context.target))
+            defer { state.waiters = [:] }
+            return Array(state.waiters.values)
+        }
+        for waiter in waiters {
+            waiter.resume()
+        }
+    }
+
+    // MARK: - Reading
+
+    /// Every notification recorded so far, in the order received.
+    public var values: [N] {
+        state.withLock { $0.records.map(\.notification) }
+    }
+
+    /// Every notification recorded so far, with its subject and target, in the order received.
+    public var records: [RecordedNotification<N>] {
+        state.withLock { $0.records }
+    }
+
+    /// The number of notifications recorded so far.
+    public var count: Int {
+        state.withLock { $0.records.count }
+    }
+
+    /// The number of recorded notifications that ``next(timeout:)`` has not returned yet.
+    public var unconsumedCount: Int {
+        state.withLock { $0.records.count - $0.cursor }
+    }
+
+    /// Returns every recorded notification that ``next(timeout:)`` or `takeAll()` has not returned
+    /// yet, and marks them as consumed.
+    ///
+    /// The synchronous counterpart of ``next(timeout:)``, for observers on the posting thread or
+    /// on a ``TestDeliveryTarget``:
+    ///
+    /// ```swift
+    /// main.runUntilIdle()
+    /// #expect(recorder.takeAll() == [SearchRequested(text: "ad")])
+    /// main.advance(by: .seconds(10))
+    /// recorder.expectNoFurtherNotifications()
+    /// ```
+    ///
+    /// - Returns: The unconsumed notifications, in the order received.
+    public func takeAll() -> [N] {
+        state.withLock { state in
+            defer { state.cursor = state.records.count }
+            return state.records[state.cursor...].map(\.notification)
+        }
+    }
+
+    /// Whether the recorder has stopped recording.
+    public var isStopped: Bool {
+        state.withLock { $0.isStopped }
+    }
+
+    /// Stops recording: ends the observation and wakes every waiting ``next(timeout:)``, which then
+    /// throws. What was recorded stays readable.
+    ///
+    /// Callable from any thread, any number of times. The recorder also stops when deallocated.
+    public func stop() {
+        let (observation, waiters) = state.withLock { state -> (Observation?, [CheckedContinuation<Void, Never>]) in
+            state.isStopped = true
+            defer {
+                state.observation = nil
+                state.waiters = [:]
+            }
+            return (state.observation, Array(state.waiters.values))
+        }
+        observation?.cancel()
+        for waiter in waiters {
+            waiter.resume()
+        }
+    }
+
+    // MARK: - Waiting
+
+    /// Returns the next recorded notification that `next` has not returned yet, waiting for it to
+    /// arrive if needed.
+    ///
+    /// Use it for observers on asynchronous targets, where the notification arrives after `post`
+    /// returns:
+    ///
+    /// ```swift
+    /// let recorder = hub.record(ImportFinished.self, on: .queue(imports))
+    /// importer.start()
+    /// let finished = try await recorder.next()
+    /// #expect(finished.count == 3)
+    /// ```
+    ///
+    /// The timeout only bounds a failing test; a passing test never waits for it.
+    ///
+    /// ## Threading
+    /// Suspends without blocking a thread. Several tasks may wait at once; each recorded
+    /// notification is returned to one of them.
+    ///
+    /// - Parameter timeout: How long to wait before failing.
+    /// - Returns: The notification.
+    /// - Throws: ``NotificationRecorderError`` if nothing arrives within `timeout`, the recorder is
+    ///   stopped, or the task is cancelled.
+    public func next(timeout: Duration = .seconds(10)) async throws(NotificationRecorderError) -> N {
+        try await nextRecord(timeout: timeout).notification
+    }
+
+    /// Returns the next recorded notification with its subject and target, waiting if needed.
+    ///
+    /// ```swift
+    /// let record = try await recorder.nextRecord()
+    /// #expect(record.isFrom(session))
+    /// ```
+    ///
+    /// Suspends without blocking a thread; see ``next(timeout:)``.
+    ///
+    /// - Parameter timeout: How long to wait before failing.
+    /// - Returns: The record.
+    /// - Throws: ``NotificationRecorderError`` if nothing arrives within `timeout`, the recorder is
+    ///   stopped, or the task is cancelled.
+    public func nextRecord(timeout: Duration = .seconds(10)) async throws(NotificationRecorderError)
+        -> RecordedNotification<N>
+    {
+        let id = state.withLock { state -> UInt64 in
+            defer { state.nextWaiterID &+= 1 }
+            return state.nextWaiterID
+        }
+        let timer = Task { [weak self] in
+            do {
+                try await Task.sleep(for: timeout)
+            } catch {
+                return  // the wait ended first
+            }
+            self?.interrupt(id, .timedOut)
+        }
+        defer {
+            timer.cancel()
+            state.withLock { $0.interrupted[id] = nil }
+        }
+        while true {
+            let outcome = state.withLock { state -> Result<RecordedNotification<N>, NotificationRecorderError>? in
+                if state.cursor < state.records.count {
+                    defer { state.cursor += 1 }
+                    return .success(state.records[state.cursor])
+                }
+                let type = String(describing: N.self)
+                if state.isStopped {
+                    return .failure(.stopped(notificationType: type, recordedCount: state.records.count))
+                }
+                switch state.interrupted[id] {
+                case .timedOut:
+                    return .failure(.timedOut(after: timeout, notificationType: type, recordedCount: state.records.count))
+                case .cancelled:
+                    return .failure(.cancelled(notificationType: type, recordedCount: state.records.count))
+                case nil:
+                    return nil
+                }
+            }
+            if let outcome {
+                return try outcome.get()
+            }
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                    let resumeNow = state.withLock { state -> Bool in
+                        if state.cursor < state.records.count || state.isStopped || state.interrupted[id] != nil {
+                            return true
+                        }
+                        state.waiters[id] = continuation
+                        return false
+                    }
+                    if resumeNow { continuation.resume() }
+                }
+            } onCancel: {
+                interrupt(id, .cancelled)
+            }
+        }
+    }
+
+    private func interrupt(_ id: UInt64, _ interruption: Interruption) {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.interrupted[id] = interruption
+            return state.waiters.removeValue(forKey: id)
+        }
+        waiter?.resume()
+    }
+
+    // MARK: - Checking
+
+    /// Records a test issue if a notification was recorded that neither ``next(timeout:)`` nor
+    /// ``takeAll()`` has returned yet.
+    ///
+    /// Exact for observers on the posting thread and on a ``TestDeliveryTarget`` after
+    /// `runUntilIdle()`: everything that was going to arrive has arrived.
+    ///
+    /// ```swift
+    /// _ = try await recorder.next()
+    /// recorder.expectNoFurtherNotifications()
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - comment: An optional note added to the issue.
+    ///   - sourceLocation: Where to report; leave the default.
+    /// - Returns: `true` if nothing more was recorded.
+    @discardableResult
+    public func expectNoFurtherNotifications(
+        _ comment: Comment? = nil,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) -> Bool {
+        guard let message = furtherNotificationsFailure() else { return true }
+        Issue.record(Comment(rawValue: message + (comment.map { ": \($0.rawValue)" } ?? "")), sourceLocation: sourceLocation)
+        return false
+    }
+
+    /// Waits for `duration`, then records a test issue if anything arrived that ``next(timeout:)``
+    /// has not returned.
+    ///
+    /// For observers on asynchronous targets, where "nothing more" can only be watched for a
+    /// while. The wait is a lower bound on the observation window, not a synchronisation.
+    ///
+    /// ```swift
+    /// await recorder.expectNoFurtherNotifications(within: .milliseconds(100))
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - duration: How long to watch.
+    ///   - comment: An optional note added to the issue.
+    ///   - sourceLocation: Where to report; leave the default.
+    /// - Returns: `true` if nothing more was recorded.
+    @discardableResult
+    public func expectNoFurtherNotifications(
+        within duration: Duration,
+        _ comment: Comment? = nil,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async -> Bool {
+        try? await Task.sleep(for: duration)
+        return expectNoFurtherNotifications(comment, sourceLocation: sourceLocation)
+    }
+
+    /// The failure message for unconsumed notifications, or `nil`.
+    func furtherNotificationsFailure() -> String? {
+        let extra = state.withLock { Array($0.records[$0.cursor...]) }
+        guard !extra.isEmpty else { return nil }
+        let listed = extra.prefix(5).map { String(describing: $0.notification) }.joined(separator: ", ")
+        return "NotificationRecorder<\(N.self)> expected no further notifications, found \(extra.count): \(listed)"
+            + (extra.count > 5 ? ", …" : "")
+    }
+}
+
+extension NotificationHub {
+    /// Starts recording every notification of type `N` posted to this hub.
+    ///
+    /// ```swift
+    /// let recorder = hub.record(UserCreated.self)
+    /// hub.post(UserCreated(userID: 7, status: 201))
+    /// #expect(recorder.values.map(\.userID) == [7])
+    /// ```
+    ///
+    /// The recorder is a registration like any other: it counts in `observerCount(of:)` and
+    /// `registrations(of:)`. Recording stops when the recorder is deallocated or stopped.
+    ///
+    /// ## Threading
+    /// The recorder's observer runs on `target`. On ``DeliveryTarget/posting`` (the default) a
+    /// notification is recorded before `post` returns.
+    ///
+    /// - Parameters:
+    ///   - type: The notification type to record.
+    ///   - subject: If not `nil`, only posts with this object as subject are recorded (held weakly).
+    ///   - target: Where the recorder's observer runs.
+    ///   - replayLatest: Whether to start with the retained values.
+    ///   - fileID: The file that registers; leave the default.
+    ///   - line: The line that registers; leave the default.
+    /// - Returns: The recorder.
+    public func record<N: TypedNotification>(
+        _ type: N.Type,
+        from subject: AnyObject? = nil,
+        on target: DeliveryTarget = .posting,
+        replayLatest: Bool = false,
+        fileID: StaticString = #fileID,
+        line: UInt = #line
+    ) -> NotificationRecorder<N> {
+        let recorder = NotificationRecorder<N>(target: target)
+        let observation = observeWithContext(
+            type, from: subject, on: target, replayLatest: replayLatest, fileID: fileID, line: line
+        ) { [weak recorder] note, context in
+            recorder?.append(note, context: context)
+        }
+        recorder.attach(observation)
+        return recorder
+    }
+}

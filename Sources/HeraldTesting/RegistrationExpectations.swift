@@ -1,0 +1,155 @@
+import Herald
+import Testing
+
+extension NotificationHub {
+    /// Records a test issue unless exactly `count` live observations of `type` exist on `target`.
+    ///
+    /// ```swift
+    /// let model = ProfileViewModel(hub: hub, deliveringOn: main.target)
+    /// hub.expectRegistered(ProfileLoaded.self, on: main.target)
+    /// ```
+    ///
+    /// The issue lists the registrations found, with the file and line that made each one.
+    ///
+    /// ## Threading
+    /// Callable from any thread; it reads a snapshot of the registry.
+    ///
+    /// - Parameters:
+    ///   - type: The notification type.
+    ///   - target: The target the observations must use, or `nil` for any target.
+    ///   - count: The number of matching observations expected.
+    ///   - comment: An optional note added to the issue.
+    ///   - sourceLocation: Where to report; leave the default.
+    /// - Returns: `true` if the expectation held.
+    @discardableResult
+    public func expectRegistered<N: TypedNotification>(
+        _ type: N.Type,
+        on target: DeliveryTarget? = nil,
+        count: Int = 1,
+        _ comment: Comment? = nil,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) -> Bool {
+        report(registrationFailure(type, on: target, count: count), comment, sourceLocation)
+    }
+
+    /// Records a test issue if any live observation of `type` exists (on `target`, if given).
+    ///
+    /// ```swift
+    /// model = nil
+    /// hub.expectNotRegistered(ProfileLoaded.self)
+    /// ```
+    ///
+    /// ## Threading
+    /// Callable from any thread.
+    ///
+    /// - Parameters:
+    ///   - type: The notification type.
+    ///   - target: The target to check, or `nil` for any target.
+    ///   - comment: An optional note added to the issue.
+    ///   - sourceLocation: Where to report; leave the default.
+    /// - Returns: `true` if no matching observation exists.
+    @discardableResult
+    public func expectNotRegistered<N: TypedNotification>(
+        _ type: N.Type,
+        on target: DeliveryTarget? = nil,
+        _ comment: Comment? = nil,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) -> Bool {
+        report(registrationFailure(type, on: target, count: 0), comment, sourceLocation)
+    }
+
+    /// The registrations of `type`, on `target` if given.
+    func registrations<N: TypedNotification>(of type: N.Type, on target: DeliveryTarget?) -> [Registration] {
+        registrations(of: type).filter { target == nil || $0.target == target }
+    }
+
+    /// The failure message for a registration count, or `nil` if it matches.
+    func registrationFailure<N: TypedNotification>(_ type: N.Type, on target: DeliveryTarget?, count: Int) -> String? {
+        let matching = registrations(of: type, on: target)
+        guard matching.count != count else { return nil }
+        let all = registrations(of: type)
+        let place = target.map { " on \($0)" } ?? ""
+        let found = all.isEmpty ? "none" : all.map(\.description).joined(separator: "; ")
+        return "expected \(count) registration\(count == 1 ? "" : "s") for \(N.self)\(place), "
+            + "found \(matching.count) (all registrations for \(N.self): \(found))"
+    }
+
+    private func report(_ failure: String?, _ comment: Comment?, _ sourceLocation: SourceLocation) -> Bool {
+        guard let failure else { return true }
+        Issue.record(Comment(rawValue: failure + (comment.map { ": \($0.rawValue)" } ?? "")), sourceLocation: sourceLocation)
+        return false
+    }
+}
+
+/// Checks that a component registers for `type` while it lives, and unregisters when deallocated.
+///
+/// It makes the component with `make`, expects `count` more registrations for `type` (on `target`,
+/// if given), lets go of the component, and then expects it to be deallocated and the
+/// registrations to be back where they were. Each failure is recorded as a test issue that says
+/// which step failed: no registration, a component kept alive (often a retain cycle through a
+/// handler that captures `self` strongly), or registrations left behind.
+///
+/// ```swift
+/// expectUnregistersOnDeinit(ProfileLoaded.self, in: hub, on: main.target) {
+///     ProfileViewModel(hub: hub, deliveringOn: main.target)
+/// }
+/// ```
+///
+/// ## Threading
+/// Runs `make` on the calling thread. Observations bound to an `owner:` end when the owner is
+/// deallocated, so they count as unregistered as soon as the component is gone.
+///
+/// - Parameters:
+///   - type: The notification type the component observes.
+///   - hub: The hub the component registers with.
+///   - target: The target its observations must use, or `nil` for any target.
+///   - count: How many observations of `type` the component makes.
+///   - sourceLocation: Where to report; leave the default.
+///   - make: Makes the component. Return the only strong reference to it.
+/// - Returns: `true` if every step held.
+/// - Throws: What `make` throws.
+@discardableResult
+public func expectUnregistersOnDeinit<N: TypedNotification, Component: AnyObject>(
+    _ type: N.Type,
+    in hub: NotificationHub,
+    on target: DeliveryTarget? = nil,
+    count: Int = 1,
+    sourceLocation: SourceLocation = #_sourceLocation,
+    _ make: () throws -> Component
+) rethrows -> Bool {
+    let failures = try unregistrationFailures(type, in: hub, on: target, count: count, make)
+    for failure in failures {
+        Issue.record(Comment(rawValue: failure), sourceLocation: sourceLocation)
+    }
+    return failures.isEmpty
+}
+
+/// The failures of ``expectUnregistersOnDeinit(_:in:on:count:sourceLocation:_:)``, in order.
+func unregistrationFailures<N: TypedNotification, Component: AnyObject>(
+    _ type: N.Type,
+    in hub: NotificationHub,
+    on target: DeliveryTarget?,
+    count: Int,
+    _ make: () throws -> Component
+) rethrows -> [String] {
+    let before = hub.registrations(of: type, on: target).count
+    var failures: [String] = []
+    weak var released: Component?
+    do {
+        let component = try make()
+        released = component
+        if let failure = hub.registrationFailure(type, on: target, count: before + count) {
+            failures.append("while \(Component.self) is alive, " + failure)
+        }
+        withExtendedLifetime(component) {}
+    }
+    if released != nil {
+        failures.append(
+            "expected \(Component.self) to be deallocated once released, but something still holds it "
+                + "(a handler capturing it strongly?)")
+    }
+    if let failure = hub.registrationFailure(type, on: target, count: before) {
+        failures.append("after \(Component.self) was released, " + failure)
+    }
+    return failures
+}

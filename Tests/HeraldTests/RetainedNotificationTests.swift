@@ -1,0 +1,354 @@
+import Dispatch
+import Herald
+import Synchronization
+import Testing
+
+private struct Level: TypedNotification, Equatable {
+    let value: Int
+}
+
+private struct Other: TypedNotification {}
+
+private final class PostSubject: Sendable {}
+
+/// A thread-safe list of what a handler saw.
+private final class Seen<Element: Sendable>: Sendable {
+    private let storage = Mutex<[Element]>([])
+
+    func append(_ element: Element) {
+        storage.withLock { $0.append(element) }
+    }
+
+    var all: [Element] { storage.withLock { $0 } }
+}
+
+private actor LevelStore {
+    var values: [Int] = []
+
+    func apply(_ level: Level) {
+        values.append(level.value)
+    }
+}
+
+@Suite("Retained notifications")
+struct RetainedNotificationTests {
+    @Test("A retaining post keeps the latest value, and a later one replaces it")
+    func retainingPostKeepsLatestValue() {
+        let hub = NotificationHub()
+        #expect(hub.retainedValue(of: Level.self) == nil)
+        hub.post(Level(value: 1), retain: true)
+        #expect(hub.retainedValue(of: Level.self) == Level(value: 1))
+        hub.post(Level(value: 2), retain: true)
+        #expect(hub.retainedValue(of: Level.self) == Level(value: 2))
+    }
+
+    @Test("A post without retain leaves the retained value as it is")
+    func plainPostDoesNotReplaceRetainedValue() {
+        let hub = NotificationHub()
+        hub.post(Level(value: 1), retain: true)
+        hub.post(Level(value: 2))
+        hub.post(Level(value: 3), retain: false)
+        #expect(hub.retainedValue(of: Level.self) == Level(value: 1))
+    }
+
+    @Test("Retained values are kept per subject and per type")
+    func retainedValuesArePerSubject() {
+        let hub = NotificationHub()
+        let first = PostSubject()
+        let second = PostSubject()
+        hub.post(Level(value: 1), from: first, retain: true)
+        hub.post(Level(value: 2), from: second, retain: true)
+        hub.post(Level(value: 3), retain: true)
+        #expect(hub.retainedValue(of: Level.self, from: first) == Level(value: 1))
+        #expect(hub.retainedValue(of: Level.self, from: second) == Level(value: 2))
+        #expect(hub.retainedValue(of: Level.self) == Level(value: 3))
+        #expect(hub.retainedValue(of: Other.self) == nil)
+    }
+
+    @Test("A retained value can be removed, and is then not replayed")
+    func removedValueIsNotReplayed() {
+        let hub = NotificationHub()
+        hub.post(Level(value: 1), retain: true)
+        #expect(hub.removeRetainedValue(of: Level.self) == Level(value: 1))
+        #expect(hub.removeRetainedValue(of: Level.self) == nil)
+        #expect(hub.retainedValue(of: Level.self) == nil)
+
+        let seen = Seen<Int>()
+        let token = hub.observe(Level.self, replayLatest: true) { seen.append($0.value) }
+        #expect(seen.all.isEmpty)
+        token.cancel()
+    }
+
+    @Test("Removing all retained values of a type removes them for every subject")
+    func removeAllRetainedValues() {
+        let hub = NotificationHub()
+        let subject = PostSubject()
+        hub.post(Level(value: 1), retain: true)
+        hub.post(Level(value: 2), from: subject, retain: true)
+        #expect(hub.removeAllRetainedValues(of: Level.self) == 2)
+        #expect(hub.retainedValue(of: Level.self) == nil)
+        #expect(hub.retainedValue(of: Level.self, from: subject) == nil)
+        #expect(hub.removeAllRetainedValues(of: Level.self) == 0)
+    }
+
+    @Test("The value retained for a deallocated subject never matches a new object")
+    func deadSubjectNeverMatchesNewObject() {
+        let hub = NotificationHub()
+        do {
+            let doomed = PostSubject()
+            hub.post(Level(value: 1), from: doomed, retain: true)
+            #expect(hub.retainedValue(of: Level.self, from: doomed) == Level(value: 1))
+        }
+        // New objects are likely to reuse the freed address; none may see the old value.
+        for _ in 0..<200 {
+            let fresh = PostSubject()
+            #expect(hub.retainedValue(of: Level.self, from: fresh) == nil)
+            let seen = Seen<Int>()
+            let token = hub.observe(Level.self, from: fresh, replayLatest: true) { seen.append($0.value) }
+            #expect(seen.all.isEmpty)
+            token.cancel()
+        }
+        let seen = Seen<Int>()
+        let wildcard = hub.observe(Level.self, replayLatest: true) { seen.append($0.value) }
+        #expect(seen.all.isEmpty, "a dead subject's value is not replayed to observers of every subject")
+        wildcard.cancel()
+    }
+
+    @Test("A retaining post is delivered like any post")
+    func retainingPostIsDelivered() {
+        let hub = NotificationHub()
+        let seen = Seen<Int>()
+        let token = hub.observe(Level.self) { seen.append($0.value) }
+        hub.post(Level(value: 5), retain: true)
+        #expect(seen.all == [5])
+        token.cancel()
+    }
+
+    @Test("A retaining post that no observer sees is kept, not counted as unobserved")
+    func retainingPostIsNotUnobserved() {
+        let hub = NotificationHub()
+        hub.post(Level(value: 1), retain: true)
+        #expect(hub.unobservedPostCount == 0)
+        hub.post(Level(value: 2))
+        #expect(hub.unobservedPostCount == 1)
+    }
+
+    @Test("A posting-thread observer with replayLatest gets the retained value before observe returns")
+    func postingObserverReplaysSynchronously() {
+        let hub = NotificationHub()
+        hub.post(Level(value: 1), retain: true)
+        let seen = Seen<Int>()
+        let token = hub.observe(Level.self, replayLatest: true) { seen.append($0.value) }
+        #expect(seen.all == [1])
+        hub.post(Level(value: 2))
+        #expect(seen.all == [1, 2])
+        token.cancel()
+    }
+
+    @Test("A posting-thread replay runs before a retaining post made on another thread during the replay")
+    func postingReplayStaysAheadOfConcurrentRetainingPost() {
+        let hub = NotificationHub()
+        hub.post(Level(value: 0), retain: true)
+        let seen = Seen<Int>()
+        let threads = Seen<Bool>()
+        let token = RetainedNotificationTests.$isRegistering.withValue(true) {
+            hub.observe(Level.self, replayLatest: true) { level in
+                threads.append(RetainedNotificationTests.isRegistering)
+                if level.value == 0 {
+                    // While value 0 is being replayed, another thread retains value 1, and this
+                    // handler waits until that post has returned.
+                    let done = DispatchSemaphore(value: 0)
+                    DispatchQueue.global().async {
+                        hub.post(Level(value: 1), retain: true)
+                        done.signal()
+                    }
+                    done.wait()
+                }
+                seen.append(level.value)
+            }
+        }
+        #expect(seen.all == [0, 1], "value 1 is replayed after value 0, not delivered in the middle of it")
+        #expect(threads.all == [true, true], "both values are replayed on the registering thread")
+        hub.post(Level(value: 2))
+        #expect(seen.all == [0, 1, 2])
+        token.cancel()
+    }
+
+    @Test("Without replayLatest, the retained value is not delivered")
+    func noReplayWithoutOptIn() {
+        let hub = NotificationHub()
+        hub.post(Level(value: 1), retain: true)
+        let seen = Seen<Int>()
+        let token = hub.observe(Level.self, replayLatest: false) { seen.append($0.value) }
+        let plain = hub.observe(Level.self) { seen.append($0.value * 10) }
+        #expect(seen.all.isEmpty)
+        token.cancel()
+        plain.cancel()
+    }
+
+    @Test("A queue observer with replayLatest gets the retained value first, on its queue, then later posts")
+    func queueObserverReplaysFirstOnItsQueue() async {
+        let hub = NotificationHub()
+        let queue = DispatchQueue(label: "retained.queue")
+        hub.post(Level(value: 1), retain: true)
+        let seen = Seen<Int>()
+        let token = hub.observe(Level.self, on: .queue(queue), replayLatest: true) { level in
+            dispatchPrecondition(condition: .onQueue(queue))
+            seen.append(level.value)
+        }
+        await hub.deliver(Level(value: 2))
+        await hub.deliver(Level(value: 3))
+        #expect(seen.all == [1, 2, 3])
+        token.cancel()
+    }
+
+    @Test("An observer without a subject replays the latest value of every live subject, oldest first")
+    func wildcardObserverReplaysEverySubject() {
+        let hub = NotificationHub()
+        let first = PostSubject()
+        let second = PostSubject()
+        hub.post(Level(value: 1), from: first, retain: true)
+        hub.post(Level(value: 2), retain: true)
+        hub.post(Level(value: 3), from: second, retain: true)
+        hub.post(Level(value: 4), from: first, retain: true)  // replaces 1
+        let seen = Seen<Int>()
+        let token = hub.observe(Level.self, replayLatest: true) { seen.append($0.value) }
+        #expect(seen.all == [2, 3, 4])
+        token.cancel()
+    }
+
+    @Test("An observer of one subject replays only that subject's value")
+    func subjectObserverReplaysItsOwnValue() {
+        let hub = NotificationHub()
+        let first = PostSubject()
+        let second = PostSubject()
+        hub.post(Level(value: 1), from: first, retain: true)
+        hub.post(Level(value: 2), from: second, retain: true)
+        hub.post(Level(value: 3), retain: true)
+        let seen = Seen<Int>()
+        let token = hub.observe(Level.self, from: second, replayLatest: true) { seen.append($0.value) }
+        #expect(seen.all == [2])
+        hub.post(Level(value: 5), from: first)
+        hub.post(Level(value: 6), from: second)
+        #expect(seen.all == [2, 6])
+        token.cancel()
+    }
+
+    @Test("An actor observer with replayLatest gets the retained value isolated to the actor, first")
+    func actorObserverReplays() async {
+        let hub = NotificationHub()
+        let store = LevelStore()
+        hub.post(Level(value: 1), retain: true)
+        let token = hub.observe(Level.self, on: store, replayLatest: true) { store, level in
+            store.apply(level)
+        }
+        await hub.deliver(Level(value: 2))
+        #expect(await store.values == [1, 2])
+        token.cancel()
+    }
+
+    @Test("A main-actor observer with replayLatest gets the retained value on the main actor, first")
+    func mainActorObserverReplays() async {
+        let hub = NotificationHub()
+        hub.post(Level(value: 1), retain: true)
+        let seen = Seen<Int>()
+        let token = hub.observe(Level.self, on: MainActor.shared, replayLatest: true) { level in
+            MainActor.assertIsolated()
+            seen.append(level.value)
+        }
+        await hub.deliver(Level(value: 2))
+        #expect(seen.all == [1, 2])
+        token.cancel()
+    }
+
+    @Test("An owner-bound observer with replayLatest replays, and ends when its owner is deallocated")
+    func ownerObserverReplays() {
+        let hub = NotificationHub()
+        hub.post(Level(value: 1), retain: true)
+        let seen = Seen<Int>()
+        do {
+            let owner = PostSubject()
+            hub.observe(Level.self, owner: owner, replayLatest: true) { _, level in seen.append(level.value) }
+            #expect(seen.all == [1])
+            hub.post(Level(value: 2))
+            #expect(seen.all == [1, 2])
+        }
+        hub.post(Level(value: 3))
+        #expect(seen.all == [1, 2])
+        #expect(hub.observerCount(of: Level.self) == 0)
+    }
+
+    @Test("An error thrown while replaying goes to the hub's error handler")
+    func replayErrorsAreReported() {
+        struct Broken: Error {}
+        let hub = NotificationHub()
+        let failures = Seen<ObserverFailure>()
+        hub.errorHandler = { failures.append($0) }
+        hub.post(Level(value: 1), retain: true)
+        let token = hub.observe(Level.self, replayLatest: true) { _ in throw Broken() }
+        #expect(failures.all.count == 1)
+        #expect(failures.all.first?.notificationType == "Level")
+        token.cancel()
+    }
+
+    @Test(
+        "A retaining post racing a replaying registration: each value at most once, in order, never missing the latest",
+        arguments: [RaceTarget.posting, .queue]
+    )
+    func retainingPostRacesReplayingRegistration(_ kind: RaceTarget) async {
+        let queue = DispatchQueue(label: "retained.race")
+        let postCount = 8
+        for iteration in 0..<1_000 {
+            let hub = NotificationHub()
+            hub.post(Level(value: 0), retain: true)
+            let seen = Seen<Int>()
+            let token = Mutex<Observation?>(nil)
+            let arrived = Atomic<Int>(0)
+            DispatchQueue.concurrentPerform(iterations: 2) { side in
+                // Start both sides together. The spin is bounded, so a lone worker still finishes.
+                arrived.add(1, ordering: .relaxed)
+                var spins = 0
+                while arrived.load(ordering: .relaxed) < 2 && spins < 1_000_000 { spins += 1 }
+                if side == 0 {
+                    for value in 1...postCount {
+                        hub.post(Level(value: value), retain: true)
+                    }
+                } else {
+                    let target: DeliveryTarget = kind == .posting ? .posting : .queue(queue)
+                    let observation = hub.observe(Level.self, on: target, replayLatest: true) { level in
+                        seen.append(level.value)
+                    }
+                    token.withLock { $0 = observation }
+                }
+            }
+            // Both sides are done; a waiting post drains the observer's mailbox up to here.
+            let sentinel = postCount + 1
+            await hub.deliver(Level(value: sentinel))
+            let values = seen.all
+            // Each value at most once, never an older one after a newer one, ending with the
+            // sentinel, and never missing the latest retained value.
+            let isIncreasing = zip(values, values.dropFirst()).allSatisfy { $0 < $1 }
+            #expect(isIncreasing, "iteration \(iteration): saw \(values)")
+            #expect(values.last == sentinel, "iteration \(iteration): saw \(values)")
+            #expect(values.contains(postCount), "iteration \(iteration): missed the latest value, saw \(values)")
+            if kind == .queue {
+                // A mailbox gets the replay in the same critical section that makes the observer
+                // visible: it starts at the value retained then, and sees every later post.
+                let isContiguousRun = values.first.map { first in values == Array(first...sentinel) } ?? false
+                #expect(isContiguousRun, "iteration \(iteration): saw \(values)")
+            }
+            token.withLock { $0?.cancel() }
+            if !isIncreasing || values.last != sentinel || !values.contains(postCount) { break }
+        }
+    }
+
+    /// Set while a test registers, to tell the registering call's replay from a live delivery.
+    @TaskLocal static var isRegistering = false
+
+    enum RaceTarget: Sendable, CustomStringConvertible {
+        case posting
+        case queue
+
+        var description: String { self == .posting ? "posting thread" : "queue" }
+    }
+}
