@@ -238,7 +238,8 @@ if let bytes = perObserver?.heraldPosting {
     checks.append(
         TargetCheck(
             target: "an observer costs ≤ 150 B",
-            measured: "\(formatNumber(bytes)) B per posting-thread observer, token and closure context included",
+            measured: "\(formatNumber(bytes)) B per posting-thread observer: token, observer, list slot and the "
+                + "handler's own closure context (it captures one value)",
             passed: bytes <= 150))
 }
 if let bytes = perQueued?.heraldBeyondPayload {
