@@ -344,7 +344,8 @@ public final class NotificationHub: Sendable {
         timeout: Duration,
         isolation: (any Actor)? = #isolation
     ) throws(DeliveryTimeout) -> DeliveryReport {
-        let outcome = waitingPost(notification, subject: subject, isolation: isolation, deadline: timeout.deadlineFromNow)
+        let outcome = waitingPost(
+            notification, subject: subject, isolation: isolation, deadline: timeout.deadlineFromNow)
         guard outcome.completed else {
             throw DeliveryTimeout(
                 timeout: timeout, notificationType: String(describing: N.self), pendingCount: outcome.pendingCount)
@@ -394,7 +395,8 @@ public final class NotificationHub: Sendable {
         deadline: DispatchTime
     ) -> WaitOutcome {
         withUnsafePointer(to: notification) { payload in
-            waitingPost(UnsafeRawPointer(payload), of: N.self, subject: subject, isolation: isolation, deadline: deadline)
+            waitingPost(
+                UnsafeRawPointer(payload), of: N.self, subject: subject, isolation: isolation, deadline: deadline)
         }
     }
 

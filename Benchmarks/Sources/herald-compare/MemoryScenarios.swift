@@ -34,14 +34,17 @@ struct MemoryScenarios {
 
         let hub = NotificationHub()
         let heraldPosting = heapDelta(count) { tokens in
-            for index in 0..<count { tokens.append(hub.observe(Ping.self) { note in memorySink.add(note.value &+ index) }) }
+            for index in 0..<count {
+                tokens.append(hub.observe(Ping.self) { note in memorySink.add(note.value &+ index) })
+            }
         }
         rows.append(Row(contender: "Herald, posting-thread observer", value: heraldPosting, isHerald: true))
 
         let queueHub = NotificationHub()
         let heraldQueued = heapDelta(count) { tokens in
             for index in 0..<count {
-                tokens.append(queueHub.observe(Ping.self, on: .queue(queue)) { note in memorySink.add(note.value &+ index) })
+                tokens.append(
+                    queueHub.observe(Ping.self, on: .queue(queue)) { note in memorySink.add(note.value &+ index) })
             }
         }
         rows.append(Row(contender: "Herald, observer on .queue (with its mailbox)", value: heraldQueued))
@@ -50,7 +53,8 @@ struct MemoryScenarios {
         let foundation = heapDelta(count) { tokens in
             for index in 0..<count {
                 tokens.append(
-                    center.addObserver(forName: .ping, object: nil, queue: nil) { @Sendable _ in memorySink.add(index) })
+                    center.addObserver(forName: .ping, object: nil, queue: nil) { @Sendable _ in memorySink.add(index) }
+                )
             }
         }
         rows.append(Row(contender: "NotificationCenter.addObserver(forName:…using:)", value: foundation))
@@ -60,12 +64,15 @@ struct MemoryScenarios {
             let messages = heapDelta(count) { tokens in
                 for index in 0..<count {
                     tokens.append(
-                        messageCenter.addObserver(for: PingMessage.self) { message in memorySink.add(message.value &+ index) })
+                        messageCenter.addObserver(for: PingMessage.self) { message in
+                            memorySink.add(message.value &+ index)
+                        })
                 }
             }
             rows.append(Row(contender: "NotificationCenter MainActorMessage observer", value: messages))
         } else {
-            rows.append(Row(contender: "NotificationCenter MainActorMessage observer", unavailable: typedMessagesMissing))
+            rows.append(
+                Row(contender: "NotificationCenter MainActorMessage observer", unavailable: typedMessagesMissing))
         }
 
         let subject = PassthroughSubject<Ping, Never>()
@@ -79,7 +86,8 @@ struct MemoryScenarios {
         withExtendedLifetime((hub, queueHub, center, subject)) {}
         return ObserverResult(
             section: Section(
-                title: "Memory per registered observer (\(count.formatted) observers, each handler capturing one value; mallinfo2 delta)",
+                title:
+                    "Memory per registered observer (\(count.formatted) observers, each handler capturing one value; mallinfo2 delta)",
                 metric: "bytes/observer", rows: rows),
             heraldPosting: heraldPosting)
     }
@@ -118,16 +126,19 @@ struct MemoryScenarios {
         rows.append(Row(contender: "Herald, observer on a suspended .queue", value: herald - payload, isHerald: true))
 
         let dispatch = queuedDelta(count) { queue, check in
-            ({ i in
-                let note = Tick(sequence: i)
-                queue.async { check.receive(note.sequence) }
-            }, {})
+            (
+                { i in
+                    let note = Tick(sequence: i)
+                    queue.async { check.receive(note.sequence) }
+                }, {}
+            )
         }
         rows.append(Row(contender: "DispatchQueue.async to a suspended queue", value: dispatch - payload))
 
         let combine = queuedDelta(count) { queue, check in
             let subject = PassthroughSubject<Tick, Never>()
-            let cancellable = subject.receive(on: queue.ocombine).sink { @Sendable note in check.receive(note.sequence) }
+            let cancellable = subject.receive(on: queue.ocombine).sink { @Sendable note in check.receive(note.sequence)
+            }
             return ({ i in subject.send(Tick(sequence: i)) }, { cancellable.cancel() })
         }
         rows.append(Row(contender: "OpenCombine receive(on: suspended queue)", value: combine - payload))
@@ -140,7 +151,8 @@ struct MemoryScenarios {
         withExtendedLifetime(sink) {}
         return QueuedResult(
             section: Section(
-                title: "Memory per queued notification (\(count.formatted) queued, beyond the \(Int(payload)) B payload)",
+                title:
+                    "Memory per queued notification (\(count.formatted) queued, beyond the \(Int(payload)) B payload)",
                 metric: "bytes/notification", rows: rows),
             heraldBeyondPayload: herald - payload)
     }

@@ -143,7 +143,8 @@ let allocationTarget = "sync post to 1 posting-thread observer makes 0 heap allo
 if let one {
     if let mallocs = one.heraldMallocsPerPost {
         checks.append(
-            TargetCheck(target: allocationTarget, measured: "\(formatNumber(mallocs)) mallocs/post", passed: mallocs == 0))
+            TargetCheck(
+                target: allocationTarget, measured: "\(formatNumber(mallocs)) mallocs/post", passed: mallocs == 0))
     } else {
         checks.append(
             TargetCheck(

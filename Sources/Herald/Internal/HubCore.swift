@@ -22,7 +22,6 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `HubCore.buckets`'
     /// Cancelled registrations still in the lists; removed in batches.
     var deadCount = 0
 
-
     // MARK: Posting without a lock
 
     /// Delivers a fire-and-forget post: enqueues it for every observer with a lane, then calls
@@ -163,7 +162,9 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `HubCore.buckets`'
     }
 
     /// The observers in `slot`, as their concrete type. Call under the registry lock.
-    fileprivate static func array<N: Sendable>(in slot: borrowing ListSlot, of type: N.Type) -> ContiguousArray<Observer<N>> {
+    fileprivate static func array<N: Sendable>(
+        in slot: borrowing ListSlot, of type: N.Type
+    ) -> ContiguousArray<Observer<N>> {
         slot.load(ordering: .acquiring)?.takeUnretainedValue().array(of: type) ?? []
     }
 

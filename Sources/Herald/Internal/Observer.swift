@@ -183,7 +183,9 @@ final class Lane<N: Sendable>: Sendable {
         let subjectBits = item.load(as: UInt.self)
         let groupBits = item.load(fromByteOffset: 8, as: UInt.self)
         let subjectID = subjectBits == 0 ? nil : unsafeBitCast(subjectBits, to: ObjectIdentifier.self)
-        let group = UnsafeRawPointer(bitPattern: groupBits).map { Unmanaged<WaitGroup>.fromOpaque($0).takeRetainedValue() }
+        let group = UnsafeRawPointer(bitPattern: groupBits).map {
+            Unmanaged<WaitGroup>.fromOpaque($0).takeRetainedValue()
+        }
         return (subjectID, group)
     }
 
