@@ -533,9 +533,12 @@ final class Observer<N: Sendable>: AnyObserver, @unchecked Sendable {  // Immuta
             guard hasWork else { break }
             lingerDeadline = 0
             if batch.count > 1 { sawBurst = true }
+            // Read once per batch: the lane's first cache line also holds its lock, which the
+            // poster writes on every post.
+            let isPlain = lane.contextual == nil
             var index = 0
             while index < batch.count {  // a while loop: `for in` over a range costs witness calls here
-                run(batch.item(index, layout), lane, layout)
+                run(batch.item(index, layout), isPlain: isPlain, layout)
                 index += 1
             }
             batch.removeAllMoved(keepingCapacity: batch.capacity <= 4096)  // keep a normal buffer
@@ -545,7 +548,7 @@ final class Observer<N: Sendable>: AnyObserver, @unchecked Sendable {  // Immuta
 
     /// Runs one item and consumes it (its payload is moved out, its group released).
     @inline(__always)
-    private func run(_ item: UnsafeMutableRawPointer, _ lane: Lane<N>, _ layout: ItemQueue.Layout) {
+    private func run(_ item: UnsafeMutableRawPointer, isPlain: Bool, _ layout: ItemQueue.Layout) {
         let notification = (item + layout.payloadOffset).assumingMemoryBound(to: N.self).move()
         let (subjectID, group) = Lane<N>.takeHeader(item)
         guard !isCancelled else {
@@ -553,7 +556,7 @@ final class Observer<N: Sendable>: AnyObserver, @unchecked Sendable {  // Immuta
             return
         }
         guard let group else {
-            if lane.contextual == nil {
+            if isPlain {
                 do { try handler(notification) } catch { report(error) }
             } else {
                 _ = invoke(notification, subjectID: subjectID)
