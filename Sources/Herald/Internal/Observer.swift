@@ -515,7 +515,9 @@ final class Observer<N: Sendable>: AnyObserver, @unchecked Sendable {  // Immuta
                     }
                     state.drainer = 0
                     if endsSchedule { state.isScheduled = false }
-                    if state.items.capacity == 0 && batch.capacity <= 64 {
+                    if state.items.capacity > Self.idleCapacity {
+                        swap(&state.items, &batch)  // both empty: free the burst's buffer below
+                    } else if state.items.capacity == 0 && batch.capacity <= Self.idleCapacity {
                         swap(&state.items, &batch)  // both empty: keep a small buffer for the next post
                     }
                     return false
@@ -541,10 +543,17 @@ final class Observer<N: Sendable>: AnyObserver, @unchecked Sendable {  // Immuta
                 run(batch.item(index, layout), isPlain: isPlain, layout)
                 index += 1
             }
-            batch.removeAllMoved(keepingCapacity: batch.capacity <= 4096)  // keep a normal buffer
+            // Keep the buffer for the next batch while the job runs: a burst swaps two buffers
+            // back and forth instead of mapping fresh pages for each batch.
+            batch.removeAllMoved(keepingCapacity: batch.capacity <= Self.burstCapacity)
         }
         batch.deallocate()
     }
+
+    /// The most items a buffer may keep room for while a drain job runs.
+    static var burstCapacity: Int { 65_536 }
+    /// The most items an idle lane keeps room for.
+    static var idleCapacity: Int { 64 }
 
     /// Runs one item and consumes it (its payload is moved out, its group released).
     @inline(__always)
