@@ -22,12 +22,13 @@ import Synchronization
 /// the handler is not started again, not even for notifications already queued for it. A call
 /// that is already running on another thread at that moment is not interrupted and may finish.
 public final class Observation: Hashable, Sendable {
-    private let registration: any Cancellable
-    private let cancelsOnDeinit: Bool
+    // One reference and nothing else: a token is the smallest heap block (see DESIGN.md's memory
+    // target). Whether it cancels on deinit is the registration's own `cancelsWithToken`.
+    private let registration: Cancellable
 
-    init(registration: any Cancellable, cancelsOnDeinit: Bool = true) {
+    init(registration: Cancellable, cancelsOnDeinit: Bool = true) {
+        assert(cancelsOnDeinit == registration.cancelsWithToken, "Herald: the registration decides")
         self.registration = registration
-        self.cancelsOnDeinit = cancelsOnDeinit
     }
 
     /// Creates an observation that calls `onCancel` once, when it is cancelled or deallocated.
@@ -38,11 +39,10 @@ public final class Observation: Hashable, Sendable {
     /// - Parameter onCancel: The work that ends your registration. It runs at most once.
     public init(onCancel: @escaping @Sendable () -> Void) {
         self.registration = ClosureRegistration(onCancel)
-        self.cancelsOnDeinit = true
     }
 
     deinit {
-        if cancelsOnDeinit {
+        if registration.cancelsWithToken {
             registration.cancel()
         }
     }
@@ -68,33 +68,24 @@ public final class Observation: Hashable, Sendable {
         set.insert(self)
     }
 
-    /// Whether two values are the same observation: identity, not equal contents.
-    ///
-    /// - Parameters:
-    ///   - lhs: An observation.
-    ///   - rhs: Another observation.
-    /// - Returns: `true` if both refer to the same registration.
     public static func == (lhs: Observation, rhs: Observation) -> Bool {
         lhs === rhs
     }
 
-    /// Hashes the observation's identity, so that it can be kept in a `Set<Observation>`.
-    ///
-    /// - Parameter hasher: The hasher to feed.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(ObjectIdentifier(self))
     }
 }
 
 /// A registration ended by a closure.
-private final class ClosureRegistration: Cancellable {
+private final class ClosureRegistration: Cancellable, @unchecked Sendable {  // State is in a Lock.
     private let onCancel: Lock<(@Sendable () -> Void)?>
 
     init(_ onCancel: @escaping @Sendable () -> Void) {
         self.onCancel = Lock(onCancel)
     }
 
-    func cancel() {
+    override func cancel() {
         let work = onCancel.withLock { work in
             defer { work = nil }
             return work
@@ -102,7 +93,7 @@ private final class ClosureRegistration: Cancellable {
         work?()
     }
 
-    var isCancelled: Bool {
+    override var isCancelled: Bool {
         onCancel.withLock { $0 == nil }
     }
 }
