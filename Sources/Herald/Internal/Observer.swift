@@ -253,8 +253,13 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
     /// Ends the registration. Once this returns, the handler is not started again; a call already
     /// running on another thread may finish.
     override func cancel() {
-        guard !cancelled.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        guard markCancelled() else { return }
         didCancel()
+    }
+
+    /// Sets the cancelled flag; returns `false` if it was already set.
+    final func markCancelled() -> Bool {
+        !cancelled.exchange(true, ordering: .acquiringAndReleasing)
     }
 
     /// Removes the registration from the registry and drops what is queued for it.
@@ -340,6 +345,11 @@ final class Observer<N: Sendable>: AnyObserver, @unchecked Sendable {  // Immuta
     override func filtersMatch(_ subject: AnyObject?) -> Bool { extras?.filters?.matches(subject) ?? true }
 
     override func didCancel() {
+        end(leaving: .skipped)
+    }
+
+    /// Removes the registration and drops its queued items, telling their waiters `outcome`.
+    private func end(leaving outcome: DeliveryOutcome) {
         core.remove(self)
         guard let lane else { return }
         var dropped = lane.state.withLock { state in
@@ -350,9 +360,18 @@ final class Observer<N: Sendable>: AnyObserver, @unchecked Sendable {  // Immuta
         for index in 0..<dropped.count {
             let item = dropped.item(index, lane.layout)
             (item + lane.layout.payloadOffset).assumingMemoryBound(to: N.self).deinitialize(count: 1)
-            Lane<N>.takeHeader(item).1?.leave(.skipped)
+            Lane<N>.takeHeader(item).1?.leave(outcome)
         }
         dropped.deallocate()
+    }
+
+    /// The target refused the drain job and will never run work again (for example a
+    /// ``DeliveryThread`` that was shut down). The observation ends: the error goes to the hub's
+    /// error handler once, and every queued delivery is dropped, its waiter told it was refused.
+    private func targetRefused(_ error: any Error) {
+        let failure = report(error)
+        guard markCancelled() else { return }
+        end(leaving: .refused(failure))
     }
 
     override func deliver(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) {
@@ -455,7 +474,9 @@ final class Observer<N: Sendable>: AnyObserver, @unchecked Sendable {  // Immuta
 
     /// Hands the drain job to the target.
     func scheduleDrain() {
-        target.schedule { [self] in drainScheduled() }
+        if let refusal = target.trySchedule({ [self] in drainScheduled() }) {
+            targetRefused(refusal)
+        }
     }
 
     /// The thread draining the lane right now, or 0.
