@@ -349,9 +349,12 @@ final class Observer<N: Sendable>: AnyObserver, @unchecked Sendable {  // Immuta
     }
 
     /// Removes the registration and drops its queued items, telling their waiters `outcome`.
-    private func end(leaving outcome: DeliveryOutcome) {
+    ///
+    /// - Returns: The number of items dropped.
+    @discardableResult
+    private func end(leaving outcome: DeliveryOutcome) -> Int {
         core.remove(self)
-        guard let lane else { return }
+        guard let lane else { return 0 }
         var dropped = lane.state.withLock { state in
             state.isClosed = true
             defer { state.items = ItemQueue() }
@@ -362,16 +365,25 @@ final class Observer<N: Sendable>: AnyObserver, @unchecked Sendable {  // Immuta
             (item + lane.layout.payloadOffset).assumingMemoryBound(to: N.self).deinitialize(count: 1)
             Lane<N>.takeHeader(item).1?.leave(outcome)
         }
+        let count = dropped.count
         dropped.deallocate()
+        return count
     }
 
     /// The target refused the drain job and will never run work again (for example a
-    /// ``DeliveryThread`` that was shut down). The observation ends: the error goes to the hub's
-    /// error handler once, and every queued delivery is dropped, its waiter told it was refused.
+    /// ``DeliveryThread`` that was shut down). The observation ends, and every queued delivery is
+    /// dropped: each one is reported to the hub's error handler, and its waiter, if any, is told
+    /// it was refused. Later posts find no observer and are counted as unobserved.
     private func targetRefused(_ error: any Error) {
-        let failure = report(error)
-        guard markCancelled() else { return }
-        end(leaving: .refused(failure))
+        let failure = makeFailure(error)
+        guard markCancelled() else {
+            core.report(failure)
+            return
+        }
+        let dropped = end(leaving: .refused(failure))
+        for _ in 0..<max(dropped, 1) {
+            core.report(failure)
+        }
     }
 
     override func deliver(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) {
@@ -397,15 +409,20 @@ final class Observer<N: Sendable>: AnyObserver, @unchecked Sendable {  // Immuta
     /// Reports a handler's error to the hub and returns it as a failure.
     @discardableResult
     private func report(_ error: any Error) -> ObserverFailure {
+        let failure = makeFailure(error)
+        core.report(failure)
+        return failure
+    }
+
+    /// A failure of this observer, with its registration site.
+    private func makeFailure(_ error: any Error) -> ObserverFailure {
         let location = self.location
-        let failure = ObserverFailure(
+        return ObserverFailure(
             error: error,
             notificationType: String(describing: N.self),
             fileID: location.fileString,
             line: Int(location.line)
         )
-        core.report(failure)
-        return failure
     }
 
     // MARK: Calling the handler
