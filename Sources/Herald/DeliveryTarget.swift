@@ -101,6 +101,16 @@ public struct DeliveryTarget: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// Runs `job` later on this target, or returns why the target will never run it (a shut-down
+    /// ``DeliveryThread`` or another executor that refuses work).
+    func trySchedule(_ job: @escaping @Sendable () -> Void) -> (any Error)? {
+        if case .executor(let executor) = kind {
+            return executor.tryEnqueue(job)
+        }
+        schedule(job)
+        return nil
+    }
+
     /// Runs `job` on this target once `delay` has passed.
     func schedule(after delay: Duration, _ job: @escaping @Sendable () -> Void) {
         switch kind {
@@ -148,6 +158,12 @@ public struct DeliveryTarget: Sendable, Equatable, CustomStringConvertible {
 }
 
 extension DeliveryExecutor {
+    /// Calls ``enqueue(_:)`` and returns `nil`: an executor that never refuses work.
+    public func tryEnqueue(_ job: @escaping @Sendable () -> Void) -> (any Error)? {
+        enqueue(job)
+        return nil
+    }
+
     /// Waits on a background dispatch queue for `delay`, then calls ``enqueue(_:)``.
     public func enqueue(after delay: Duration, _ job: @escaping @Sendable () -> Void) {
         DispatchQueue.global().asyncAfter(deadline: delay.deadlineFromNow) { [self] in

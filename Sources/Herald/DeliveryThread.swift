@@ -268,6 +268,19 @@ public final class DeliveryThread: DeliveryExecutor, SerialExecutor, CustomStrin
         }
     }
 
+    /// Schedules `job` to run later on this thread, or returns the error if the thread was shut down.
+    ///
+    /// Herald uses this for notification deliveries: when the thread has been shut down, the
+    /// observation that needed it ends, the error goes to the hub's
+    /// ``NotificationHub/errorHandler`` (not to this thread's `rejectionHandler`), and a waiting
+    /// post gets the failure in its report instead of waiting forever.
+    ///
+    /// - Parameter job: The work to run on this thread.
+    /// - Returns: `nil` if `job` will run; a ``DeliveryThreadError`` if the thread no longer accepts work.
+    public func tryEnqueue(_ job: @escaping @Sendable () -> Void) -> (any Error)? {
+        core.submit(.block(job)) ? nil : DeliveryThreadError(code: .shutDown, threadName: name)
+    }
+
     /// Schedules `job` to run on this thread once `delay` has passed; the same as
     /// ``perform(after:_:)``.
     ///
@@ -351,11 +364,12 @@ extension DeliveryTarget {
     /// DeliveryTarget.thread(network).perform { socket.flush() }
     /// ```
     ///
-    /// After the thread is shut down, deliveries and ``perform(_:)`` calls to it are rejected and
-    /// reported to the thread's `rejectionHandler`. Waiting calls through the target cannot throw
-    /// that error, so ``performAndWait(isolation:_:)`` and ``NotificationHub/postAndWait(_:from:isolation:)``
-    /// then wait forever; use ``DeliveryThread/performAndWait(isolation:_:)``, which throws, or
-    /// ``NotificationHub/postAndWait(_:from:timeout:isolation:)``.
+    /// After the thread is shut down, a notification for an observer on it ends that observation:
+    /// the ``DeliveryThreadError`` goes to the hub's ``NotificationHub/errorHandler``, and
+    /// ``NotificationHub/postAndWait(_:from:isolation:)`` returns with the failure in its report.
+    /// ``perform(_:)`` calls are rejected and reported to the thread's `rejectionHandler`.
+    /// ``performAndWait(isolation:_:)`` through the target cannot throw that error, so it waits
+    /// forever; use ``DeliveryThread/performAndWait(isolation:_:)``, which throws.
     ///
     /// - Parameter thread: The thread to run on.
     /// - Returns: A target that runs work on `thread`; the same as `.executor(thread)`.

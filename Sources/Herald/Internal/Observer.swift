@@ -255,8 +255,13 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
     /// Ends the registration. Once this returns, the handler is not started again; a call already
     /// running on another thread may finish.
     override func cancel() {
-        guard !cancelled.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        guard markCancelled() else { return }
         didCancel()
+    }
+
+    /// Sets the cancelled flag; returns `false` if it was already set.
+    final func markCancelled() -> Bool {
+        !cancelled.exchange(true, ordering: .acquiringAndReleasing)
     }
 
     /// Removes the registration from the registry and drops what is queued for it.
@@ -342,8 +347,16 @@ final class Observer<N: Sendable>: AnyObserver, @unchecked Sendable {  // Immuta
     override func filtersMatch(_ subject: AnyObject?) -> Bool { extras?.filters?.matches(subject) ?? true }
 
     override func didCancel() {
+        end(leaving: .skipped)
+    }
+
+    /// Removes the registration and drops its queued items, telling their waiters `outcome`.
+    ///
+    /// - Returns: The number of items dropped.
+    @discardableResult
+    private func end(leaving outcome: DeliveryOutcome) -> Int {
         core.remove(self)
-        guard let lane else { return }
+        guard let lane else { return 0 }
         var dropped = lane.state.withLock { state in
             state.isClosed = true
             defer { state.items = ItemQueue() }
@@ -352,9 +365,27 @@ final class Observer<N: Sendable>: AnyObserver, @unchecked Sendable {  // Immuta
         for index in 0..<dropped.count {
             let item = dropped.item(index, lane.layout)
             (item + lane.layout.payloadOffset).assumingMemoryBound(to: N.self).deinitialize(count: 1)
-            Lane<N>.takeHeader(item).1?.leave(.skipped)
+            Lane<N>.takeHeader(item).1?.leave(outcome)
         }
+        let count = dropped.count
         dropped.deallocate()
+        return count
+    }
+
+    /// The target refused the drain job and will never run work again (for example a
+    /// ``DeliveryThread`` that was shut down). The observation ends, and every queued delivery is
+    /// dropped: each one is reported to the hub's error handler, and its waiter, if any, is told
+    /// it was refused. Later posts find no observer and are counted as unobserved.
+    private func targetRefused(_ error: any Error) {
+        let failure = makeFailure(error)
+        guard markCancelled() else {
+            core.report(failure)
+            return
+        }
+        let dropped = end(leaving: .refused(failure))
+        for _ in 0..<max(dropped, 1) {
+            core.report(failure)
+        }
     }
 
     override func deliver(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) {
@@ -380,15 +411,20 @@ final class Observer<N: Sendable>: AnyObserver, @unchecked Sendable {  // Immuta
     /// Reports a handler's error to the hub and returns it as a failure.
     @discardableResult
     private func report(_ error: any Error) -> ObserverFailure {
+        let failure = makeFailure(error)
+        core.report(failure)
+        return failure
+    }
+
+    /// A failure of this observer, with its registration site.
+    private func makeFailure(_ error: any Error) -> ObserverFailure {
         let location = self.location
-        let failure = ObserverFailure(
+        return ObserverFailure(
             error: error,
             notificationType: String(describing: N.self),
             fileID: location.fileString,
             line: Int(location.line)
         )
-        core.report(failure)
-        return failure
     }
 
     // MARK: Calling the handler
@@ -457,7 +493,9 @@ final class Observer<N: Sendable>: AnyObserver, @unchecked Sendable {  // Immuta
 
     /// Hands the drain job to the target.
     func scheduleDrain() {
-        target.schedule { [self] in drainScheduled() }
+        if let refusal = target.trySchedule({ [self] in drainScheduled() }) {
+            targetRefused(refusal)
+        }
     }
 
     /// The thread draining the lane right now, or 0.
