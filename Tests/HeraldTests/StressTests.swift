@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Dispatch
 import Foundation
 import Herald
@@ -101,18 +106,29 @@ struct StressTests {
         let churned = Locked<[(Tracker, Bool)]>([])  // tracker, whether its target is posting
         let stop = Atomic<Bool>(false)
 
-        // Churn: register and cancel observers on every target while the posters run.
+        // Churn: register and cancel observers on every target while the posters run, on a thread
+        // of its own so that busy test workers cannot starve it.
+        let postersDone = Atomic<Bool>(false)
         let churn = Task.detached {
-            var round = 0
-            while !stop.load(ordering: .relaxed) {
-                let (name, target) = targets[round % targets.count]
-                let tracker = Tracker(name: "churn \(name)", persistent: false)
-                let token = Self.observe(hub, tracker, target: target, store: store)
-                for _ in 0..<50 { await Task.yield() }
-                token.cancel()
-                tracker.cancelReturned.store(true, ordering: .releasing)
-                churned.withLock { $0.append((tracker, target?.isPosting ?? false)) }
-                round += 1
+            await onNewThread {
+                var round = 0
+                while !stop.load(ordering: .relaxed) || round < 3 * targets.count {
+                    let (name, target) = targets[round % targets.count]
+                    let tracker = Tracker(name: "churn \(name)", persistent: false)
+                    let token = Self.observe(hub, tracker, target: target, store: store)
+                    // Keep it registered until it has seen a delivery, or until the posters are done.
+                    var spins = 0
+                    while tracker.state.withLock({ $0.delivered }) == 0 && !postersDone.load(ordering: .relaxed)
+                        && spins < 100_000
+                    {
+                        spins += 1
+                        sched_yield()
+                    }
+                    token.cancel()
+                    tracker.cancelReturned.store(true, ordering: .releasing)
+                    churned.withLock { $0.append((tracker, target?.isPosting ?? false)) }
+                    round += 1
+                }
             }
         }
 
@@ -121,6 +137,7 @@ struct StressTests {
                 hub.post(Ping(value: poster * 1_000_000 + sequence))
             }
         }
+        postersDone.store(true, ordering: .relaxed)
         stop.store(true, ordering: .relaxed)
         await churn.value
         // Posted after every poster finished: when it has reached everyone, so has everything else.
