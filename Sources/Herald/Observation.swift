@@ -79,10 +79,16 @@ public final class Observation: Hashable, Sendable {
 
 /// A registration ended by a closure.
 private final class ClosureRegistration: Cancellable {
-    private let onCancel: Lock<(@Sendable () -> Void)?>
+    /// The closure, in a struct: a bare function type behind a ``Lock`` would be wrapped in two
+    /// more thunks on every access (see ``ErrorHandler``).
+    private struct Work: Sendable {
+        let run: @Sendable () -> Void
+    }
+
+    private let onCancel: Lock<Work?>
 
     init(_ onCancel: @escaping @Sendable () -> Void) {
-        self.onCancel = Lock(onCancel)
+        self.onCancel = Lock(Work(run: onCancel))
     }
 
     func cancel() {
@@ -90,7 +96,7 @@ private final class ClosureRegistration: Cancellable {
             defer { work = nil }
             return work
         }
-        work?()
+        work?.run()
     }
 
     var isCancelled: Bool {

@@ -46,6 +46,22 @@ struct Snapshot<N: Sendable>: Sendable {
     let queued: ContiguousArray<Observer<N>>
 }
 
+/// The hub's error handler, as stored behind its lock.
+///
+/// Closures behind a ``Lock`` are always wrapped in a struct. A bare function type stored in a
+/// generic container is re-abstracted on every `inout` access, so each `withLock` would wrap the
+/// stored closure in two more thunks: a long-lived hub would call its handler through an ever
+/// deeper chain, growing memory on every report until the stack overflows. A struct's field
+/// keeps the closure as it was stored.
+struct ErrorHandler: Sendable {
+    let call: @Sendable (ObserverFailure) -> Void
+}
+
+/// The hub's unobserved-post handler, as stored behind its lock (see ``ErrorHandler``).
+struct UnobservedPostHandler: Sendable {
+    let call: @Sendable (UnobservedPost) -> Void
+}
+
 /// The state behind a ``NotificationHub``: the registry, the error handler and the counters.
 ///
 /// Observers keep the core alive, so deliveries queued when the hub is deallocated still run and
@@ -54,8 +70,8 @@ final class HubCore: Sendable {
     /// The registry. Retained values live in the same buckets, under the same lock, so that a
     /// retaining post and a replaying registration are atomic with respect to each other.
     let buckets = Lock<[ObjectIdentifier: AnyBucket]>([:])
-    private let errorHandler = Lock<@Sendable (ObserverFailure) -> Void>(HubCore.writeToStandardError)
-    private let unobservedHandler = Lock<(@Sendable (UnobservedPost) -> Void)?>(nil)
+    private let errorHandler = Lock(ErrorHandler(call: HubCore.writeToStandardError))
+    private let unobservedHandler = Lock<UnobservedPostHandler?>(nil)
     let unobservedCount = Atomic<Int>(0)
 
     // MARK: Registry
@@ -121,24 +137,24 @@ final class HubCore: Sendable {
     // MARK: Errors and diagnostics
 
     var errorHandlerValue: @Sendable (ObserverFailure) -> Void {
-        get { errorHandler.withLock { $0 } }
-        set { errorHandler.withLock { $0 = newValue } }
+        get { errorHandler.withLock { $0 }.call }
+        set { errorHandler.withLock { $0 = ErrorHandler(call: newValue) } }
     }
 
     var unobservedHandlerValue: (@Sendable (UnobservedPost) -> Void)? {
-        get { unobservedHandler.withLock { $0 } }
-        set { unobservedHandler.withLock { $0 = newValue } }
+        get { unobservedHandler.withLock { $0 }?.call }
+        set { unobservedHandler.withLock { $0 = newValue.map(UnobservedPostHandler.init(call:)) } }
     }
 
     func report(_ failure: ObserverFailure) {
         let handler = errorHandler.withLock { $0 }
-        handler(failure)
+        handler.call(failure)
     }
 
     func noteUnobserved<N>(_ type: N.Type, hadSubject: Bool) {
         unobservedCount.add(1, ordering: .relaxed)
         if let handler = unobservedHandler.withLock({ $0 }) {
-            handler(UnobservedPost(notificationType: String(describing: type), hadSubject: hadSubject))
+            handler.call(UnobservedPost(notificationType: String(describing: type), hadSubject: hadSubject))
         }
     }
 
