@@ -51,6 +51,10 @@ public final class Observation: Hashable, Sendable {
     ///
     /// Once `cancel()` returns, the handler is not started again, including for notifications that
     /// were already queued for it. A call already running on another thread may finish.
+    ///
+    /// The notifications queued for the observer are released at once, and the hub no longer
+    /// holds the handler: the handler, and whatever it captures, is released when you let go of
+    /// this observation too (and once a delivery job already handed to the target has run).
     public func cancel() {
         registration.cancel()
     }

@@ -15,8 +15,6 @@ final class Bucket<N: Sendable>: AnyBucket, @unchecked Sendable {
     var queued = ContiguousArray<Observer<N>>()
     /// Registrations not yet cancelled.
     var liveCount = 0
-    /// Cancelled registrations still in the arrays; removed in batches.
-    var deadCount = 0
     /// The retained (sticky) values of this type, per subject. They outlive the observers.
     var retained = RetainedValues<N>()
 
@@ -30,13 +28,23 @@ final class Bucket<N: Sendable>: AnyBucket, @unchecked Sendable {
         posting = []
         queued = []
         liveCount = 0
-        deadCount = 0
     }
 
-    func compact() {
-        posting.removeAll { $0.isCancelledFlag }
-        queued.removeAll { $0.isCancelledFlag }
-        deadCount = 0
+    /// Takes `observer` out of its list at once, so that the registry stops holding its handler.
+    ///
+    /// - Returns: The observer, for the caller to release once the registry lock is no longer
+    ///   held; `nil` if it is not registered.
+    /// - Complexity: O(*n*) in the observers of this type.
+    func remove(_ observer: Observer<N>) -> Observer<N>? {
+        if let index = posting.firstIndex(where: { $0 === observer }) {
+            liveCount -= 1
+            return posting.remove(at: index)
+        }
+        if let index = queued.firstIndex(where: { $0 === observer }) {
+            liveCount -= 1
+            return queued.remove(at: index)
+        }
+        return nil
     }
 }
 
@@ -104,18 +112,17 @@ final class HubCore: Sendable {
         }
     }
 
+    /// Ends `observer`'s registration, so that the hub no longer holds its handler, nor anything
+    /// the handler captures, once ``Observer/cancel()`` returns.
+    ///
+    /// The observer leaves the registry after the lock is released: releasing a handler can run
+    /// any `deinit`, and one that cancels another observation or releases the hub needs this lock.
     func remove<N: Sendable>(_ observer: Observer<N>) {
-        buckets.withLock { buckets in
-            guard let existing = buckets[ObjectIdentifier(N.self)] else { return }
-            let bucket = unsafeDowncast(existing, to: Bucket<N>.self)
-            bucket.liveCount -= 1
-            bucket.deadCount += 1
-            if bucket.liveCount == 0 {
-                bucket.removeObservers()
-            } else if bucket.deadCount > 16 && bucket.deadCount > bucket.liveCount {
-                bucket.compact()
-            }
+        let removed = buckets.withLock { buckets -> Observer<N>? in
+            guard let existing = buckets[ObjectIdentifier(N.self)] else { return nil }
+            return unsafeDowncast(existing, to: Bucket<N>.self).remove(observer)
         }
+        withExtendedLifetime(removed) {}  // released here, outside the lock
     }
 
     /// The live observers of `type`, in registration order (posting-thread observers first).
