@@ -24,6 +24,12 @@ let package = Package(
             path: "Tests/RunLoopProbe",
             swiftSettings: swiftSettings
         ),
+        // The soak (issue #8): not a product; `swift run -c release herald-soak --count N`.
+        .executableTarget(
+            name: "herald-soak",
+            dependencies: ["Herald"],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "HeraldTests",
             dependencies: ["Herald", "herald-runloop-probe"],
