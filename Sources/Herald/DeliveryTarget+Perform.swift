@@ -5,26 +5,39 @@ extension DeliveryTarget {
     /// Runs `work` later on this target. It always enqueues, even when called on the target.
     ///
     /// This is the Swift form of "perform this block on that thread": the work runs on the main
-    /// queue, a dispatch queue, an operation queue or a custom executor, in the order it was
-    /// submitted from one thread. On ``posting`` there is no other place to run, so `work` runs
-    /// synchronously before `perform` returns.
+    /// queue, a dispatch queue, an operation queue, a ``DeliveryThread`` or a custom executor, in
+    /// the order it was submitted from one thread.
     ///
     /// ```swift
-    /// DeliveryTarget.main.perform { statusLabel.text = "Saved" }
+    /// DeliveryTarget.queue(database).perform { store.vacuum() }
+    /// DeliveryTarget.main.perform { MainActor.assumeIsolated { statusLabel.text = "Saved" } }
     /// ```
+    ///
+    /// `perform` never runs `work` before it returns, so the caller's state is never re-entered.
+    /// ``posting`` names no place of its own, so there `work` runs on a background dispatch thread,
+    /// as with ``perform(after:_:)``. For `@MainActor` work, ``_Concurrency/MainActor/perform(_:)``
+    /// takes a closure the compiler checks as `@MainActor`.
     ///
     /// - Parameter work: The work to run. It must be `Sendable`, because it runs on another thread.
     public func perform(_ work: @escaping @Sendable () -> Void) {
-        schedule(work)
+        if isPosting {
+            DispatchQueue.global().async(execute: work)
+        } else {
+            schedule(work)
+        }
     }
 
     /// Runs `work` on this target once `delay` has passed, never earlier.
     ///
-    /// On ``posting``, where there is no thread to come back to later, `work` runs on a
-    /// background dispatch thread.
+    /// ```swift
+    /// DeliveryTarget.queue(sync).perform(after: .seconds(5)) { engine.retry() }
+    /// ```
+    ///
+    /// It always enqueues, like ``perform(_:)``. On ``posting``, where there is no thread to come
+    /// back to later, `work` runs on a background dispatch thread.
     ///
     /// - Parameters:
-    ///   - delay: The minimum time to wait.
+    ///   - delay: The minimum time to wait. Zero or negative means "as soon as possible".
     ///   - work: The work to run.
     public func perform(after delay: Duration, _ work: @escaping @Sendable () -> Void) {
         schedule(after: delay, work)
@@ -123,9 +136,30 @@ extension MainActor {
 
     /// Runs `work` on the main actor later. It always enqueues, even when called on the main actor.
     ///
+    /// ```swift
+    /// MainActor.perform { statusLabel.text = "Saved" }     // checked by the compiler as @MainActor
+    /// ```
+    ///
+    /// Work submitted from one thread runs in the order it was submitted, on the main queue.
+    ///
     /// - Parameter work: The work to run on the main actor.
     public static func perform(_ work: @escaping @MainActor @Sendable () -> Void) {
         DispatchQueue.main.async { MainActor.assumeIsolated { work() } }
+    }
+
+    /// Runs `work` on the main actor once `delay` has passed, never earlier.
+    ///
+    /// ```swift
+    /// MainActor.perform(after: .milliseconds(300)) { toast.isHidden = true }
+    /// ```
+    ///
+    /// It always enqueues, even when called on the main actor.
+    ///
+    /// - Parameters:
+    ///   - delay: The minimum time to wait. Zero or negative means "as soon as possible".
+    ///   - work: The work to run on the main actor.
+    public static func perform(after delay: Duration, _ work: @escaping @MainActor @Sendable () -> Void) {
+        DispatchQueue.main.asyncAfter(deadline: delay.deadlineFromNow) { MainActor.assumeIsolated { work() } }
     }
 }
 
@@ -133,7 +167,8 @@ extension MainActor {
 ///
 /// The caller does not touch the closure or its captures until the other thread has finished
 /// with them and signalled, so the two threads never access them at the same time.
-private final class BlockingCall<T, E: Error>: @unchecked Sendable {
+/// Internal, not private, so that ``DeliveryThread/performAndWait(isolation:_:)`` shares it.
+final class BlockingCall<T, E: Error>: @unchecked Sendable {
     private var work: (() throws(E) -> T)?
     private var outcome: Result<T, E>?
 

@@ -1,0 +1,305 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// A piece of work queued on a ``BackgroundQueue``: await its value, wait for it, cancel it, or
+/// make later work depend on it.
+///
+/// ```swift
+/// let download = queue.enqueue { try fetchArchive() }
+/// let unpack = queue.enqueue(after: [download]) { try unpackArchive() }
+/// let files = try await unpack.value
+/// ```
+///
+/// ## Threading
+/// - The work runs once, on one of the queue's threads, when a slot is free and every dependency
+///   has finished or been cancelled.
+/// - ``cancel()`` may be called from any thread. A task cancelled before its work started never
+///   runs it; its ``value`` throws `CancellationError` at once, and tasks that depend on it still
+///   run (a dependency only orders work, it does not pass results on). A task cancelled while
+///   its work runs is not interrupted: the work can poll ``BackgroundQueue/isCurrentTaskCancelled``,
+///   and ``value`` is whatever the work returns or throws.
+/// - ``value`` and ``wait()`` can be used from any number of callers, any number of times.
+public final class BackgroundTask<Value: Sendable>: BackgroundTaskDependency, Hashable {
+    let operation: TaskOperation<Value>
+
+    init(operation: TaskOperation<Value>) {
+        self.operation = operation
+    }
+
+    private var core: BackgroundTaskCore<Value> {
+        operation.core
+    }
+
+    /// The task as a dependency of later work.
+    public var dependencyHandle: BackgroundTaskHandle {
+        BackgroundTaskHandle(operation: operation)
+    }
+
+    /// Cancels the task.
+    ///
+    /// ```swift
+    /// let preview = queue.enqueue { renderPreview() }
+    /// preview.cancel()     // the user scrolled away
+    /// ```
+    ///
+    /// If the work has not started, it never runs, and ``value`` throws `CancellationError` from
+    /// now on. If it is running, it is not interrupted; it can poll
+    /// ``BackgroundQueue/isCurrentTaskCancelled``. Calling it again, or after the task finished,
+    /// does nothing more than set ``isCancelled``.
+    public func cancel() {
+        operation.cancel()
+    }
+
+    /// Whether ``cancel()`` has been called.
+    public var isCancelled: Bool {
+        core.isCancelled
+    }
+
+    /// Whether the task has finished: its work returned or threw, or it was cancelled before it
+    /// started.
+    public var isFinished: Bool {
+        core.outcome != nil
+    }
+
+    /// The outcome, if the task has finished; `nil` while it is queued or running.
+    public var result: Result<Value, any Error>? {
+        core.outcome
+    }
+
+    /// The value the work returned, once the task has finished.
+    ///
+    /// ```swift
+    /// let thumbnail = try await queue.enqueue { try makeThumbnail(of: photo) }.value
+    /// ```
+    ///
+    /// It suspends without blocking a thread. Cancelling the awaiting Swift task does not cancel
+    /// this background task (use ``BackgroundQueue/perform(priority:after:_:)`` for that). It never
+    /// suspends forever for a cancelled task; it suspends for as long as the work and its
+    /// dependencies take, forever if one of them never finishes.
+    ///
+    /// - Throws: `CancellationError` if the task was cancelled before its work started, or the
+    ///   error the work threw.
+    public var value: Value {
+        get async throws {
+            try await core.outcome().get()
+        }
+    }
+
+    /// Blocks the calling thread until the task has finished, and returns its value.
+    ///
+    /// ```swift
+    /// let config = try queue.enqueue { try loadConfiguration() }.wait()
+    /// ```
+    ///
+    /// ## When it can block forever
+    /// It returns as soon as the task finishes, or at once if it was cancelled before it started.
+    /// It blocks forever if the task never gets to run: when called from inside a task of the same
+    /// queue while every slot of the queue is taken by tasks that are waiting too, or when a
+    /// dependency never finishes.
+    ///
+    /// - Returns: The value the work returned.
+    /// - Throws: `CancellationError` if the task was cancelled before its work started, or the
+    ///   error the work threw.
+    @available(*, noasync, message: "wait() blocks the calling thread; use `await task.value`")
+    public func wait() throws -> Value {
+        try core.waitForOutcome().get()
+    }
+
+    /// Two handles are equal when they are the same task.
+    public static func == (lhs: BackgroundTask, rhs: BackgroundTask) -> Bool {
+        lhs === rhs
+    }
+
+    /// Hashes the task's identity.
+    ///
+    /// - Parameter hasher: The hasher to feed.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(ObjectIdentifier(self))
+    }
+}
+
+/// Something later background work can wait for: a ``BackgroundTask``.
+///
+/// ```swift
+/// let a = queue.enqueue { … }
+/// let b = queue.enqueue { … }
+/// queue.enqueue(after: [a, b]) { … }      // starts once a and b have finished or been cancelled
+/// ```
+///
+/// Only Herald makes ``BackgroundTaskHandle``s, so a conforming type of your own forwards to a
+/// task's handle.
+public protocol BackgroundTaskDependency: Sendable {
+    /// The handle that dependent work waits for.
+    var dependencyHandle: BackgroundTaskHandle { get }
+}
+
+/// An opaque reference to a queued task, used to make later work depend on it.
+public struct BackgroundTaskHandle: Sendable, Hashable {
+    let operation: Operation
+
+    init(operation: Operation) {
+        self.operation = operation
+    }
+
+    /// Two handles are equal when they refer to the same task.
+    public static func == (lhs: BackgroundTaskHandle, rhs: BackgroundTaskHandle) -> Bool {
+        lhs.operation === rhs.operation
+    }
+
+    /// Hashes the identity of the task the handle refers to.
+    ///
+    /// - Parameter hasher: The hasher to feed.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(ObjectIdentifier(operation))
+    }
+}
+
+/// How soon a queued task should start, relative to the others waiting in the same queue.
+///
+/// It maps to `Operation.QueuePriority`: among the tasks that are ready to start, a higher priority
+/// starts first. It never makes a task start before its dependencies have finished.
+///
+/// ```swift
+/// queue.enqueue(priority: .high) { try renderVisibleThumbnails() }
+/// queue.enqueue(priority: .low) { try prefetchNextPage() }
+/// ```
+public enum BackgroundTaskPriority: Sendable, Hashable, CaseIterable {
+    /// Starts after every ready task of a higher priority.
+    case veryLow
+    /// Starts before `veryLow` tasks.
+    case low
+    /// The default.
+    case normal
+    /// Starts before `normal` tasks.
+    case high
+    /// Starts before every other ready task.
+    case veryHigh
+
+    var queuePriority: Operation.QueuePriority {
+        switch self {
+        case .veryLow: return .veryLow
+        case .low: return .low
+        case .normal: return .normal
+        case .high: return .high
+        case .veryHigh: return .veryHigh
+        }
+    }
+}
+
+/// The operation that runs one task.
+///
+/// It holds the task's core, never the ``BackgroundTask`` handle: a task still runs when nobody
+/// holds its handle, and there is no reference cycle. Cancelling the operation, also through
+/// `OperationQueue.cancelAllOperations()`, cancels the core first, so a cancelled task always
+/// finishes even though `Operation` never calls `main()` for it.
+final class TaskOperation<Value: Sendable>: Operation, @unchecked Sendable {  // Restated from Operation; adds only the immutable, Sendable `core`.
+    let core: BackgroundTaskCore<Value>
+
+    init(core: BackgroundTaskCore<Value>) {
+        self.core = core
+        super.init()
+    }
+
+    override func main() {
+        core.run()
+    }
+
+    override func cancel() {
+        core.cancel()
+        super.cancel()
+    }
+}
+
+/// The state of one task, shared by its handle and the operation that runs it.
+final class BackgroundTaskCore<Value: Sendable>: Sendable {
+    private enum Phase {
+        case pending(@Sendable () throws -> Value)
+        case running
+        case finished(Result<Value, any Error>)
+    }
+
+    private struct State {
+        var phase: Phase
+        var continuations: [CheckedContinuation<Result<Value, any Error>, Never>] = []
+    }
+
+    let cancellation = CancellationFlag()
+    private let state: Lock<State>
+    /// Entered until the task finishes.
+    private let done = DispatchGroup()
+
+    init(work: @escaping @Sendable () throws -> Value) {
+        state = Lock(State(phase: .pending(work)))
+        done.enter()
+    }
+
+    var isCancelled: Bool {
+        cancellation.isSet
+    }
+
+    var outcome: Result<Value, any Error>? {
+        state.withLock { state in
+            if case .finished(let result) = state.phase { return result }
+            return nil
+        }
+    }
+
+    /// Runs the work, unless the task was cancelled first. Called by the operation.
+    func run() {
+        let work = state.withLock { state -> (@Sendable () throws -> Value)? in
+            guard case .pending(let work) = state.phase else { return nil }
+            state.phase = .running
+            return work
+        }
+        guard let work else { return }
+        let result = BackgroundQueue.current.withValue(cancellation) { Result { try work() } }
+        finish(result)
+    }
+
+    func cancel() {
+        cancellation.set()
+        let wasPending = state.withLock { state -> Bool in
+            guard case .pending = state.phase else { return false }
+            state.phase = .running  // claimed: `run()` will not start the work
+            return true
+        }
+        if wasPending {
+            finish(.failure(CancellationError()))
+        }
+    }
+
+    func outcome() async -> Result<Value, any Error> {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Result<Value, any Error>, Never>) in
+            let finished = state.withLock { state -> Result<Value, any Error>? in
+                if case .finished(let result) = state.phase { return result }
+                state.continuations.append(continuation)
+                return nil
+            }
+            if let finished {
+                continuation.resume(returning: finished)
+            }
+        }
+    }
+
+    func waitForOutcome() -> Result<Value, any Error> {
+        done.wait()
+        guard let outcome else {
+            preconditionFailure("Herald: a finished background task has no outcome")
+        }
+        return outcome
+    }
+
+    private func finish(_ result: Result<Value, any Error>) {
+        let continuations = state.withLock { state in
+            state.phase = .finished(result)
+            defer { state.continuations = [] }
+            return state.continuations
+        }
+        done.leave()
+        for continuation in continuations {
+            continuation.resume(returning: result)
+        }
+    }
+}
+

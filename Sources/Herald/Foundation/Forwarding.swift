@@ -1,0 +1,239 @@
+import Foundation
+import Synchronization
+
+extension NotificationHub {
+    /// Re-posts a `NotificationCenter`'s notifications of type `N` into this hub as typed values.
+    ///
+    /// Herald observes ``NotificationConvertible/notificationName`` on `center`, converts each
+    /// notification with ``NotificationConvertible/init(notification:)``, and posts the value here.
+    /// The notification's `object`, when it is a class instance, becomes the post's subject, so
+    /// that observers registered with `from:` match it.
+    ///
+    /// ```swift
+    /// let bridge = hub.forward(UserCreated.self, from: .default)
+    /// // legacy code, unchanged:
+    /// NotificationCenter.default.post(
+    ///     name: UserCreated.notificationName, object: nil, userInfo: ["userID": 7, "status": 201])
+    /// // → observers of UserCreated in `hub` receive UserCreated(userID: 7, status: 201)
+    /// ```
+    ///
+    /// A notification that does not convert is not posted. Its ``UserInfoDecodingError`` goes to
+    /// ``errorHandler``, as an ``ObserverFailure`` located at the `forward` call.
+    ///
+    /// ## Threading
+    /// Conversion and the hub post run synchronously on the thread that posts to `center`, inside
+    /// its `post`: posting-thread observers of the hub run before the center's `post` returns.
+    /// The `Notification` never leaves that thread; only the `Sendable` value does.
+    ///
+    /// ## Echoes
+    /// Forwarding both ways for the same type between this hub and `center` (see
+    /// ``forward(_:to:from:fileID:line:)``) delivers each post exactly once on each side. While
+    /// Herald is posting into the hub a notification that came from `center`, the hub's forwarding
+    /// to that same center ignores posts of `N` made on that thread, and the other way round.
+    /// Consequently, a post of the same type made synchronously by an observer *during* a forwarded
+    /// delivery reaches its own side only and is not bridged.
+    ///
+    /// - Parameters:
+    ///   - type: The notification type; it declares the name and the conversion.
+    ///   - center: The notification center to observe.
+    ///   - object: If not `nil`, only notifications posted with this object are forwarded, as with
+    ///     `NotificationCenter.addObserver(forName:object:queue:using:)`.
+    ///   - fileID: The file that sets up forwarding, for error reports; leave the default.
+    ///   - line: The line that sets up forwarding, for error reports; leave the default.
+    /// - Returns: The observation. Forwarding stops when you cancel it or let go of it; once
+    ///   ``Observation/cancel()`` returns, no further notification is forwarded. The center holds
+    ///   the hub weakly.
+    public func forward<N: NotificationConvertible>(
+        _ type: N.Type,
+        from center: NotificationCenter,
+        object: AnyObject? = nil,
+        fileID: StaticString = #fileID,
+        line: UInt = #line
+    ) -> Observation {
+        let link = ForwardingLink(hub: self, center: center, type: type)
+        let isCancelled = CancellationFlag()
+        let location = (fileID: "\(fileID)", line: Int(line))
+        let token = center.addObserver(forName: N.notificationName, object: object, queue: nil) {
+            [weak self] notification in
+            guard let self, !isCancelled.isSet else { return }
+            // Our own forwarding of a hub post to this center: already delivered in the hub.
+            guard !ForwardingFrame.isActive(link, direction: .toCenter) else { return }
+            let value: N
+            do {
+                value = try N(notification: notification)
+            } catch {
+                self.core.report(
+                    ObserverFailure(
+                        error: error, notificationType: String(describing: N.self), fileID: location.fileID,
+                        line: location.line))
+                return
+            }
+            let subject = ForwardingFrame.subject(of: notification.object)
+            ForwardingFrame.run(link, direction: .fromCenter) {
+                self.post(value, from: subject)
+            }
+        }
+        let registration = CenterRegistration(center: center, token: token)
+        return Observation {
+            isCancelled.set()
+            registration.remove()
+        }
+    }
+
+    /// Re-posts this hub's notifications of type `N` on a `NotificationCenter`, for legacy observers.
+    ///
+    /// Herald observes `N` on the posting thread, converts each value with
+    /// ``NotificationConvertible/makeNotification(object:)``, and posts the `Notification` on
+    /// `center`.
+    ///
+    /// ```swift
+    /// let bridge = hub.forward(UserCreated.self, to: .default)
+    /// hub.post(UserCreated(userID: 7, status: 201))
+    /// // → legacy observers of UserCreated.notificationName receive userInfo ["userID": 7, "status": 201]
+    /// ```
+    ///
+    /// A value that does not convert is not posted; the error goes to ``errorHandler``, located at
+    /// the `forward` call.
+    ///
+    /// ## Threading
+    /// Conversion and the center's `post` run synchronously on the thread that posts to the hub,
+    /// as a posting-thread observer: legacy observers registered with `queue: nil` have run when
+    /// the hub's `post` returns.
+    ///
+    /// ## Echoes
+    /// Forwarding both ways for the same type delivers each post once per side; see
+    /// ``forward(_:from:object:fileID:line:)``.
+    ///
+    /// - Parameters:
+    ///   - type: The notification type; it declares the name and the conversion.
+    ///   - center: The notification center to post on.
+    ///   - subject: If not `nil`, only posts made with this subject are forwarded, and they are
+    ///     posted with it as the notification's `object`. Held weakly, as by `observe(_:from:)`.
+    ///     Otherwise the object is `nil`.
+    ///   - fileID: The file that sets up forwarding, for error reports; leave the default.
+    ///   - line: The line that sets up forwarding, for error reports; leave the default.
+    /// - Returns: The observation. Forwarding stops when you cancel it or let go of it.
+    public func forward<N: NotificationConvertible>(
+        _ type: N.Type,
+        to center: NotificationCenter,
+        from subject: AnyObject? = nil,
+        fileID: StaticString = #fileID,
+        line: UInt = #line
+    ) -> Observation {
+        let link = ForwardingLink(hub: self, center: center, type: type)
+        let weakSubject = WeakSubject(subject)
+        let center = CenterReference(center)
+        return observe(type, from: subject, on: .posting, fileID: fileID, line: line) { value in
+            // A notification that came from this center: its observers already have it.
+            guard !ForwardingFrame.isActive(link, direction: .fromCenter) else { return }
+            let object = weakSubject.object
+            if weakSubject.hadObject && object == nil { return }
+            let notification = try value.makeNotification(object: object)
+            ForwardingFrame.run(link, direction: .toCenter) {
+                center.center.post(notification)
+            }
+        }
+    }
+}
+
+// MARK: - Internals
+
+/// Identifies one bridge between a hub and a center for one notification type.
+struct ForwardingLink: Hashable, Sendable {
+    let hub: ObjectIdentifier
+    let center: ObjectIdentifier
+    let type: ObjectIdentifier
+
+    init<N>(hub: NotificationHub, center: NotificationCenter, type: N.Type) {
+        self.hub = ObjectIdentifier(hub)
+        self.center = ObjectIdentifier(center)
+        self.type = ObjectIdentifier(type)
+    }
+}
+
+/// The forwarding deliveries running on the current thread, innermost first.
+///
+/// A thread-local stack rather than a marker in the user info, so that legacy observers see exactly
+/// the user info that the type encodes. Both directions forward synchronously (a `queue: nil`
+/// center observer, a `.posting` hub observer), so an echo always arrives on the thread, and
+/// inside the call, that caused it.
+final class ForwardingFrame: Sendable {
+    enum Direction: Sendable {
+        /// Posting into the hub a notification that came from the center.
+        case fromCenter
+        /// Posting on the center a notification that came from the hub.
+        case toCenter
+    }
+
+    let link: ForwardingLink
+    let direction: Direction
+    let parent: ForwardingFrame?
+
+    private init(link: ForwardingLink, direction: Direction, parent: ForwardingFrame?) {
+        self.link = link
+        self.direction = direction
+        self.parent = parent
+    }
+
+    private static let current = ThreadLocalSlot<ForwardingFrame>()
+
+    static func run(_ link: ForwardingLink, direction: Direction, _ body: () -> Void) {
+        let frame = ForwardingFrame(link: link, direction: direction, parent: current.current)
+        current.withValue(frame, body)
+    }
+
+    static func isActive(_ link: ForwardingLink, direction: Direction) -> Bool {
+        var frame = current.current
+        while let candidate = frame {
+            if candidate.link == link && candidate.direction == direction {
+                return true
+            }
+            frame = candidate.parent
+        }
+        return false
+    }
+
+    /// A notification's object as a hub subject: class instances only, matched by identity.
+    static func subject(of object: Any?) -> AnyObject? {
+        guard let object, type(of: object) is AnyClass else { return nil }
+        return object as AnyObject
+    }
+}
+
+
+/// A subject held weakly, remembering whether there was one.
+final class WeakSubject: @unchecked Sendable {  // Written only in init; weak loads are atomic.
+    private(set) weak var object: AnyObject?
+    let hadObject: Bool
+
+    init(_ object: AnyObject?) {
+        self.object = object
+        self.hadObject = object != nil
+    }
+}
+
+/// A `NotificationCenter` to post on from any thread.
+final class CenterReference: @unchecked Sendable {  // Immutable; NotificationCenter is thread-safe.
+    let center: NotificationCenter
+
+    init(_ center: NotificationCenter) {
+        self.center = center
+    }
+}
+
+/// A `NotificationCenter` registration, removed once.
+final class CenterRegistration: @unchecked Sendable {  // Immutable; removeObserver is thread-safe.
+    private let center: NotificationCenter
+    private let token: any NSObjectProtocol
+
+    init(center: NotificationCenter, token: any NSObjectProtocol) {
+        self.center = center
+        self.token = token
+    }
+
+    /// Removes the observer. ``Observation`` calls this at most once, which matters on Linux,
+    /// where a second `removeObserver` can remove a newer observer that reused the token.
+    func remove() {
+        center.removeObserver(token)
+    }
+}

@@ -1,0 +1,120 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+extension NotificationCenter {
+    /// Posts `notification` on the main queue, and by default waits until its observers have run.
+    ///
+    /// This is the Swift form of the old `-[NSNotificationCenter postNotificationOnMainThread:]`
+    /// category, for code that still speaks `Notification`:
+    ///
+    /// ```swift
+    /// // On a download thread:
+    /// NotificationCenter.default.postOnMainThread(
+    ///     Notification(name: .downloadFinished, object: nil, userInfo: ["bytes": 4096])
+    /// )
+    /// // The main-queue observers have run by now.
+    /// ```
+    ///
+    /// ## Threading
+    /// - Called off the main queue, it posts from the main queue, so observers registered with
+    ///   `queue: nil` run there. With `waitUntilDone` (the default) it returns after they ran;
+    ///   without, it returns at once, and posts made from one thread reach the main queue in order.
+    /// - Called on the main queue (or the main thread), it posts inline, whatever `waitUntilDone`
+    ///   says, exactly like the old category: the observers have run when it returns. "Main queue"
+    ///   is recognised whichever thread drains it (`RunLoop.main`, `dispatchMain()`, an async `main`,
+    ///   Swift Testing), never by `Thread.isMainThread` alone, and it never calls
+    ///   `DispatchQueue.main.sync`, so it does not deadlock there.
+    /// - Waiting uses Herald's waiting machinery: if the main queue is itself blocked in a Herald
+    ///   wait for the caller (``DeliveryTarget/performAndWait(isolation:_:)``,
+    ///   ``NotificationHub/postAndWait(_:from:isolation:)``, ``DeliveryThread/performAndWait(isolation:_:)``),
+    ///   the blocked main queue runs the post, so the nested wait completes.
+    /// - `Notification` is not `Sendable`: its `object` and `userInfo` may hold anything. The
+    ///   parameter is `sending`, so the compiler checks that the caller hands the notification
+    ///   over and does not use its contents again.
+    /// - Observers registered with `queue: .main` (an `OperationQueue`) are Foundation's business:
+    ///   on Linux, `post` waits for every operation of that queue, which deadlocks when it is called
+    ///   on the main queue under `dispatchMain()`, an async `main` or Swift Testing. Register with
+    ///   `queue: nil`: the post already happens on the main queue.
+    ///
+    /// ## When it can block forever
+    /// With `waitUntilDone`, called off the main queue, it blocks until the main queue runs the
+    /// post: forever if nothing drains the main queue, or if the main queue is blocked on something
+    /// the caller holds outside Herald (a lock, a semaphore, `DispatchQueue.sync`).
+    ///
+    /// - Parameters:
+    ///   - notification: The notification to post. It is handed over to the main queue.
+    ///   - waitUntilDone: Whether to return only after the observers have run. Defaults to `true`.
+    @available(*, noasync, message: "postOnMainThread may block; use `await MainActor.run { center.post(note) }`")
+    public func postOnMainThread(_ notification: sending Notification, waitUntilDone: Bool = true) {
+        if QueueIdentity.isMain {
+            post(notification)
+        } else if waitUntilDone {
+            // The closure is not escaping and the caller is blocked until it ran: nothing shares
+            // the notification meanwhile.
+            DeliveryTarget.main.performAndWait(isolation: nil) { post(notification) }
+        } else {
+            let handOver = HandOver(notification)
+            DispatchQueue.main.async { [self] in
+                if let notification = handOver.take() {
+                    post(notification)
+                }
+            }
+        }
+    }
+
+    /// Builds a notification and posts it on the main queue, by default waiting until its
+    /// observers have run.
+    ///
+    /// The counterpart of the old `postNotificationOnMainThreadWithName:object:userInfo:waitUntilDone:`:
+    ///
+    /// ```swift
+    /// NotificationCenter.default.postOnMainThread(
+    ///     name: .downloadFinished, object: nil, userInfo: ["bytes": 4096], waitUntilDone: false
+    /// )
+    /// ```
+    ///
+    /// It behaves exactly like `postOnMainThread(_:waitUntilDone:)`:
+    /// observers run on the main queue; on the main queue it posts inline; with `waitUntilDone` it
+    /// returns after they ran.
+    ///
+    /// ## When it can block forever
+    /// With `waitUntilDone`, called off the main queue, it blocks until the main queue runs the
+    /// post: forever if nothing drains the main queue, or if the main queue is blocked on something
+    /// the caller holds outside Herald.
+    ///
+    /// - Parameters:
+    ///   - name: The notification's name.
+    ///   - object: The object posting the notification, usually the sender. It is handed over.
+    ///   - userInfo: Extra information for observers. It is handed over.
+    ///   - waitUntilDone: Whether to return only after the observers have run. Defaults to `true`.
+    @available(*, noasync, message: "postOnMainThread may block; use `await MainActor.run { center.post(name:object:userInfo:) }`")
+    public func postOnMainThread(
+        name: Notification.Name,
+        object: sending Any? = nil,
+        userInfo: sending [AnyHashable: Any]? = nil,
+        waitUntilDone: Bool = true
+    ) {
+        postOnMainThread(Notification(name: name, object: object, userInfo: userInfo), waitUntilDone: waitUntilDone)
+    }
+}
+
+/// A value handed from one thread to another, once.
+///
+/// The sender gives the value up (`sending`), and the receiver takes it out exactly once; the
+/// mutex makes the box `Sendable` without an unchecked promise.
+final class HandOver<Value>: Sendable {
+    private let slot: Mutex<Value?>
+
+    init(_ value: sending Value) {
+        slot = Mutex(value)
+    }
+
+    /// Takes the value out; `nil` if it was taken before.
+    func take() -> sending Value? {
+        slot.withLock { value in
+            let taken = value.take()
+            return taken
+        }
+    }
+}

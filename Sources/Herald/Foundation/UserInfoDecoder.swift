@@ -1,0 +1,822 @@
+import Foundation
+
+/// Decodes a `Decodable` value from a notification's user-info dictionary, without a JSON round trip.
+///
+/// `UserInfoDecoder` reads the dictionaries that ``UserInfoEncoder`` writes, and also the ones that
+/// legacy code builds by hand or reads from a property list:
+///
+/// ```swift
+/// struct ProfileUpdated: Codable {
+///     struct Profile: Codable { var name: String; var age: Int }
+///     var profile: Profile
+///     var tags: [String]
+/// }
+///
+/// let userInfo: [AnyHashable: Any] = ["profile": ["name": "Ada", "age": 36], "tags": ["admin"]]
+/// let value = try UserInfoDecoder().decode(ProfileUpdated.self, from: userInfo)
+/// ```
+///
+/// ## What it reads
+///
+/// - Nested structs from dictionaries (`[String: Any]`, `[AnyHashable: Any]` or `NSDictionary`;
+///   keys that are not strings are ignored), arrays from `[Any]` or `NSArray`, and dictionaries with
+///   string keys.
+/// - A missing key or `NSNull` decodes as `nil` for an optional property.
+/// - `String`, `Bool`, `Date`, `Data` from the same Foundation types; `URL` from a `URL` or a
+///   `String`; `UUID` from a `UUID` or its `uuidString`; enumerations from their raw values.
+/// - Every integer width (`Int8` … `Int128`, `UInt8` … `UInt128`), `Float` and `Double`, from Swift
+///   numbers or `NSNumber`. Integers convert only when the value fits exactly: `3.0` reads as `Int`
+///   `3`, while `3.5` fails with ``UserInfoDecodingError/Code/numberNotExact`` and `300` for a
+///   `UInt8` fails with ``UserInfoDecodingError/Code/numberOutOfRange``. A floating-point target
+///   takes an integer only if it can hold it exactly, and a floating-point value rounded to nearest
+///   if it is in range. A `Bool` is never read as a number, nor a number as a `Bool`.
+/// - Dictionaries and arrays nested more than 128 levels deep fail with
+///   ``UserInfoDecodingError/Code/invalidValue`` instead of exhausting the stack.
+///
+/// ## Errors
+///
+/// Decoding never traps on malformed input. Every failure throws a ``UserInfoDecodingError`` that
+/// names the key path, the expected type and what was found, for example
+/// `userInfo["profile"]["age"]: expected Int, found String "forty"`. Inside a type's own
+/// `init(from:)`, failures surface as the usual `DecodingError` cases, so hand-written decoding code
+/// that catches `DecodingError.keyNotFound` keeps working.
+///
+/// ## Threading
+///
+/// `UserInfoDecoder` is a `Sendable` value type with no shared state: use one from any thread, or
+/// several at once. A call runs synchronously on the calling thread.
+public struct UserInfoDecoder: Sendable {
+    /// Contextual information handed to the decoded types through `Decoder.userInfo`.
+    ///
+    /// Not to be confused with the notification's user info, which is the data being decoded.
+    public var userInfo: [CodingUserInfoKey: any Sendable]
+
+    /// Makes a decoder.
+    public init() {
+        self.userInfo = [:]
+    }
+
+    /// Decodes a value of the given type from a user-info dictionary.
+    ///
+    /// ```swift
+    /// let created = try UserInfoDecoder().decode(UserCreated.self, from: notification.userInfo ?? [:])
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - type: The type to decode, usually a struct whose properties are the dictionary's keys.
+    ///   - userInfo: The dictionary to read.
+    /// - Returns: The decoded value.
+    /// - Throws: ``UserInfoDecodingError`` naming the key path, the expected type and what was found,
+    ///   if the dictionary does not hold a valid `T`.
+    /// - Complexity: O(*n*), where *n* is the number of values read.
+    public func decode<T: Decodable>(
+        _ type: T.Type,
+        from userInfo: [AnyHashable: Any]
+    ) throws(UserInfoDecodingError) -> T {
+        try decode(type, fromValue: userInfo, at: [])
+    }
+
+    /// Decodes a value of the given type from a notification's user info.
+    ///
+    /// A notification without user info decodes like an empty dictionary. The notification's name
+    /// and object are not read; ``NotificationConvertible`` checks the name.
+    ///
+    /// - Parameters:
+    ///   - type: The type to decode.
+    ///   - notification: The notification whose `userInfo` to read.
+    /// - Returns: The decoded value.
+    /// - Throws: ``UserInfoDecodingError`` if the user info does not hold a valid `T`.
+    public func decode<T: Decodable>(
+        _ type: T.Type,
+        from notification: Notification
+    ) throws(UserInfoDecodingError) -> T {
+        try decode(type, from: notification.userInfo ?? [:])
+    }
+
+    /// Decodes one value, found at `path`, such as the entry for a ``UserInfoKey``.
+    func decode<T: Decodable>(
+        _ type: T.Type,
+        fromValue value: Any,
+        at path: [UserInfoDecodingError.PathComponent]
+    ) throws(UserInfoDecodingError) -> T {
+        let options = UserInfoDecodingOptions(userInfo: userInfo)
+        do {
+            return try UserInfoUnboxer.unbox(type, from: value, at: path, options: options)
+        } catch {
+            throw UserInfoUnboxer.userInfoDecodingError(from: error, at: path, expected: type, found: value)
+        }
+    }
+}
+
+// MARK: - Internals shared by the encoder, the decoder and the keys
+
+/// A coding key for user-info paths: a string key, or an array index.
+struct UserInfoCodingKey: CodingKey, Sendable {
+    let stringValue: String
+    let intValue: Int?
+    /// Set only for array positions, so that a key path prints `[2]` rather than `["2"]`.
+    let index: Int?
+
+    init(stringValue: String) {
+        self.stringValue = stringValue
+        self.intValue = nil
+        self.index = nil
+    }
+
+    init(intValue: Int) {
+        self.stringValue = String(intValue)
+        self.intValue = intValue
+        self.index = nil
+    }
+
+    init(index: Int) {
+        self.stringValue = "Index \(index)"
+        self.intValue = index
+        self.index = index
+    }
+
+    static let `super` = UserInfoCodingKey(stringValue: "super")
+}
+
+/// Lets the decoder see through `Optional` values that were boxed in `Any`.
+private protocol UserInfoOptionalValue {
+    var userInfoWrapped: Any? { get }
+}
+
+extension Optional: UserInfoOptionalValue {
+    fileprivate var userInfoWrapped: Any? {
+        switch self {
+        case .some(let wrapped): wrapped
+        case .none: nil
+        }
+    }
+}
+
+/// Helpers that look at an untyped user-info value.
+enum UserInfoValue {
+    /// The value with every level of `Optional` removed; `nil` for `Optional.none`.
+    static func flatten(_ value: Any?) -> Any? {
+        // Cast the unwrapped `Any`, never the `Any?`: an `Optional` always conforms, and casting it
+        // would loop forever.
+        guard var current = value else { return nil }
+        while let optional = current as? any UserInfoOptionalValue {
+            guard let wrapped = optional.userInfoWrapped else { return nil }
+            current = wrapped
+        }
+        return current
+    }
+
+    /// Whether the value is absent: `nil`, `Optional.none` or `NSNull`.
+    static func isNull(_ value: Any?) -> Bool {
+        guard let value = flatten(value) else { return true }
+        return value is NSNull
+    }
+
+    /// The value as an array, for `[Any]` and `NSArray`.
+    static func array(_ value: Any) -> [Any]? {
+        value as? [Any]
+    }
+
+    /// The value as a dictionary with string keys; keys of other types are dropped.
+    static func dictionary(_ value: Any) -> [String: Any]? {
+        if let dictionary = value as? [String: Any] {
+            return dictionary
+        }
+        guard let dictionary = value as? [AnyHashable: Any] else { return nil }
+        var result: [String: Any] = [:]
+        result.reserveCapacity(dictionary.count)
+        for (key, element) in dictionary {
+            if let key = key.base as? String {
+                result[key] = element
+            }
+        }
+        return result
+    }
+}
+
+/// A number found in a user-info dictionary, from a Swift numeric type or an `NSNumber`.
+struct UserInfoNumber: CustomStringConvertible {
+    enum Storage {
+        case bool(Bool)
+        case signed(Int128)
+        case unsigned(UInt128)
+        case floating(Double)
+    }
+
+    let storage: Storage
+    let typeName: String
+
+    private static let booleanNumberClass = ObjectIdentifier(type(of: NSNumber(value: true)))
+
+    /// Reads `value` as a number, or returns `nil` if it is not one.
+    ///
+    /// Types are compared exactly instead of with `as?`, because `as?` bridges differently on Linux
+    /// and on Apple platforms (an `NSNumber` 1 is a `Bool` on one and not on the other).
+    init?(_ value: Any) {
+        let dynamicType = type(of: value)
+        if dynamicType is NSNumber.Type {
+            guard let number = value as? NSNumber, let storage = Self.storage(of: number) else { return nil }
+            self.storage = storage
+            self.typeName = "NSNumber"
+        } else {
+            guard let storage = Self.storage(of: value, type: dynamicType) else { return nil }
+            self.storage = storage
+            self.typeName = String(describing: dynamicType)
+        }
+    }
+
+    private static func storage(of value: Any, type: Any.Type) -> Storage? {
+        // swift-format-ignore
+        switch ObjectIdentifier(type) {
+        case ObjectIdentifier(Bool.self): (value as? Bool).map { .bool($0) }
+        case ObjectIdentifier(Int.self): (value as? Int).map { .signed(Int128($0)) }
+        case ObjectIdentifier(Int8.self): (value as? Int8).map { .signed(Int128($0)) }
+        case ObjectIdentifier(Int16.self): (value as? Int16).map { .signed(Int128($0)) }
+        case ObjectIdentifier(Int32.self): (value as? Int32).map { .signed(Int128($0)) }
+        case ObjectIdentifier(Int64.self): (value as? Int64).map { .signed(Int128($0)) }
+        case ObjectIdentifier(Int128.self): (value as? Int128).map { .signed($0) }
+        case ObjectIdentifier(UInt.self): (value as? UInt).map { .unsigned(UInt128($0)) }
+        case ObjectIdentifier(UInt8.self): (value as? UInt8).map { .unsigned(UInt128($0)) }
+        case ObjectIdentifier(UInt16.self): (value as? UInt16).map { .unsigned(UInt128($0)) }
+        case ObjectIdentifier(UInt32.self): (value as? UInt32).map { .unsigned(UInt128($0)) }
+        case ObjectIdentifier(UInt64.self): (value as? UInt64).map { .unsigned(UInt128($0)) }
+        case ObjectIdentifier(UInt128.self): (value as? UInt128).map { .unsigned($0) }
+        case ObjectIdentifier(Float.self): (value as? Float).map { .floating(Double($0)) }
+        case ObjectIdentifier(Double.self): (value as? Double).map { .floating($0) }
+        case ObjectIdentifier(CGFloat.self): (value as? CGFloat).map { .floating(Double($0)) }
+        default: nil
+        }
+    }
+
+    private static func storage(of number: NSNumber) -> Storage? {
+        if ObjectIdentifier(type(of: number)) == booleanNumberClass {
+            return .bool(number.boolValue)
+        }
+        switch UInt8(bitPattern: number.objCType.pointee) {
+        case UInt8(ascii: "c"), UInt8(ascii: "s"), UInt8(ascii: "i"), UInt8(ascii: "l"), UInt8(ascii: "q"):
+            return .signed(Int128(number.int64Value))
+        case UInt8(ascii: "C"), UInt8(ascii: "S"), UInt8(ascii: "I"), UInt8(ascii: "L"), UInt8(ascii: "Q"):
+            return .unsigned(UInt128(number.uint64Value))
+        case UInt8(ascii: "f"), UInt8(ascii: "d"):
+            return .floating(number.doubleValue)
+        default:
+            return nil
+        }
+    }
+
+    var description: String {
+        switch storage {
+        case .bool(let value): "\(typeName) \(value)"
+        case .signed(let value): "\(typeName) \(value)"
+        case .unsigned(let value): "\(typeName) \(value)"
+        case .floating(let value): "\(typeName) \(value)"
+        }
+    }
+}
+
+/// Options that every level of one decoding run shares.
+struct UserInfoDecodingOptions {
+    let userInfo: [CodingUserInfoKey: Any]
+
+    init(userInfo: [CodingUserInfoKey: any Sendable]) {
+        self.userInfo = userInfo.mapValues { $0 as Any }
+    }
+}
+
+extension DecodingError {
+    /// The ``UserInfoDecodingError`` that this error carries, if the user-info decoder threw it.
+    var userInfoDecodingError: UserInfoDecodingError? {
+        let context: Context
+        switch self {
+        case .typeMismatch(_, let c), .valueNotFound(_, let c), .keyNotFound(_, let c), .dataCorrupted(let c):
+            context = c
+        @unknown default:
+            return nil
+        }
+        return context.underlyingError as? UserInfoDecodingError
+    }
+}
+
+/// The decoding algorithm: turns one untyped value into a typed one.
+enum UserInfoUnboxer {
+    typealias Path = [UserInfoDecodingError.PathComponent]
+
+    /// Dictionaries and arrays nested deeper than this fail instead of exhausting the stack.
+    static let maximumDepth = 128
+
+    static func unbox<T: Decodable>(
+        _ type: T.Type,
+        from value: Any,
+        at path: Path,
+        options: UserInfoDecodingOptions
+    ) throws -> T {
+        if let special = try unboxSpecial(type, from: value, at: path) {
+            return special
+        }
+        if path.count > maximumDepth {
+            throw wrap(
+                .invalidValue(
+                    at: path, expected: typeName(type), found: UserInfoDecodingError.describeFound(value),
+                    detail: "nested more than \(maximumDepth) levels deep"),
+                type: type)
+        }
+        // A value stored natively, for example a struct put in the dictionary as it is.
+        // An instance of a Decodable class (or subclass) is accepted as it is too.
+        if let flat = UserInfoValue.flatten(value),
+            Swift.type(of: flat) == type || type is AnyClass,
+            let direct = flat as? T
+        {
+            return direct
+        }
+        let decoder = UserInfoDecoderImplementation(
+            value: value, path: path, expected: typeName(type), options: options)
+        do {
+            return try T(from: decoder)
+        } catch {
+            throw wrap(userInfoDecodingError(from: error, at: path, expected: type, found: value), type: type)
+        }
+    }
+
+    /// Decodes the types that the user-info representation stores natively, or returns `nil`.
+    private static func unboxSpecial<T>(_ type: T.Type, from value: Any, at path: Path) throws -> T? {
+        let result: Any
+        // swift-format-ignore
+        switch type {
+        case is Bool.Type: result = try unboxBool(value, at: path)
+        case is String.Type: result = try unboxString(value, at: path)
+        case is Int.Type: result = try unboxInteger(Int.self, value, at: path)
+        case is Int8.Type: result = try unboxInteger(Int8.self, value, at: path)
+        case is Int16.Type: result = try unboxInteger(Int16.self, value, at: path)
+        case is Int32.Type: result = try unboxInteger(Int32.self, value, at: path)
+        case is Int64.Type: result = try unboxInteger(Int64.self, value, at: path)
+        case is Int128.Type: result = try unboxInteger(Int128.self, value, at: path)
+        case is UInt.Type: result = try unboxInteger(UInt.self, value, at: path)
+        case is UInt8.Type: result = try unboxInteger(UInt8.self, value, at: path)
+        case is UInt16.Type: result = try unboxInteger(UInt16.self, value, at: path)
+        case is UInt32.Type: result = try unboxInteger(UInt32.self, value, at: path)
+        case is UInt64.Type: result = try unboxInteger(UInt64.self, value, at: path)
+        case is UInt128.Type: result = try unboxInteger(UInt128.self, value, at: path)
+        case is Double.Type: result = try unboxFloatingPoint(Double.self, value, at: path)
+        case is Float.Type: result = try unboxFloatingPoint(Float.self, value, at: path)
+        case is Date.Type: result = try unboxFoundation(Date.self, value, at: path)
+        case is Data.Type: result = try unboxFoundation(Data.self, value, at: path)
+        case is URL.Type: result = try unboxURL(value, at: path)
+        case is UUID.Type: result = try unboxUUID(value, at: path)
+        default: return nil
+        }
+        guard let typed = result as? T else {
+            // Unreachable: each branch returns the type it matched.
+            throw wrap(.typeMismatch(at: path, expected: typeName(type), found: result), type: type)
+        }
+        return typed
+    }
+
+    /// Returns the present, non-null value, or throws `valueNotFound`.
+    private static func present<T>(_ value: Any, _ type: T.Type, at path: Path) throws -> Any {
+        guard let flat = UserInfoValue.flatten(value), !(flat is NSNull) else {
+            throw wrap(.valueNotFound(at: path, expected: typeName(type), found: value), type: type)
+        }
+        return flat
+    }
+
+    private static func unboxBool(_ value: Any, at path: Path) throws -> Bool {
+        let flat = try present(value, Bool.self, at: path)
+        if let number = UserInfoNumber(flat), case .bool(let bool) = number.storage {
+            return bool
+        }
+        throw wrap(.typeMismatch(at: path, expected: "Bool", found: flat), type: Bool.self)
+    }
+
+    private static func unboxString(_ value: Any, at path: Path) throws -> String {
+        let flat = try present(value, String.self, at: path)
+        if let string = flat as? String {
+            return string
+        }
+        throw wrap(.typeMismatch(at: path, expected: "String", found: flat), type: String.self)
+    }
+
+    private static func unboxInteger<I: FixedWidthInteger>(_ type: I.Type, _ value: Any, at path: Path) throws -> I {
+        let flat = try present(value, type, at: path)
+        let expected = typeName(type)
+        guard let number = UserInfoNumber(flat) else {
+            throw wrap(.typeMismatch(at: path, expected: expected, found: flat), type: type)
+        }
+        switch number.storage {
+        case .bool:
+            throw wrap(.typeMismatch(at: path, expected: expected, found: flat), type: type)
+        case .signed(let integer):
+            if let exact = I(exactly: integer) { return exact }
+        case .unsigned(let integer):
+            if let exact = I(exactly: integer) { return exact }
+        case .floating(let double):
+            if double.isNaN || (double.isFinite && double.rounded(.towardZero) != double) {
+                throw wrap(.numberNotExact(at: path, expected: expected, found: flat), type: type)
+            }
+            if let exact = I(exactly: double) { return exact }
+        }
+        throw wrap(.numberOutOfRange(at: path, expected: expected, found: flat), type: type)
+    }
+
+    private static func unboxFloatingPoint<F: BinaryFloatingPoint>(
+        _ type: F.Type,
+        _ value: Any,
+        at path: Path
+    ) throws -> F {
+        let flat = try present(value, type, at: path)
+        let expected = typeName(type)
+        guard let number = UserInfoNumber(flat) else {
+            throw wrap(.typeMismatch(at: path, expected: expected, found: flat), type: type)
+        }
+        switch number.storage {
+        case .bool:
+            throw wrap(.typeMismatch(at: path, expected: expected, found: flat), type: type)
+        case .signed(let integer):
+            if let exact = F(exactly: integer) { return exact }
+        case .unsigned(let integer):
+            if let exact = F(exactly: integer) { return exact }
+        case .floating(let double):
+            let converted = F(double)
+            if double.isFinite && !converted.isFinite {
+                throw wrap(.numberOutOfRange(at: path, expected: expected, found: flat), type: type)
+            }
+            return converted
+        }
+        throw wrap(.numberNotExact(at: path, expected: expected, found: flat), type: type)
+    }
+
+    private static func unboxFoundation<T>(_ type: T.Type, _ value: Any, at path: Path) throws -> T {
+        let flat = try present(value, type, at: path)
+        if let typed = flat as? T {
+            return typed
+        }
+        throw wrap(.typeMismatch(at: path, expected: typeName(type), found: flat), type: type)
+    }
+
+    private static func unboxURL(_ value: Any, at path: Path) throws -> URL {
+        let flat = try present(value, URL.self, at: path)
+        if let url = flat as? URL {
+            return url
+        }
+        guard let string = flat as? String else {
+            throw wrap(.typeMismatch(at: path, expected: "URL", found: flat), type: URL.self)
+        }
+        guard let url = URL(string: string) else {
+            throw wrap(
+                .invalidValue(
+                    at: path, expected: "URL", found: UserInfoDecodingError.describeFound(flat),
+                    detail: "not a valid URL"),
+                type: URL.self)
+        }
+        return url
+    }
+
+    private static func unboxUUID(_ value: Any, at path: Path) throws -> UUID {
+        let flat = try present(value, UUID.self, at: path)
+        if let uuid = flat as? UUID {
+            return uuid
+        }
+        guard let string = flat as? String else {
+            throw wrap(.typeMismatch(at: path, expected: "UUID", found: flat), type: UUID.self)
+        }
+        guard let uuid = UUID(uuidString: string) else {
+            throw wrap(
+                .invalidValue(
+                    at: path, expected: "UUID", found: UserInfoDecodingError.describeFound(flat),
+                    detail: "not a valid UUID string"),
+                type: UUID.self)
+        }
+        return uuid
+    }
+
+    static func typeName(_ type: Any.Type) -> String {
+        UserInfoDecodingError.typeName(type)
+    }
+
+    /// Turns a ``UserInfoDecodingError`` into the `DecodingError` that Codable code expects,
+    /// carrying the original as its underlying error.
+    static func wrap(_ error: UserInfoDecodingError, type: Any.Type) -> DecodingError {
+        let codingPath = error.codingPath
+        switch error.code {
+        case .keyNotFound where !codingPath.isEmpty:
+            let context = DecodingError.Context(
+                codingPath: Array(codingPath.dropLast()), debugDescription: error.description, underlyingError: error)
+            return .keyNotFound(codingPath[codingPath.count - 1], context)
+        case .valueNotFound:
+            let context = DecodingError.Context(
+                codingPath: codingPath, debugDescription: error.description, underlyingError: error)
+            return .valueNotFound(type, context)
+        case .typeMismatch:
+            let context = DecodingError.Context(
+                codingPath: codingPath, debugDescription: error.description, underlyingError: error)
+            return .typeMismatch(type, context)
+        default:
+            let context = DecodingError.Context(
+                codingPath: codingPath, debugDescription: error.description, underlyingError: error)
+            return .dataCorrupted(context)
+        }
+    }
+
+    /// Converts whatever a decoding step threw into a ``UserInfoDecodingError``.
+    ///
+    /// - Parameters:
+    ///   - path: Where the failing step started.
+    ///   - expected: The type that step was decoding.
+    ///   - found: The value that step was decoding.
+    static func userInfoDecodingError(
+        from error: any Error,
+        at path: Path,
+        expected type: Any.Type,
+        found value: Any
+    ) -> UserInfoDecodingError {
+        if let error = error as? UserInfoDecodingError {
+            return error
+        }
+        guard let decodingError = error as? DecodingError else {
+            return .decodingFailed(
+                at: path, expected: typeName(type), found: UserInfoDecodingError.describeFound(value), error: error)
+        }
+        if let carried = decodingError.userInfoDecodingError {
+            return carried
+        }
+        // A DecodingError made by the type's own init(from:).
+        func describe(_ context: DecodingError.Context) -> (path: Path, expected: String, found: String) {
+            let errorPath = context.codingPath.map(UserInfoDecodingError.PathComponent.init)
+            if errorPath == path {
+                return (path, typeName(type), UserInfoDecodingError.describeFound(value))
+            }
+            return (errorPath, "a valid value", "an invalid value")
+        }
+        switch decodingError {
+        case .keyNotFound(let key, let context):
+            let keyPath = context.codingPath.map(UserInfoDecodingError.PathComponent.init) + [.init(key)]
+            return .keyNotFound(at: keyPath, expected: "a value", detail: context.debugDescription)
+        case .valueNotFound(let valueType, let context):
+            let location = describe(context)
+            return UserInfoDecodingError(
+                code: .valueNotFound, path: location.path, expected: typeName(valueType), found: location.found,
+                detail: context.debugDescription)
+        case .typeMismatch(let valueType, let context):
+            let location = describe(context)
+            return UserInfoDecodingError(
+                code: .typeMismatch, path: location.path, expected: typeName(valueType), found: location.found,
+                detail: context.debugDescription)
+        case .dataCorrupted(let context):
+            let location = describe(context)
+            return .invalidValue(
+                at: location.path, expected: location.expected, found: location.found,
+                detail: context.debugDescription)
+        @unknown default:
+            return .decodingFailed(
+                at: path, expected: typeName(type), found: UserInfoDecodingError.describeFound(value), error: error)
+        }
+    }
+}
+
+// MARK: - Decoder and containers
+
+private struct UserInfoDecoderImplementation: Decoder {
+    let value: Any
+    let path: UserInfoUnboxer.Path
+    let expected: String
+    let options: UserInfoDecodingOptions
+
+    var codingPath: [any CodingKey] { path.map(\.codingKey) }
+    var userInfo: [CodingUserInfoKey: Any] { options.userInfo }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
+        let flat = try present()
+        guard let dictionary = UserInfoValue.dictionary(flat) else {
+            throw UserInfoUnboxer.wrap(
+                .typeMismatch(at: path, expected: expected, found: flat), type: [String: Any].self)
+        }
+        return KeyedDecodingContainer(
+            UserInfoKeyedDecodingContainer<Key>(dictionary: dictionary, path: path, options: options))
+    }
+
+    func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
+        let flat = try present()
+        guard let array = UserInfoValue.array(flat) else {
+            throw UserInfoUnboxer.wrap(.typeMismatch(at: path, expected: expected, found: flat), type: [Any].self)
+        }
+        return UserInfoUnkeyedDecodingContainer(array: array, path: path, options: options)
+    }
+
+    func singleValueContainer() throws -> any SingleValueDecodingContainer {
+        UserInfoSingleValueDecodingContainer(decoder: self)
+    }
+
+    private func present() throws -> Any {
+        guard let flat = UserInfoValue.flatten(value), !(flat is NSNull) else {
+            throw UserInfoUnboxer.wrap(.valueNotFound(at: path, expected: expected, found: value), type: Any.self)
+        }
+        return flat
+    }
+}
+
+private struct UserInfoKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
+    let dictionary: [String: Any]
+    let path: UserInfoUnboxer.Path
+    let options: UserInfoDecodingOptions
+
+    var codingPath: [any CodingKey] { path.map(\.codingKey) }
+
+    var allKeys: [Key] {
+        dictionary.keys.compactMap { Key(stringValue: $0) }
+    }
+
+    func contains(_ key: Key) -> Bool {
+        dictionary[key.stringValue] != nil
+    }
+
+    func decodeNil(forKey key: Key) throws -> Bool {
+        guard let value = dictionary[key.stringValue] else { return true }
+        return UserInfoValue.isNull(value)
+    }
+
+    func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
+        try decodeValue(type, forKey: key)
+    }
+
+    private func decodeValue<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
+        let keyPath = path + [.key(key.stringValue)]
+        guard let value = dictionary[key.stringValue] else {
+            throw UserInfoUnboxer.wrap(
+                .keyNotFound(at: keyPath, expected: UserInfoUnboxer.typeName(type)), type: type)
+        }
+        return try UserInfoUnboxer.unbox(type, from: value, at: keyPath, options: options)
+    }
+
+    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try decodeValue(type, forKey: key) }
+    func decode(_ type: String.Type, forKey key: Key) throws -> String { try decodeValue(type, forKey: key) }
+    func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try decodeValue(type, forKey: key) }
+    func decode(_ type: Float.Type, forKey key: Key) throws -> Float { try decodeValue(type, forKey: key) }
+    func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try decodeValue(type, forKey: key) }
+    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try decodeValue(type, forKey: key) }
+    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try decodeValue(type, forKey: key) }
+    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try decodeValue(type, forKey: key) }
+    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try decodeValue(type, forKey: key) }
+    func decode(_ type: Int128.Type, forKey key: Key) throws -> Int128 { try decodeValue(type, forKey: key) }
+    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { try decodeValue(type, forKey: key) }
+    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { try decodeValue(type, forKey: key) }
+    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try decodeValue(type, forKey: key) }
+    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try decodeValue(type, forKey: key) }
+    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try decodeValue(type, forKey: key) }
+    func decode(_ type: UInt128.Type, forKey key: Key) throws -> UInt128 { try decodeValue(type, forKey: key) }
+
+    func nestedContainer<NestedKey: CodingKey>(
+        keyedBy type: NestedKey.Type,
+        forKey key: Key
+    ) throws -> KeyedDecodingContainer<NestedKey> {
+        try decoder(forKey: key, expected: "a dictionary").container(keyedBy: type)
+    }
+
+    func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
+        try decoder(forKey: key, expected: "an array").unkeyedContainer()
+    }
+
+    func superDecoder() throws -> any Decoder {
+        UserInfoDecoderImplementation(
+            value: dictionary[UserInfoCodingKey.super.stringValue] ?? NSNull(), path: path + [.key("super")],
+            expected: "a value", options: options)
+    }
+
+    func superDecoder(forKey key: Key) throws -> any Decoder {
+        UserInfoDecoderImplementation(
+            value: dictionary[key.stringValue] ?? NSNull(), path: path + [.key(key.stringValue)],
+            expected: "a value", options: options)
+    }
+
+    private func decoder(forKey key: Key, expected: String) throws -> UserInfoDecoderImplementation {
+        let keyPath = path + [.key(key.stringValue)]
+        guard let value = dictionary[key.stringValue] else {
+            throw UserInfoUnboxer.wrap(.keyNotFound(at: keyPath, expected: expected), type: Any.self)
+        }
+        return UserInfoDecoderImplementation(value: value, path: keyPath, expected: expected, options: options)
+    }
+}
+
+private struct UserInfoUnkeyedDecodingContainer: UnkeyedDecodingContainer {
+    let array: [Any]
+    let path: UserInfoUnboxer.Path
+    let options: UserInfoDecodingOptions
+    private(set) var currentIndex = 0
+
+    init(array: [Any], path: UserInfoUnboxer.Path, options: UserInfoDecodingOptions) {
+        self.array = array
+        self.path = path
+        self.options = options
+    }
+
+    var codingPath: [any CodingKey] { path.map(\.codingKey) }
+    var count: Int? { array.count }
+    var isAtEnd: Bool { currentIndex >= array.count }
+
+    mutating func decodeNil() throws -> Bool {
+        try checkNotAtEnd(expected: "nil")
+        if UserInfoValue.isNull(array[currentIndex]) {
+            currentIndex += 1
+            return true
+        }
+        return false
+    }
+
+    mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
+        try decodeValue(type)
+    }
+
+    private mutating func decodeValue<T: Decodable>(_ type: T.Type) throws -> T {
+        try checkNotAtEnd(expected: UserInfoUnboxer.typeName(type))
+        let value = try UserInfoUnboxer.unbox(
+            type, from: array[currentIndex], at: path + [.index(currentIndex)], options: options)
+        currentIndex += 1
+        return value
+    }
+
+    mutating func decode(_ type: Bool.Type) throws -> Bool { try decodeValue(type) }
+    mutating func decode(_ type: String.Type) throws -> String { try decodeValue(type) }
+    mutating func decode(_ type: Double.Type) throws -> Double { try decodeValue(type) }
+    mutating func decode(_ type: Float.Type) throws -> Float { try decodeValue(type) }
+    mutating func decode(_ type: Int.Type) throws -> Int { try decodeValue(type) }
+    mutating func decode(_ type: Int8.Type) throws -> Int8 { try decodeValue(type) }
+    mutating func decode(_ type: Int16.Type) throws -> Int16 { try decodeValue(type) }
+    mutating func decode(_ type: Int32.Type) throws -> Int32 { try decodeValue(type) }
+    mutating func decode(_ type: Int64.Type) throws -> Int64 { try decodeValue(type) }
+    mutating func decode(_ type: Int128.Type) throws -> Int128 { try decodeValue(type) }
+    mutating func decode(_ type: UInt.Type) throws -> UInt { try decodeValue(type) }
+    mutating func decode(_ type: UInt8.Type) throws -> UInt8 { try decodeValue(type) }
+    mutating func decode(_ type: UInt16.Type) throws -> UInt16 { try decodeValue(type) }
+    mutating func decode(_ type: UInt32.Type) throws -> UInt32 { try decodeValue(type) }
+    mutating func decode(_ type: UInt64.Type) throws -> UInt64 { try decodeValue(type) }
+    mutating func decode(_ type: UInt128.Type) throws -> UInt128 { try decodeValue(type) }
+
+    mutating func nestedContainer<NestedKey: CodingKey>(
+        keyedBy type: NestedKey.Type
+    ) throws -> KeyedDecodingContainer<NestedKey> {
+        let container = try nextDecoder(expected: "a dictionary").container(keyedBy: type)
+        currentIndex += 1
+        return container
+    }
+
+    mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {
+        let container = try nextDecoder(expected: "an array").unkeyedContainer()
+        currentIndex += 1
+        return container
+    }
+
+    mutating func superDecoder() throws -> any Decoder {
+        let decoder = try nextDecoder(expected: "a value")
+        currentIndex += 1
+        return decoder
+    }
+
+    private func nextDecoder(expected: String) throws -> UserInfoDecoderImplementation {
+        try checkNotAtEnd(expected: expected)
+        return UserInfoDecoderImplementation(
+            value: array[currentIndex], path: path + [.index(currentIndex)], expected: expected, options: options)
+    }
+
+    private func checkNotAtEnd(expected: String) throws {
+        guard isAtEnd else { return }
+        let count = array.count
+        throw UserInfoUnboxer.wrap(
+            .keyNotFound(
+                at: path + [.index(currentIndex)], expected: expected,
+                detail: "the array has only \(count) \(count == 1 ? "element" : "elements")"),
+            type: Any.self)
+    }
+}
+
+private struct UserInfoSingleValueDecodingContainer: SingleValueDecodingContainer {
+    let decoder: UserInfoDecoderImplementation
+
+    var codingPath: [any CodingKey] { decoder.codingPath }
+
+    func decodeNil() -> Bool {
+        UserInfoValue.isNull(decoder.value)
+    }
+
+    func decode<T: Decodable>(_ type: T.Type) throws -> T {
+        try decodeValue(type)
+    }
+
+    private func decodeValue<T: Decodable>(_ type: T.Type) throws -> T {
+        try UserInfoUnboxer.unbox(type, from: decoder.value, at: decoder.path, options: decoder.options)
+    }
+
+    func decode(_ type: Bool.Type) throws -> Bool { try decodeValue(type) }
+    func decode(_ type: String.Type) throws -> String { try decodeValue(type) }
+    func decode(_ type: Double.Type) throws -> Double { try decodeValue(type) }
+    func decode(_ type: Float.Type) throws -> Float { try decodeValue(type) }
+    func decode(_ type: Int.Type) throws -> Int { try decodeValue(type) }
+    func decode(_ type: Int8.Type) throws -> Int8 { try decodeValue(type) }
+    func decode(_ type: Int16.Type) throws -> Int16 { try decodeValue(type) }
+    func decode(_ type: Int32.Type) throws -> Int32 { try decodeValue(type) }
+    func decode(_ type: Int64.Type) throws -> Int64 { try decodeValue(type) }
+    func decode(_ type: Int128.Type) throws -> Int128 { try decodeValue(type) }
+    func decode(_ type: UInt.Type) throws -> UInt { try decodeValue(type) }
+    func decode(_ type: UInt8.Type) throws -> UInt8 { try decodeValue(type) }
+    func decode(_ type: UInt16.Type) throws -> UInt16 { try decodeValue(type) }
+    func decode(_ type: UInt32.Type) throws -> UInt32 { try decodeValue(type) }
+    func decode(_ type: UInt64.Type) throws -> UInt64 { try decodeValue(type) }
+    func decode(_ type: UInt128.Type) throws -> UInt128 { try decodeValue(type) }
+}

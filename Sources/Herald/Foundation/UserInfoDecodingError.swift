@@ -1,0 +1,323 @@
+import Foundation
+
+/// The error thrown when a user-info dictionary cannot be read as the typed value asked for.
+///
+/// Every failure of ``UserInfoDecoder``, of ``NotificationConvertible/init(notification:)`` and of the
+/// throwing ``UserInfoKey`` accessors is one of these values: decoding never traps on malformed input.
+/// The error names where the problem is, what was expected there, and what was found:
+///
+/// ```swift
+/// do {
+///     let note = try UserCreated(notification: legacyNotification)
+/// } catch {
+///     print(error)            // userInfo["profile"]["age"]: expected Int, found String "forty"
+///     error.code              // .typeMismatch
+///     error.keyPath           // userInfo["profile"]["age"]
+///     error.expected          // Int
+///     error.found             // String "forty"
+/// }
+/// ```
+///
+/// Match on ``code`` to tell the kinds of failure apart. The set of codes can grow in later
+/// versions, so a `switch` over them needs a `default` case.
+///
+/// The error is `Sendable`: the value that was found is kept as a description, never as the value.
+public struct UserInfoDecodingError: Error, CustomStringConvertible, Sendable {
+    /// The kind of a ``UserInfoDecodingError``.
+    ///
+    /// Compare with `==` against the static members, for example `error.code == .numberOutOfRange`.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum _Code: Hashable, Sendable {
+            case keyNotFound
+            case valueNotFound
+            case typeMismatch
+            case numberOutOfRange
+            case numberNotExact
+            case invalidValue
+            case nameMismatch
+            case decodingFailed
+        }
+
+        private let _code: _Code
+
+        private init(_ code: _Code) {
+            self._code = code
+        }
+
+        /// A required key is missing from the dictionary, or an array has fewer elements than asked for.
+        public static let keyNotFound = Code(.keyNotFound)
+        /// A key holds `NSNull` or `nil` where a value is required.
+        public static let valueNotFound = Code(.valueNotFound)
+        /// A value of another type was found, for example a `String` where an `Int` is expected.
+        public static let typeMismatch = Code(.typeMismatch)
+        /// A number was found that does not fit in the expected numeric type, for example 300 for a `UInt8`.
+        public static let numberOutOfRange = Code(.numberOutOfRange)
+        /// A number was found that the expected type cannot hold exactly, for example 3.5 for an `Int`.
+        public static let numberNotExact = Code(.numberNotExact)
+        /// A value of the right kind was found but it is not valid, for example a `String` that is not a UUID,
+        /// or a raw value that names no case of an enumeration.
+        public static let invalidValue = Code(.invalidValue)
+        /// The notification's name is not the name that the type declares.
+        public static let nameMismatch = Code(.nameMismatch)
+        /// The type's own decoding code threw an error that is not a decoding error; see
+        /// ``UserInfoDecodingError/underlyingError``.
+        public static let decodingFailed = Code(.decodingFailed)
+
+        public var description: String {
+            switch _code {
+            case .keyNotFound: "keyNotFound"
+            case .valueNotFound: "valueNotFound"
+            case .typeMismatch: "typeMismatch"
+            case .numberOutOfRange: "numberOutOfRange"
+            case .numberNotExact: "numberNotExact"
+            case .invalidValue: "invalidValue"
+            case .nameMismatch: "nameMismatch"
+            case .decodingFailed: "decodingFailed"
+            }
+        }
+    }
+
+    /// One step of a key path: a dictionary key or an array index.
+    enum PathComponent: Hashable, Sendable {
+        case key(String)
+        case index(Int)
+
+        var codingKey: UserInfoCodingKey {
+            switch self {
+            case .key(let key): UserInfoCodingKey(stringValue: key)
+            case .index(let index): UserInfoCodingKey(index: index)
+            }
+        }
+
+        init(_ key: any CodingKey) {
+            if let key = key as? UserInfoCodingKey, let index = key.index {
+                self = .index(index)
+            } else {
+                self = .key(key.stringValue)
+            }
+        }
+    }
+
+    /// What kind of failure this is.
+    public let code: Code
+
+    /// The description of the type that was expected, for example `Int` or `Profile`.
+    public let expected: String
+
+    /// The description of what was found, with a short preview of the value: `String "forty"`,
+    /// `NSNumber 300`, `NSNull`, or `nothing` for a missing key.
+    public let found: String
+
+    /// Extra detail, for example `out of range for UInt8`, or the message of the type's own
+    /// decoding error.
+    public let detail: String?
+
+    /// The error thrown by the type's own `init(from:)`, when it threw something other than a
+    /// decoding error.
+    public let underlyingError: (any Error)?
+
+    let path: [PathComponent]
+
+    init(
+        code: Code,
+        path: [PathComponent],
+        expected: String,
+        found: String,
+        detail: String? = nil,
+        underlyingError: (any Error)? = nil
+    ) {
+        self.code = code
+        self.path = path
+        self.expected = expected
+        self.found = found
+        self.detail = detail
+        self.underlyingError = underlyingError
+    }
+
+    /// The path from the top of the user-info dictionary to the failing value.
+    ///
+    /// Array indices are keys whose `intValue` is the index. The path is empty when the failure is
+    /// about the whole dictionary or notification.
+    public var codingPath: [any CodingKey] {
+        path.map(\.codingKey)
+    }
+
+    /// The failing location written as subscripts, for example `userInfo["profile"]["age"]` or
+    /// `userInfo["tags"][2]`; `userInfo` alone for the whole dictionary, and `Notification.name` for
+    /// a ``Code/nameMismatch``.
+    public var keyPath: String {
+        if code == .nameMismatch { return "Notification.name" }
+        return Self.keyPathDescription(path)
+    }
+
+    /// A one-line message: `userInfo["profile"]["age"]: expected Int, found String "forty"`.
+    public var description: String {
+        var message = "\(keyPath): expected \(expected), found \(found)"
+        if let detail {
+            message += " (\(detail))"
+        }
+        return message
+    }
+
+    static func keyPathDescription(_ path: [PathComponent]) -> String {
+        var text = "userInfo"
+        for component in path {
+            switch component {
+            case .key(let key): text += "[\(String(reflecting: key))]"
+            case .index(let index): text += "[\(index)]"
+            }
+        }
+        return text
+    }
+}
+
+// MARK: - Factories
+
+extension UserInfoDecodingError {
+    /// Makes the error for a required key that is missing.
+    ///
+    /// Use it in a hand-written ``NotificationConvertible/init(notification:)``:
+    ///
+    /// ```swift
+    /// guard let id = userInfo["id"] else {
+    ///     throw .keyNotFound(keyPath: ["id"], expected: Int.self)
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - keyPath: The dictionary keys from the top of the user info to the missing key.
+    ///   - expected: The type that the key should hold.
+    /// - Returns: An error with code ``Code/keyNotFound``.
+    public static func keyNotFound(keyPath: [String], expected: Any.Type) -> Self {
+        Self(
+            code: .keyNotFound, path: keyPath.map(PathComponent.key), expected: typeName(expected),
+            found: "nothing", detail: "no value for this key")
+    }
+
+    /// Makes the error for a value of the wrong type.
+    ///
+    /// ```swift
+    /// throw .typeMismatch(keyPath: ["profile", "age"], expected: Int.self, found: raw)
+    /// // userInfo["profile"]["age"]: expected Int, found String "forty"
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - keyPath: The dictionary keys from the top of the user info to the value.
+    ///   - expected: The type that the key should hold.
+    ///   - found: The value that was found. Only its description is kept.
+    /// - Returns: An error with code ``Code/typeMismatch``.
+    public static func typeMismatch(keyPath: [String], expected: Any.Type, found: Any?) -> Self {
+        Self(
+            code: .typeMismatch, path: keyPath.map(PathComponent.key), expected: typeName(expected),
+            found: describeFound(found))
+    }
+
+    /// Makes the error for a value of the right kind that is not valid, such as an unknown raw value.
+    ///
+    /// - Parameters:
+    ///   - keyPath: The dictionary keys from the top of the user info to the value.
+    ///   - expected: The type that the key should hold.
+    ///   - found: The value that was found. Only its description is kept.
+    ///   - reason: Why the value is not valid, for example `not a known Mood`.
+    /// - Returns: An error with code ``Code/invalidValue``.
+    public static func invalidValue(keyPath: [String], expected: Any.Type, found: Any?, reason: String) -> Self {
+        Self(
+            code: .invalidValue, path: keyPath.map(PathComponent.key), expected: typeName(expected),
+            found: describeFound(found), detail: reason)
+    }
+
+    /// Makes the error for a notification whose name is not the one the type declares.
+    ///
+    /// - Parameters:
+    ///   - expected: The name the type declares.
+    ///   - found: The name of the notification that was given.
+    /// - Returns: An error with code ``Code/nameMismatch``.
+    public static func nameMismatch(expected: Notification.Name, found: Notification.Name) -> Self {
+        Self(
+            code: .nameMismatch, path: [], expected: String(reflecting: expected.rawValue),
+            found: String(reflecting: found.rawValue))
+    }
+
+    // Internal factories used by the decoder.
+
+    static func keyNotFound(
+        at path: [PathComponent], expected: String, detail: String = "no value for this key"
+    )
+        -> Self
+    {
+        Self(code: .keyNotFound, path: path, expected: expected, found: "nothing", detail: detail)
+    }
+
+    static func valueNotFound(at path: [PathComponent], expected: String, found: Any?) -> Self {
+        Self(code: .valueNotFound, path: path, expected: expected, found: describeFound(found))
+    }
+
+    static func typeMismatch(at path: [PathComponent], expected: String, found: Any?) -> Self {
+        Self(code: .typeMismatch, path: path, expected: expected, found: describeFound(found))
+    }
+
+    static func numberOutOfRange(at path: [PathComponent], expected: String, found: Any?) -> Self {
+        Self(
+            code: .numberOutOfRange, path: path, expected: expected, found: describeFound(found),
+            detail: "out of range for \(expected)")
+    }
+
+    static func numberNotExact(at path: [PathComponent], expected: String, found: Any?) -> Self {
+        Self(
+            code: .numberNotExact, path: path, expected: expected, found: describeFound(found),
+            detail: "not exactly representable as \(expected)")
+    }
+
+    static func invalidValue(at path: [PathComponent], expected: String, found: String, detail: String) -> Self {
+        Self(code: .invalidValue, path: path, expected: expected, found: found, detail: detail)
+    }
+
+    static func decodingFailed(at path: [PathComponent], expected: String, found: String, error: any Error) -> Self {
+        Self(
+            code: .decodingFailed, path: path, expected: expected, found: found,
+            detail: String(describing: error), underlyingError: error)
+    }
+
+    static func typeName(_ type: Any.Type) -> String {
+        String(describing: type)
+    }
+
+    /// A short, bounded description of a value found in a user-info dictionary.
+    static func describeFound(_ value: Any?) -> String {
+        guard let value = UserInfoValue.flatten(value) else { return "nil" }
+        if value is NSNull { return "NSNull" }
+        if let number = UserInfoNumber(value) {
+            return number.description
+        }
+        if let string = value as? String {
+            return "String \(preview(string))"
+        }
+        if let array = UserInfoValue.array(value) {
+            return "Array (\(array.count) \(array.count == 1 ? "element" : "elements"))"
+        }
+        if let dictionary = value as? [AnyHashable: Any] {
+            return "Dictionary (\(dictionary.count) \(dictionary.count == 1 ? "entry" : "entries"))"
+        }
+        if let data = value as? Data {
+            return "Data (\(data.count) bytes)"
+        }
+        if let date = value as? Date {
+            return "Date \(date)"
+        }
+        if let url = value as? URL {
+            return "URL \(preview(url.absoluteString))"
+        }
+        if let uuid = value as? UUID {
+            return "UUID \(uuid.uuidString)"
+        }
+        return String(describing: type(of: value))
+    }
+
+    private static func preview(_ string: String) -> String {
+        let limit = 40
+        if string.count <= limit {
+            return String(reflecting: string)
+        }
+        return String(reflecting: String(string.prefix(limit))) + "…"
+    }
+}

@@ -1,0 +1,519 @@
+import Foundation
+
+/// Encodes an `Encodable` value as a notification's user-info dictionary, without a JSON round trip.
+///
+/// Each stored property becomes one entry, so that legacy observers can read the dictionary as
+/// they always did:
+///
+/// ```swift
+/// struct UserCreated: Codable {
+///     var userID: Int
+///     var name: String
+///     var homePage: URL?
+/// }
+///
+/// let userInfo = try UserInfoEncoder().encode(UserCreated(userID: 7, name: "Ada", homePage: nil))
+/// // ["userID": 7, "name": "Ada"]
+/// ```
+///
+/// ## What it writes
+///
+/// With the default strategies every value is a property-list type, so the dictionary can also be
+/// archived with `PropertyListSerialization`:
+///
+/// | Swift value                              | Stored as                                            |
+/// |------------------------------------------|------------------------------------------------------|
+/// | struct, class, `[String: T]`             | `[String: Any]` (the top level: `[AnyHashable: Any]`) |
+/// | array, set                               | `[Any]`                                              |
+/// | `String`, `Bool`, `Date`, `Data`         | the same type                                        |
+/// | any integer type                         | `Int` if it fits, else `Int64` or `UInt64`; a 128-bit value beyond those stays as it is |
+/// | `Float`, `Double`                        | `Double`                                             |
+/// | `URL`                                    | its `absoluteString`, or the `URL` with ``URLEncodingStrategy/url`` |
+/// | `UUID`                                   | its `uuidString`, or the `UUID` with ``UUIDEncodingStrategy/uuid`` |
+/// | enumeration with a raw value             | the raw value                                        |
+/// | `nil` optional property                  | nothing: the key is absent                           |
+/// | `nil` inside an array or dictionary, or an explicit `encodeNil` | `NSNull` (not a property-list value) |
+///
+/// ``UserInfoDecoder`` reads all of these back, and accepts both forms of `URL` and `UUID`.
+///
+/// ## Threading
+///
+/// `UserInfoEncoder` is a `Sendable` value type with no shared state: use one from any thread, or
+/// several at once. A call runs synchronously on the calling thread.
+public struct UserInfoEncoder: Sendable {
+    /// How a `URL` is stored.
+    public struct URLEncodingStrategy: Hashable, Sendable {
+        private enum _Strategy: Hashable, Sendable {
+            case absoluteString
+            case url
+        }
+
+        private let strategy: _Strategy
+
+        private init(_ strategy: _Strategy) {
+            self.strategy = strategy
+        }
+
+        /// Stores the URL's `absoluteString`, a property-list value. This is the default.
+        public static let absoluteString = URLEncodingStrategy(.absoluteString)
+
+        /// Stores the `URL` itself, for legacy observers that read `userInfo["key"] as? URL`.
+        public static let url = URLEncodingStrategy(.url)
+
+        func encode(_ url: URL) -> Any {
+            switch strategy {
+            case .absoluteString: url.absoluteString
+            case .url: url
+            }
+        }
+    }
+
+    /// How a `UUID` is stored.
+    public struct UUIDEncodingStrategy: Hashable, Sendable {
+        private enum _Strategy: Hashable, Sendable {
+            case uuidString
+            case uuid
+        }
+
+        private let strategy: _Strategy
+
+        private init(_ strategy: _Strategy) {
+            self.strategy = strategy
+        }
+
+        /// Stores the UUID's `uuidString`, a property-list value. This is the default.
+        public static let uuidString = UUIDEncodingStrategy(.uuidString)
+
+        /// Stores the `UUID` itself, for legacy observers that read `userInfo["key"] as? UUID`.
+        public static let uuid = UUIDEncodingStrategy(.uuid)
+
+        func encode(_ uuid: UUID) -> Any {
+            switch strategy {
+            case .uuidString: uuid.uuidString
+            case .uuid: uuid
+            }
+        }
+    }
+
+    /// How `URL` values are stored. The default is ``URLEncodingStrategy/absoluteString``.
+    public var urlEncodingStrategy: URLEncodingStrategy
+
+    /// How `UUID` values are stored. The default is ``UUIDEncodingStrategy/uuidString``.
+    public var uuidEncodingStrategy: UUIDEncodingStrategy
+
+    /// Contextual information handed to the encoded types through `Encoder.userInfo`.
+    ///
+    /// Not to be confused with the notification's user info, which is the encoder's output.
+    public var userInfo: [CodingUserInfoKey: any Sendable]
+
+    /// Makes an encoder with the default, property-list-compatible strategies.
+    public init() {
+        self.urlEncodingStrategy = .absoluteString
+        self.uuidEncodingStrategy = .uuidString
+        self.userInfo = [:]
+    }
+
+    /// Encodes a value as a user-info dictionary.
+    ///
+    /// ```swift
+    /// let notification = Notification(
+    ///     name: UserCreated.notificationName, object: nil,
+    ///     userInfo: try UserInfoEncoder().encode(created))
+    /// ```
+    ///
+    /// - Parameter value: The value to encode. It must encode a keyed container, as structs,
+    ///   classes and `[String: T]` dictionaries do.
+    /// - Returns: One entry per key that the value encoded.
+    /// - Throws: `EncodingError.invalidValue` if the value encodes a single value or an array at the
+    ///   top level, or mixes kinds of containers; any error the value's `encode(to:)` throws.
+    /// - Complexity: O(*n*), where *n* is the number of values written.
+    public func encode<T: Encodable>(_ value: T) throws -> [AnyHashable: Any] {
+        let root = try encodeNode(value)
+        switch root.kind {
+        case .empty, .keyed:
+            var result: [AnyHashable: Any] = [:]
+            result.reserveCapacity(root.keyed.count)
+            for (key, child) in root.keyed {
+                result[key] = child.materialize()
+            }
+            return result
+        case .value, .unkeyed:
+            throw EncodingError.invalidValue(
+                value,
+                EncodingError.Context(
+                    codingPath: [],
+                    debugDescription: """
+                        \(T.self) encodes a single value or an array; a user-info dictionary needs a \
+                        type that encodes a keyed container, such as a struct
+                        """))
+        }
+    }
+
+    /// Encodes one value as it would be stored inside a user-info dictionary.
+    func encodeValue<T: Encodable>(_ value: T) throws -> Any {
+        try encodeNode(value).materialize()
+    }
+
+    private func encodeNode<T: Encodable>(_ value: T) throws -> UserInfoEncodingNode {
+        let state = UserInfoEncodingState(encoder: self)
+        let root = UserInfoEncodingNode()
+        try state.box(value, into: root, at: [])
+        if let error = state.firstError {
+            throw error
+        }
+        return root
+    }
+}
+
+// MARK: - Internals
+
+/// One value under construction. A reference, so that nested containers can fill it in later.
+final class UserInfoEncodingNode {
+    enum Kind {
+        case empty
+        case value
+        case keyed
+        case unkeyed
+    }
+
+    private(set) var kind = Kind.empty
+    private var value: Any = NSNull()
+    private(set) var keyed: [String: UserInfoEncodingNode] = [:]
+    private var unkeyed: [UserInfoEncodingNode] = []
+
+    var unkeyedCount: Int { unkeyed.count }
+
+    init() {}
+
+    init(value: Any) {
+        self.kind = .value
+        self.value = value
+    }
+
+    func setValue(_ newValue: Any) {
+        kind = .value
+        value = newValue
+        keyed = [:]
+        unkeyed = []
+    }
+
+    func reset() {
+        kind = .empty
+        value = NSNull()
+        keyed = [:]
+        unkeyed = []
+    }
+
+    func makeKeyed() -> Bool {
+        switch kind {
+        case .empty:
+            kind = .keyed
+            return true
+        case .keyed:
+            return true
+        case .value, .unkeyed:
+            return false
+        }
+    }
+
+    func makeUnkeyed() -> Bool {
+        switch kind {
+        case .empty:
+            kind = .unkeyed
+            return true
+        case .unkeyed:
+            return true
+        case .value, .keyed:
+            return false
+        }
+    }
+
+    func set(_ child: UserInfoEncodingNode, forKey key: String) {
+        keyed[key] = child
+    }
+
+    func append(_ child: UserInfoEncodingNode) {
+        unkeyed.append(child)
+    }
+
+    /// The finished value: dictionaries, arrays and leaves.
+    func materialize() -> Any {
+        switch kind {
+        case .empty:
+            return [String: Any]()
+        case .value:
+            return value
+        case .keyed:
+            return keyed.mapValues { $0.materialize() }
+        case .unkeyed:
+            return unkeyed.map { $0.materialize() }
+        }
+    }
+}
+
+/// State shared by every level of one encoding run.
+final class UserInfoEncodingState {
+    let encoder: UserInfoEncoder
+    let userInfo: [CodingUserInfoKey: Any]
+    /// A misuse that `Encoder`'s non-throwing container methods cannot report directly.
+    private(set) var firstError: EncodingError?
+
+    init(encoder: UserInfoEncoder) {
+        self.encoder = encoder
+        self.userInfo = encoder.userInfo.mapValues { $0 as Any }
+    }
+
+    func record(_ error: EncodingError) {
+        if firstError == nil {
+            firstError = error
+        }
+    }
+
+    func box<T: Encodable>(_ value: T, into node: UserInfoEncodingNode, at path: [any CodingKey]) throws {
+        if let leaf = leaf(value) {
+            node.setValue(leaf)
+            return
+        }
+        try value.encode(to: UserInfoEncoderImplementation(node: node, codingPath: path, state: self))
+    }
+
+    /// The stored form of values that the user-info representation keeps as leaves, or `nil`.
+    private func leaf<T: Encodable>(_ value: T) -> Any? {
+        // swift-format-ignore
+        switch value {
+        case let value as String where T.self == String.self: return value
+        case let value as Bool where T.self == Bool.self: return value
+        case let value as Double where T.self == Double.self: return value
+        case let value as Float where T.self == Float.self: return Double(value)
+        case let value as Int where T.self == Int.self: return value
+        case let value as Int8 where T.self == Int8.self: return Self.integer(value)
+        case let value as Int16 where T.self == Int16.self: return Self.integer(value)
+        case let value as Int32 where T.self == Int32.self: return Self.integer(value)
+        case let value as Int64 where T.self == Int64.self: return Self.integer(value)
+        case let value as Int128 where T.self == Int128.self: return Self.integer(value)
+        case let value as UInt where T.self == UInt.self: return Self.integer(value)
+        case let value as UInt8 where T.self == UInt8.self: return Self.integer(value)
+        case let value as UInt16 where T.self == UInt16.self: return Self.integer(value)
+        case let value as UInt32 where T.self == UInt32.self: return Self.integer(value)
+        case let value as UInt64 where T.self == UInt64.self: return Self.integer(value)
+        case let value as UInt128 where T.self == UInt128.self: return Self.integer(value)
+        case let value as Date where T.self == Date.self: return value
+        case let value as Data where T.self == Data.self: return value
+        case let value as URL where T.self == URL.self: return encoder.urlEncodingStrategy.encode(value)
+        case let value as UUID where T.self == UUID.self: return encoder.uuidEncodingStrategy.encode(value)
+        default: return nil
+        }
+    }
+
+    /// `Int` when the value fits, so that `userInfo["key"] as? Int` works for every width.
+    static func integer<I: BinaryInteger>(_ value: I) -> Any {
+        if let int = Int(exactly: value) { return int }
+        if let int64 = Int64(exactly: value) { return int64 }
+        if let uint64 = UInt64(exactly: value) { return uint64 }
+        return value
+    }
+}
+
+private struct UserInfoEncoderImplementation: Encoder {
+    let node: UserInfoEncodingNode
+    let codingPath: [any CodingKey]
+    let state: UserInfoEncodingState
+
+    var userInfo: [CodingUserInfoKey: Any] { state.userInfo }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
+        if !node.makeKeyed() {
+            state.record(misuse("a keyed container was requested where a value or an array was already encoded"))
+            node.reset()
+            _ = node.makeKeyed()
+        }
+        return KeyedEncodingContainer(
+            UserInfoKeyedEncodingContainer<Key>(node: node, codingPath: codingPath, state: state))
+    }
+
+    func unkeyedContainer() -> any UnkeyedEncodingContainer {
+        if !node.makeUnkeyed() {
+            state.record(misuse("an unkeyed container was requested where a value or a dictionary was already encoded"))
+            node.reset()
+            _ = node.makeUnkeyed()
+        }
+        return UserInfoUnkeyedEncodingContainer(node: node, codingPath: codingPath, state: state)
+    }
+
+    func singleValueContainer() -> any SingleValueEncodingContainer {
+        UserInfoSingleValueEncodingContainer(node: node, codingPath: codingPath, state: state)
+    }
+
+    private func misuse(_ message: String) -> EncodingError {
+        .invalidValue(NSNull(), EncodingError.Context(codingPath: codingPath, debugDescription: message))
+    }
+}
+
+private struct UserInfoKeyedEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
+    let node: UserInfoEncodingNode
+    let codingPath: [any CodingKey]
+    let state: UserInfoEncodingState
+
+    mutating func encodeNil(forKey key: Key) throws {
+        node.set(UserInfoEncodingNode(value: NSNull()), forKey: key.stringValue)
+    }
+
+    mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
+        try encodeValue(value, forKey: key)
+    }
+
+    private func encodeValue<T: Encodable>(_ value: T, forKey key: Key) throws {
+        let child = UserInfoEncodingNode()
+        try state.box(value, into: child, at: codingPath + [key])
+        node.set(child, forKey: key.stringValue)
+    }
+
+    mutating func encode(_ value: Bool, forKey key: Key) throws { try encodeValue(value, forKey: key) }
+    mutating func encode(_ value: String, forKey key: Key) throws { try encodeValue(value, forKey: key) }
+    mutating func encode(_ value: Double, forKey key: Key) throws { try encodeValue(value, forKey: key) }
+    mutating func encode(_ value: Float, forKey key: Key) throws { try encodeValue(value, forKey: key) }
+    mutating func encode(_ value: Int, forKey key: Key) throws { try encodeValue(value, forKey: key) }
+    mutating func encode(_ value: Int8, forKey key: Key) throws { try encodeValue(value, forKey: key) }
+    mutating func encode(_ value: Int16, forKey key: Key) throws { try encodeValue(value, forKey: key) }
+    mutating func encode(_ value: Int32, forKey key: Key) throws { try encodeValue(value, forKey: key) }
+    mutating func encode(_ value: Int64, forKey key: Key) throws { try encodeValue(value, forKey: key) }
+    mutating func encode(_ value: Int128, forKey key: Key) throws { try encodeValue(value, forKey: key) }
+    mutating func encode(_ value: UInt, forKey key: Key) throws { try encodeValue(value, forKey: key) }
+    mutating func encode(_ value: UInt8, forKey key: Key) throws { try encodeValue(value, forKey: key) }
+    mutating func encode(_ value: UInt16, forKey key: Key) throws { try encodeValue(value, forKey: key) }
+    mutating func encode(_ value: UInt32, forKey key: Key) throws { try encodeValue(value, forKey: key) }
+    mutating func encode(_ value: UInt64, forKey key: Key) throws { try encodeValue(value, forKey: key) }
+    mutating func encode(_ value: UInt128, forKey key: Key) throws { try encodeValue(value, forKey: key) }
+
+    mutating func nestedContainer<NestedKey: CodingKey>(
+        keyedBy keyType: NestedKey.Type,
+        forKey key: Key
+    ) -> KeyedEncodingContainer<NestedKey> {
+        let child = UserInfoEncodingNode()
+        node.set(child, forKey: key.stringValue)
+        return UserInfoEncoderImplementation(node: child, codingPath: codingPath + [key], state: state)
+            .container(keyedBy: keyType)
+    }
+
+    mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
+        let child = UserInfoEncodingNode()
+        node.set(child, forKey: key.stringValue)
+        return UserInfoEncoderImplementation(node: child, codingPath: codingPath + [key], state: state)
+            .unkeyedContainer()
+    }
+
+    mutating func superEncoder() -> any Encoder {
+        superEncoder(forKeyString: UserInfoCodingKey.super.stringValue, key: UserInfoCodingKey.super)
+    }
+
+    mutating func superEncoder(forKey key: Key) -> any Encoder {
+        superEncoder(forKeyString: key.stringValue, key: key)
+    }
+
+    private func superEncoder(forKeyString string: String, key: any CodingKey) -> any Encoder {
+        let child = UserInfoEncodingNode()
+        node.set(child, forKey: string)
+        return UserInfoEncoderImplementation(node: child, codingPath: codingPath + [key], state: state)
+    }
+}
+
+private struct UserInfoUnkeyedEncodingContainer: UnkeyedEncodingContainer {
+    let node: UserInfoEncodingNode
+    let codingPath: [any CodingKey]
+    let state: UserInfoEncodingState
+
+    var count: Int { node.unkeyedCount }
+
+    private var nextKey: any CodingKey { UserInfoCodingKey(index: node.unkeyedCount) }
+
+    mutating func encodeNil() throws {
+        node.append(UserInfoEncodingNode(value: NSNull()))
+    }
+
+    mutating func encode<T: Encodable>(_ value: T) throws {
+        try encodeValue(value)
+    }
+
+    private func encodeValue<T: Encodable>(_ value: T) throws {
+        let child = UserInfoEncodingNode()
+        try state.box(value, into: child, at: codingPath + [nextKey])
+        node.append(child)
+    }
+
+    mutating func encode(_ value: Bool) throws { try encodeValue(value) }
+    mutating func encode(_ value: String) throws { try encodeValue(value) }
+    mutating func encode(_ value: Double) throws { try encodeValue(value) }
+    mutating func encode(_ value: Float) throws { try encodeValue(value) }
+    mutating func encode(_ value: Int) throws { try encodeValue(value) }
+    mutating func encode(_ value: Int8) throws { try encodeValue(value) }
+    mutating func encode(_ value: Int16) throws { try encodeValue(value) }
+    mutating func encode(_ value: Int32) throws { try encodeValue(value) }
+    mutating func encode(_ value: Int64) throws { try encodeValue(value) }
+    mutating func encode(_ value: Int128) throws { try encodeValue(value) }
+    mutating func encode(_ value: UInt) throws { try encodeValue(value) }
+    mutating func encode(_ value: UInt8) throws { try encodeValue(value) }
+    mutating func encode(_ value: UInt16) throws { try encodeValue(value) }
+    mutating func encode(_ value: UInt32) throws { try encodeValue(value) }
+    mutating func encode(_ value: UInt64) throws { try encodeValue(value) }
+    mutating func encode(_ value: UInt128) throws { try encodeValue(value) }
+
+    mutating func nestedContainer<NestedKey: CodingKey>(
+        keyedBy keyType: NestedKey.Type
+    ) -> KeyedEncodingContainer<NestedKey> {
+        let key = nextKey
+        let child = UserInfoEncodingNode()
+        node.append(child)
+        return UserInfoEncoderImplementation(node: child, codingPath: codingPath + [key], state: state)
+            .container(keyedBy: keyType)
+    }
+
+    mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
+        let key = nextKey
+        let child = UserInfoEncodingNode()
+        node.append(child)
+        return UserInfoEncoderImplementation(node: child, codingPath: codingPath + [key], state: state)
+            .unkeyedContainer()
+    }
+
+    mutating func superEncoder() -> any Encoder {
+        let key = nextKey
+        let child = UserInfoEncodingNode()
+        node.append(child)
+        return UserInfoEncoderImplementation(node: child, codingPath: codingPath + [key], state: state)
+    }
+}
+
+private struct UserInfoSingleValueEncodingContainer: SingleValueEncodingContainer {
+    let node: UserInfoEncodingNode
+    let codingPath: [any CodingKey]
+    let state: UserInfoEncodingState
+
+    mutating func encodeNil() throws {
+        node.setValue(NSNull())
+    }
+
+    mutating func encode<T: Encodable>(_ value: T) throws {
+        try encodeValue(value)
+    }
+
+    private func encodeValue<T: Encodable>(_ value: T) throws {
+        try state.box(value, into: node, at: codingPath)
+    }
+
+    mutating func encode(_ value: Bool) throws { try encodeValue(value) }
+    mutating func encode(_ value: String) throws { try encodeValue(value) }
+    mutating func encode(_ value: Double) throws { try encodeValue(value) }
+    mutating func encode(_ value: Float) throws { try encodeValue(value) }
+    mutating func encode(_ value: Int) throws { try encodeValue(value) }
+    mutating func encode(_ value: Int8) throws { try encodeValue(value) }
+    mutating func encode(_ value: Int16) throws { try encodeValue(value) }
+    mutating func encode(_ value: Int32) throws { try encodeValue(value) }
+    mutating func encode(_ value: Int64) throws { try encodeValue(value) }
+    mutating func encode(_ value: Int128) throws { try encodeValue(value) }
+    mutating func encode(_ value: UInt) throws { try encodeValue(value) }
+    mutating func encode(_ value: UInt8) throws { try encodeValue(value) }
+    mutating func encode(_ value: UInt16) throws { try encodeValue(value) }
+    mutating func encode(_ value: UInt32) throws { try encodeValue(value) }
+    mutating func encode(_ value: UInt64) throws { try encodeValue(value) }
+    mutating func encode(_ value: UInt128) throws { try encodeValue(value) }
+}

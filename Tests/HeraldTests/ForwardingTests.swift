@@ -1,0 +1,293 @@
+import Dispatch
+import Foundation
+import Herald
+import Testing
+
+/// A notification bridged both ways in these tests.
+struct Bridged: NotificationConvertible, Codable, Equatable {
+    static let notificationName = Notification.Name("HeraldTests.Bridged")
+    var value: Int
+}
+
+/// A notification whose conversion to `Notification` always fails.
+struct Unconvertible: NotificationConvertible, Codable {
+    static let notificationName = Notification.Name("HeraldTests.Unconvertible")
+
+    struct Refusal: Error {}
+
+    func makeNotification(object: AnyObject?) throws -> Notification {
+        throw Refusal()
+    }
+}
+
+/// Registers a legacy observer and removes it when the test is done with it.
+final class LegacyObserver: Sendable {
+    private let registration: Observation
+
+    init(_ center: NotificationCenter, _ name: Notification.Name, _ block: @escaping @Sendable (Notification) -> Void) {
+        let token = TokenBox(center.addObserver(forName: name, object: nil, queue: nil, using: block))
+        registration = Observation { center.removeObserver(token.token) }
+    }
+
+    private final class TokenBox: @unchecked Sendable {  // Immutable; removeObserver is thread-safe.
+        let token: any NSObjectProtocol
+        init(_ token: any NSObjectProtocol) { self.token = token }
+    }
+
+    func cancel() {
+        registration.cancel()
+    }
+}
+
+@Suite struct ForwardingTests {
+    @Test("A legacy post with user info built by hand arrives at a typed observer with the right values")
+    func legacyPostArrivesAtTypedObserver() {
+        let hub = NotificationHub()
+        let center = NotificationCenter()
+        let received = Log<LegacyUserChanged>()
+        let bridge = hub.forward(LegacyUserChanged.self, from: center)
+        let observation = hub.observe(LegacyUserChanged.self) { received.append($0) }
+
+        let profile = NSMutableDictionary()
+        profile["name"] = "Grace"
+        profile["age"] = NSNumber(value: 85)
+        center.post(
+            name: Notification.Name("LegacyUserDidChangeNotification"), object: nil,
+            userInfo: [
+                "userID": NSNumber(value: 7), "status": 201, "ratio": 0.5, "isAdmin": true, "profile": profile,
+                "tags": ["a"], "homePage": "https://example.org", "requestID": "3F2504E0-4F89-11D3-9A0C-0305E82C3301",
+            ])
+
+        #expect(
+            received.values == [
+                LegacyUserChanged(
+                    userID: 7, status: 201, ratio: 0.5, isAdmin: true,
+                    profile: EveryType.Profile(name: "Grace", age: 85, email: nil), tags: ["a"],
+                    homePage: URL(string: "https://example.org")!,
+                    requestID: UUID(uuidString: "3F2504E0-4F89-11D3-9A0C-0305E82C3301")!, note: nil)
+            ])
+        withExtendedLifetime((bridge, observation)) {}
+    }
+
+    @Test("An undecodable legacy post goes to the hub's error handler with the decoding error")
+    func undecodablePostGoesToErrorHandler() throws {
+        let hub = NotificationHub()
+        let center = NotificationCenter()
+        let failures = Log<ObserverFailure>()
+        hub.errorHandler = { failures.append($0) }
+        let received = Counter()
+        let bridge = hub.forward(Bridged.self, from: center)
+        let observation = hub.observe(Bridged.self) { _ in received.increment() }
+
+        center.post(name: Bridged.notificationName, object: nil, userInfo: ["value": "seven"])
+
+        #expect(received.count == 0)
+        let failure = try #require(failures.values.first)
+        #expect(failures.count == 1)
+        let error = try #require(failure.error as? UserInfoDecodingError)
+        #expect(error.description == #"userInfo["value"]: expected Int, found String "seven""#)
+        #expect(failure.notificationType == "Bridged")
+        #expect(failure.fileID.hasSuffix("ForwardingTests.swift"))
+        withExtendedLifetime((bridge, observation)) {}
+    }
+
+    @Test("A hub post is re-posted on the center for legacy observers")
+    func hubPostReachesLegacyObservers() {
+        let hub = NotificationHub()
+        let center = NotificationCenter()
+        let values = Log<Int>()
+        let legacy = LegacyObserver(center, Bridged.notificationName) { note in
+            values.append(note.userInfo?["value"] as? Int ?? -1)
+        }
+        let bridge = hub.forward(Bridged.self, to: center)
+
+        hub.post(Bridged(value: 42))
+
+        #expect(values.values == [42])
+        withExtendedLifetime((bridge, legacy)) {}
+    }
+
+    @Test("Two-way forwarding on one type delivers each post exactly once on each side")
+    func twoWayForwardingDeliversOncePerSide() throws {
+        let hub = NotificationHub()
+        let center = NotificationCenter()
+        let hubSide = Log<Int>()
+        let centerSide = Log<Int>()
+        let toCenter = hub.forward(Bridged.self, to: center)
+        let fromCenter = hub.forward(Bridged.self, from: center)
+        let observation = hub.observe(Bridged.self) { hubSide.append($0.value) }
+        let legacy = LegacyObserver(center, Bridged.notificationName) { note in
+            centerSide.append(note.userInfo?["value"] as? Int ?? -1)
+        }
+
+        hub.post(Bridged(value: 1))
+        center.post(try Bridged(value: 2).makeNotification())
+        hub.postAndWait(Bridged(value: 3))
+        center.post(name: Bridged.notificationName, object: nil, userInfo: ["value": 4])
+
+        #expect(hubSide.values == [1, 2, 3, 4])
+        #expect(centerSide.values == [1, 2, 3, 4])
+        withExtendedLifetime((toCenter, fromCenter, observation, legacy)) {}
+    }
+
+    @Test("Two-way forwarding delivers once per side when both sides post from many threads at once")
+    func twoWayForwardingFromManyThreads() {
+        let hub = NotificationHub()
+        let center = NotificationCenter()
+        let hubSide = Log<Int>()
+        let centerSide = Log<Int>()
+        let bridges = [hub.forward(Bridged.self, to: center), hub.forward(Bridged.self, from: center)]
+        let observation = hub.observe(Bridged.self) { hubSide.append($0.value) }
+        let legacy = LegacyObserver(center, Bridged.notificationName) { note in
+            centerSide.append(note.userInfo?["value"] as? Int ?? -1)
+        }
+
+        let count = 400
+        DispatchQueue.concurrentPerform(iterations: count) { index in
+            if index.isMultiple(of: 2) {
+                hub.post(Bridged(value: index))
+            } else {
+                center.post(name: Bridged.notificationName, object: nil, userInfo: ["value": index])
+            }
+        }
+
+        #expect(hubSide.values.sorted() == Array(0..<count))
+        #expect(centerSide.values.sorted() == Array(0..<count))
+        withExtendedLifetime((bridges, observation, legacy)) {}
+    }
+
+    @Test("Two hubs bridged through one center each deliver a post once")
+    func twoHubsThroughOneCenter() {
+        let first = NotificationHub()
+        let second = NotificationHub()
+        let center = NotificationCenter()
+        let firstSide = Log<Int>()
+        let secondSide = Log<Int>()
+        let bridges = [
+            first.forward(Bridged.self, to: center), first.forward(Bridged.self, from: center),
+            second.forward(Bridged.self, to: center), second.forward(Bridged.self, from: center),
+        ]
+        let observations = [
+            first.observe(Bridged.self) { firstSide.append($0.value) },
+            second.observe(Bridged.self) { secondSide.append($0.value) },
+        ]
+
+        first.post(Bridged(value: 1))
+        second.post(Bridged(value: 2))
+
+        #expect(firstSide.values == [1, 2])
+        #expect(secondSide.values == [1, 2])
+        withExtendedLifetime((bridges, observations)) {}
+    }
+
+    @Test("A cancelled or released forwarding observation forwards nothing more")
+    func cancelledForwardingStops() {
+        let hub = NotificationHub()
+        let center = NotificationCenter()
+        let hubSide = Counter()
+        let centerSide = Counter()
+        let observation = hub.observe(Bridged.self) { _ in hubSide.increment() }
+        let legacy = LegacyObserver(center, Bridged.notificationName) { _ in centerSide.increment() }
+
+        let fromCenter = hub.forward(Bridged.self, from: center)
+        fromCenter.cancel()
+        #expect(fromCenter.isCancelled)
+        var toCenter: Observation? = hub.forward(Bridged.self, to: center)
+        #expect(toCenter != nil)
+        toCenter = nil
+
+        center.post(name: Bridged.notificationName, object: nil, userInfo: ["value": 1])
+        hub.post(Bridged(value: 2))
+
+        #expect(hubSide.count == 1)  // only the hub's own post
+        #expect(centerSide.count == 1)  // only the center's own post
+        #expect(hub.observerCount(of: Bridged.self) == 1)
+        withExtendedLifetime((observation, legacy)) {}
+    }
+
+    @Test("The legacy notification's object becomes the hub post's subject")
+    func objectBecomesSubject() {
+        let hub = NotificationHub()
+        let center = NotificationCenter()
+        let sender = NSObject()
+        let other = NSObject()
+        let fromSender = Counter()
+        let fromAnyone = Counter()
+        let bridge = hub.forward(Bridged.self, from: center)
+        let observations = [
+            hub.observe(Bridged.self, from: sender) { _ in fromSender.increment() },
+            hub.observe(Bridged.self) { _ in fromAnyone.increment() },
+        ]
+
+        center.post(name: Bridged.notificationName, object: sender, userInfo: ["value": 1])
+        center.post(name: Bridged.notificationName, object: other, userInfo: ["value": 2])
+
+        #expect(fromSender.count == 1)
+        #expect(fromAnyone.count == 2)
+        withExtendedLifetime((bridge, observations, sender, other)) {}
+    }
+
+    @Test("Forwarding from the center can be limited to one object")
+    func forwardingFromCenterFiltersByObject() {
+        let hub = NotificationHub()
+        let center = NotificationCenter()
+        let sender = NSObject()
+        let received = Log<Int>()
+        let bridge = hub.forward(Bridged.self, from: center, object: sender)
+        let observation = hub.observe(Bridged.self) { received.append($0.value) }
+
+        center.post(name: Bridged.notificationName, object: NSObject(), userInfo: ["value": 1])
+        center.post(name: Bridged.notificationName, object: sender, userInfo: ["value": 2])
+
+        #expect(received.values == [2])
+        withExtendedLifetime((bridge, observation, sender)) {}
+    }
+
+    @Test("Forwarding to the center with a subject forwards that subject's posts, with it as the object")
+    func forwardingToCenterWithSubject() {
+        let hub = NotificationHub()
+        let center = NotificationCenter()
+        let session = NSObject()
+        let sessionID = ObjectIdentifier(session)
+        let objects = Log<Bool>()
+        let legacy = LegacyObserver(center, Bridged.notificationName) { note in
+            objects.append((note.object as AnyObject?).map(ObjectIdentifier.init) == sessionID)
+        }
+        let bridge = hub.forward(Bridged.self, to: center, from: session)
+
+        hub.post(Bridged(value: 1))
+        hub.post(Bridged(value: 2), from: session)
+
+        #expect(objects.values == [true])
+        withExtendedLifetime((bridge, legacy, session)) {}
+    }
+
+    @Test("A value that does not convert to a Notification goes to the hub's error handler")
+    func conversionFailureGoesToErrorHandler() {
+        let hub = NotificationHub()
+        let center = NotificationCenter()
+        let failures = Log<ObserverFailure>()
+        hub.errorHandler = { failures.append($0) }
+        let bridge = hub.forward(Unconvertible.self, to: center)
+
+        hub.post(Unconvertible())
+
+        #expect(failures.values.map { $0.error is Unconvertible.Refusal } == [true])
+        withExtendedLifetime(bridge) {}
+    }
+
+    @Test("The center does not keep the hub alive")
+    func centerDoesNotRetainHub() {
+        let center = NotificationCenter()
+        weak var weakHub: NotificationHub?
+        var bridge: Observation?
+        do {
+            let hub = NotificationHub()
+            bridge = hub.forward(Bridged.self, from: center)
+            weakHub = hub
+        }
+        #expect(weakHub == nil)
+        center.post(name: Bridged.notificationName, object: nil, userInfo: ["value": 1])
+        #expect(bridge?.isCancelled == false)
+    }
+}
