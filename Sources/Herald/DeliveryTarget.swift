@@ -101,6 +101,27 @@ public struct DeliveryTarget: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// Hands a lane's drain job to this target.
+    ///
+    /// - Returns: `false` if the target rejected the job and will not run it: a ``DeliveryThread``
+    ///   that was shut down. The caller reports the rejected deliveries with
+    ///   ``reportRejectedDeliveries(_:)``.
+    func scheduleDrain(_ job: @escaping @Sendable () -> Void) -> Bool {
+        if case .executor(let executor) = kind, let thread = executor as? DeliveryThread {
+            return thread.submit(job)
+        }
+        schedule(job)
+        return true
+    }
+
+    /// Reports `count` deliveries that this target rejected (see ``scheduleDrain(_:)``).
+    func reportRejectedDeliveries(_ count: Int) {
+        guard case .executor(let executor) = kind, let thread = executor as? DeliveryThread else { return }
+        for _ in 0..<count {
+            thread.reportRejection()
+        }
+    }
+
     /// Runs `job` on this target once `delay` has passed.
     func schedule(after delay: Duration, _ job: @escaping @Sendable () -> Void) {
         switch kind {

@@ -36,7 +36,8 @@ import Synchronization
 /// - Work that is rejected because the thread was shut down is never dropped silently:
 ///   ``performAndWait(isolation:_:)`` throws ``DeliveryThreadError``, and every other path
 ///   (``perform(_:)``, ``perform(after:_:)``, hub deliveries, actor jobs) reports the error to the
-///   `rejectionHandler` given to ``init(name:qualityOfService:rejectionHandler:)``.
+///   `rejectionHandler` given to ``init(name:qualityOfService:rejectionHandler:)``, once per piece
+///   of work and once per notification.
 /// - It is built from a `Mutex` and a semaphore, not from a run loop, and behaves the same on
 ///   Linux and Apple platforms.
 public final class DeliveryThread: DeliveryExecutor, SerialExecutor, CustomStringConvertible {
@@ -264,8 +265,18 @@ public final class DeliveryThread: DeliveryExecutor, SerialExecutor, CustomStrin
     /// - Parameter job: The work to run on this thread.
     public func enqueue(_ job: @escaping @Sendable () -> Void) {
         if !core.submit(.block(job)) {
-            core.reject(DeliveryThreadError(code: .shutDown, threadName: name))
+            reportRejection()
         }
+    }
+
+    /// Queues `job` without reporting a rejection; returns `false` if the thread was shut down.
+    func submit(_ job: @escaping @Sendable () -> Void) -> Bool {
+        core.submit(.block(job))
+    }
+
+    /// Reports one piece of work rejected because the thread was shut down.
+    func reportRejection() {
+        core.reject(DeliveryThreadError(code: .shutDown, threadName: name))
     }
 
     /// Schedules `job` to run on this thread once `delay` has passed; the same as
@@ -352,10 +363,12 @@ extension DeliveryTarget {
     /// ```
     ///
     /// After the thread is shut down, deliveries and ``perform(_:)`` calls to it are rejected and
-    /// reported to the thread's `rejectionHandler`. Waiting calls through the target cannot throw
-    /// that error, so ``performAndWait(isolation:_:)`` and ``NotificationHub/postAndWait(_:from:isolation:)``
-    /// then wait forever; use ``DeliveryThread/performAndWait(isolation:_:)``, which throws, or
-    /// ``NotificationHub/postAndWait(_:from:timeout:isolation:)``.
+    /// reported to the thread's `rejectionHandler`, one report per notification and per call;
+    /// nothing is kept for a thread that will never run again.
+    /// ``NotificationHub/postAndWait(_:from:isolation:)`` and ``NotificationHub/deliver(_:from:isolation:)``
+    /// count such a delivery in ``DeliveryReport/skippedCount`` and return. ``performAndWait(isolation:_:)``
+    /// through the target cannot throw the error, so it then waits forever; use
+    /// ``DeliveryThread/performAndWait(isolation:_:)``, which throws.
     ///
     /// - Parameter thread: The thread to run on.
     /// - Returns: A target that runs work on `thread`; the same as `.executor(thread)`.

@@ -178,6 +178,10 @@ final class Observer<N: Sendable>: Cancellable {
 
     /// Appends an item to the lane and schedules a drain if none is pending.
     ///
+    /// If the target rejects the drain (a ``DeliveryThread`` that was shut down), the item is not
+    /// kept: the rejection is reported and a waiting post counts it as skipped (see
+    /// ``scheduleDrain()``).
+    ///
     /// - Returns: `false` if the observation has ended and the item was not accepted.
     @discardableResult
     func enqueue(_ item: QueuedItem<N>) -> Bool {
@@ -190,7 +194,7 @@ final class Observer<N: Sendable>: Cancellable {
             return (true, true)
         }
         if mustSchedule {
-            target.schedule { [self] in drainScheduled() }
+            scheduleDrain()
         }
         return accepted
     }
@@ -213,9 +217,24 @@ final class Observer<N: Sendable>: Cancellable {
         }
     }
 
-    /// Hands the drain job to the target, after ``preload(_:)`` returned `true`.
+    /// Hands the drain job to the target, once the lane was marked as scheduled.
+    ///
+    /// A target that will never run work again (a ``DeliveryThread`` that was shut down) rejects
+    /// the job. Nothing would ever drain the lane then, so what it holds is taken out at once
+    /// instead of piling up: each item is reported to the thread's rejection handler and counted
+    /// as skipped by a post waiting for it, and the lane is left unscheduled, so the next post
+    /// tries, and is reported, again.
     func scheduleDrain() {
-        target.schedule { [self] in drainScheduled() }
+        guard let lane, !target.scheduleDrain({ [self] in drainScheduled() }) else { return }
+        let rejected = lane.state.withLock { state in
+            state.isScheduled = false
+            defer { state.buffer = [] }
+            return state.buffer
+        }
+        target.reportRejectedDeliveries(rejected.count)
+        for item in rejected {
+            item.group?.leave(.skipped)
+        }
     }
 
     /// The thread draining the lane right now, or 0.

@@ -340,6 +340,36 @@ struct FaultInjectionTests {
         }
     }
 
+    @Test("Hub deliveries to a shut-down DeliveryThread are each reported, none is kept, and a wait ends")
+    func hubDeliveriesToAShutDownThread() async {
+        let rejections = Counter()
+        let thread = DeliveryThread(name: "shutdown.hub") { _ in rejections.increment() }
+        let hub = NotificationHub()
+        let ran = Counter()
+        let tokens = [
+            hub.observe(Ping.self, on: .thread(thread)) { _ in ran.increment() },
+            hub.observe(Parcel.self, on: .thread(thread)) { _ in ran.increment() },
+        ]
+        hub.post(Ping(value: 0))
+        await thread.shutdownGracefully()
+        #expect(ran.count == 1)
+        for value in 1...100 { hub.post(Ping(value: value)) }
+        #expect(rejections.count == 100, "every post after the shutdown is reported, not kept silently")
+        let parcel = Parcel(id: 1)
+        let probe = WeakProbe(parcel)
+        hub.post(parcel)
+        _ = consume parcel
+        #expect(probe.isReleased, "a rejected delivery is not kept")
+        // Waiting for an observer on the shut-down thread ends at once: its delivery is skipped.
+        // (The bound only turns a regression into a failure instead of a hang.)
+        let report = await onNewThread { try? hub.postAndWait(Ping(value: 101), timeout: .seconds(10)) }
+        #expect(report?.skippedCount == 1)
+        #expect(report?.deliveredCount == 0)
+        #expect(rejections.count == 102)
+        #expect(ran.count == 1)
+        withExtendedLifetime(tokens) {}
+    }
+
     // MARK: BackgroundQueue
 
     @Test("A BackgroundQueue cancellation storm: every task finishes once, with its value or CancellationError")
