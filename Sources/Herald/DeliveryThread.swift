@@ -578,6 +578,9 @@ final class ThreadCore: Sendable {
         Thread.current.name = Self.osThreadName(name)
         Self.current.withValue(self) {
             var batch: [Item] = []
+            // Delayed work still pending at the exit, released only after the lock: releasing a
+            // closure can run any `deinit`, which may use this thread.
+            var rejected: [DelayedWork] = []
             while true {
                 let step = state.withLock { state -> Step in
                     let now = DispatchTime.now().uptimeNanoseconds
@@ -596,8 +599,8 @@ final class ThreadCore: Sendable {
                     }
                     if state.phase != .running {
                         state.phase = .stopped
-                        defer { state.timers = [] }
-                        return .exit(rejectedTimers: state.timers.count)
+                        swap(&state.timers, &rejected)
+                        return .exit(rejectedTimers: rejected.count)
                     }
                     state.isSleeping = true
                     let deadline = state.timers.first.map { DispatchTime(uptimeNanoseconds: $0.deadline) }
@@ -620,6 +623,7 @@ final class ThreadCore: Sendable {
                     for _ in 0..<rejectedTimers {
                         reject(DeliveryThreadError(code: .shutDownBeforeDelayEnded, threadName: name))
                     }
+                    rejected.removeAll()  // released here, outside the lock, before anyone learns it stopped
                     stopped.leave()
                     return
                 }

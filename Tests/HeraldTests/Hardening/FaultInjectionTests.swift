@@ -370,6 +370,19 @@ struct FaultInjectionTests {
         withExtendedLifetime(tokens) {}
     }
 
+    @Test("Delayed work dropped at shutdown is released outside the thread's lock, so its deinit may use the thread")
+    func delayedWorkReleasedAtShutdown() async {
+        let rejections = Counter()
+        let thread = DeliveryThread(name: "shutdown.deinit") { _ in rejections.increment() }
+        let sawThread = Locked<Bool?>(nil)
+        let tattler = Tattler { [thread] in sawThread.withLock { $0 = thread.isAcceptingWork } }
+        thread.perform(after: .seconds(3_600)) { _ = tattler }
+        _ = consume tattler
+        await thread.shutdownGracefully()
+        #expect(sawThread.withLock { $0 } == false, "released once the thread stopped, and it could ask")
+        #expect(rejections.count == 1)
+    }
+
     // MARK: BackgroundQueue
 
     @Test("A BackgroundQueue cancellation storm: every task finishes once, with its value or CancellationError")
@@ -415,6 +428,25 @@ struct FaultInjectionTests {
         #expect(starts.count == values, "a task's work ran if and only if it returned its value")
         #expect(starts.values.allSatisfy { $0 == 1 }, "no work ran twice")
         #expect(cancellations > 0)
+    }
+
+    @Test("Cancelling a task releases its work outside the task's lock, so the work's captures may use the task")
+    func cancelledWorkReleasedOutsideTheLock() async throws {
+        let queue = try BackgroundQueue(name: "cancel-deinit", maxConcurrentTasks: 1)
+        let gate = DispatchSemaphore(value: 0)
+        let blocker = queue.enqueue { gate.wait() }
+        let handle = Locked<BackgroundTask<Void>?>(nil)
+        let sawFinished = Locked<Bool?>(nil)
+        let tattler = Tattler { sawFinished.withLock { $0 = handle.withLock { $0 }?.isFinished } }
+        let task = queue.enqueue { _ = tattler }
+        _ = consume tattler
+        handle.withLock { $0 = task }
+        task.cancel()  // the work never runs; releasing it runs the tattler's deinit
+        handle.withLock { $0 = nil }
+        gate.signal()
+        _ = try? await blocker.value
+        #expect(sawFinished.withLock { $0 } != nil, "the work was released, and its deinit could use the task")
+        await #expect(throws: CancellationError.self) { try await task.value }
     }
 
     @Test("Cancelling 1,000 awaiting callers of BackgroundQueue.perform at once: each returns or throws, none hangs")

@@ -143,3 +143,17 @@ final class Countdown: Sendable {
         }
     }
 }
+
+/// An object that calls back when it is deallocated: a `deinit` that uses the API it was captured
+/// by, as a model or a connection that cleans up after itself does.
+final class Tattler: Sendable {
+    private let onDeinit: @Sendable () -> Void
+
+    init(onDeinit: @escaping @Sendable () -> Void) {
+        self.onDeinit = onDeinit
+    }
+
+    deinit {
+        onDeinit()
+    }
+}
