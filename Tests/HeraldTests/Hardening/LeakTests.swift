@@ -258,4 +258,40 @@ struct LeakTests {
         #expect(probe.isReleased)
         withExtendedLifetime(token) {}
     }
+
+    @Test("A DeliveryThread is released after shutdown, with the work it ran, the work it rejected and its observers")
+    func deliveryThreadIsReleased() async {
+        let hub = NotificationHub()
+        var thread: DeliveryThread? = DeliveryThread(name: "leak.thread") { _ in }
+        let threadProbe = thread.map(WeakProbe.init)
+        var ranCapture: Captured? = Captured(id: 1)
+        var rejectedCapture: Captured? = Captured(id: 2)
+        var delayedCapture: Captured? = Captured(id: 3)
+        var handlerCapture: Captured? = Captured(id: 4)
+        let probes = [ranCapture, rejectedCapture, delayedCapture, handlerCapture].compactMap { $0.map(WeakProbe.init) }
+        var token: Observation?
+        if let thread, let ranCapture, let delayedCapture, let handlerCapture {
+            token = hub.observe(Ping.self, on: .thread(thread)) { _ in _ = handlerCapture.id }
+            thread.perform { _ = ranCapture.id }
+            thread.perform(after: .seconds(3_600)) { _ = delayedCapture.id }
+            hub.post(Ping(value: 1))
+        }
+        (ranCapture, delayedCapture, handlerCapture) = (nil, nil, nil)
+        await thread?.shutdownGracefully()
+        if let thread, let rejectedCapture {
+            thread.perform { _ = rejectedCapture.id }  // rejected: released at once
+        }
+        rejectedCapture = nil
+        #expect(probes[0].isReleased, "work that ran")
+        #expect(probes[1].isReleased, "work rejected after the shutdown")
+        #expect(probes[2].isReleased, "delayed work rejected at the shutdown")
+        #expect(!probes[3].isReleased, "the live observation still holds its handler")
+        #expect(thread?.isStopped == true)
+        thread = nil
+        #expect(threadProbe?.isReleased == false, "an observation on the thread holds its target")
+        token?.cancel()
+        token = nil
+        #expect(probes[3].isReleased)
+        #expect(threadProbe?.isReleased == true, "nothing holds a stopped thread once its observers are gone")
+    }
 }
