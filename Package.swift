@@ -24,6 +24,11 @@ let package = Package(
             path: "Tests/RunLoopProbe",
             swiftSettings: swiftSettings
         ),
+        .executableTarget(
+            name: "herald-demo",
+            dependencies: ["Herald"],
+            swiftSettings: swiftSettings
+        ),
         // The soak (issue #8): not a product; `swift run -c release herald-soak --count N`.
         .executableTarget(
             name: "herald-soak",
@@ -32,7 +37,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldTests",
-            dependencies: ["Herald", "herald-runloop-probe"],
+            dependencies: ["Herald", "herald-runloop-probe", "herald-demo"],
             exclude: [],
             swiftSettings: swiftSettings
         ),

@@ -34,6 +34,7 @@ public struct DeliveryReport: Sendable, Equatable, CustomStringConvertible {
         self.failures = failures
     }
 
+    /// A one-line summary, for example `DeliveryReport(delivered: 2, skipped: 0, failures: 1)`.
     public var description: String {
         "DeliveryReport(delivered: \(deliveredCount), skipped: \(skippedCount), failures: \(failures.count))"
     }
@@ -74,6 +75,7 @@ public struct ObserverFailure: Error, Sendable, Equatable, CustomStringConvertib
         self.line = line
     }
 
+    /// A one-line summary naming the observer's location, the notification type and the error.
     public var description: String {
         "observer at \(fileID):\(line) for \(notificationType) threw \(String(reflecting: error))"
     }
@@ -109,6 +111,7 @@ public struct DeliveryTimeout: Error, Sendable, Equatable, CustomStringConvertib
         self.pendingCount = pendingCount
     }
 
+    /// A message that says how long the wait lasted and how many observers had not finished.
     public var description: String {
         "postAndWait(\(notificationType)) timed out after \(timeout): expected every observer to finish, "
             + "found \(pendingCount) still pending (they will still run once)"
@@ -126,6 +129,7 @@ public struct UnobservedPost: Sendable, Equatable, CustomStringConvertible {
     /// Whether the post named a subject (`post(_:from:)` with a non-`nil` subject).
     public let hadSubject: Bool
 
+    /// A one-line summary, for example `no observer for UserCreated`.
     public var description: String {
         "no observer for \(notificationType)\(hadSubject ? " from that subject" : "")"
     }

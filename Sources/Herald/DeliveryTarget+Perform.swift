@@ -94,6 +94,7 @@ extension DeliveryTarget {
     }
 }
 
+/// Running work on the main actor from any thread, with or without waiting for its result.
 extension MainActor {
     /// Runs `work` on the main actor and waits for its result, from any thread.
     ///

@@ -142,6 +142,8 @@ public struct DeliveryTarget: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// A short name for the target, for example `main` or `queue(com.example.db)`, for logs and
+    /// test failures.
     public var description: String {
         switch kind {
         case .posting: return "posting"

@@ -245,20 +245,28 @@ public final class NotificationHub: Sendable {
     ///     registered with `from:`. Observers registered without a subject receive every post.
     /// - Complexity: O(*n*) in the observers of this type; independent of observers of other types.
     ///   No heap allocation when only posting-thread observers match.
+    @inlinable
     public func post<N: TypedNotification>(_ notification: N, from subject: AnyObject? = nil) {
-        guard let snapshot = core.snapshot(of: N.self) else {
-            core.noteUnobserved(N.self, hadSubject: subject != nil)
-            return
-        }
-        if !send(notification, from: subject, to: snapshot) {
-            core.noteUnobserved(N.self, hadSubject: subject != nil)
+        // Inlined into the caller, where `N` is concrete: the rest of the post is not generic, so
+        // it runs without asking the runtime for generic metadata.
+        withUnsafePointer(to: notification) { payload in
+            _post(UnsafeRawPointer(payload), of: N.self, from: subject)
         }
     }
 
-    /// Delivers a fire-and-forget post to the observers of `snapshot`.
+    /// The body of ``post(_:from:)``: `payload` points to a notification of type `type`.
+    ///
+    /// Not API: it exists so that ``post(_:from:)`` can be inlined into its caller.
+    @usableFromInline
+    func _post(_ payload: UnsafeRawPointer, of type: any TypedNotification.Type, from subject: AnyObject?) {
+        if !core.post(payload, key: ObjectIdentifier(type), subject: subject) {
+            core.noteUnobserved(type, hadSubject: subject != nil)
+        }
+    }
+
+    /// Delivers a fire-and-forget post to the observers of `snapshot` (a retaining post's).
     ///
     /// - Returns: Whether it reached at least one observer.
-    @inline(__always)
     func send<N: TypedNotification>(_ notification: N, from subject: AnyObject?, to snapshot: Snapshot<N>) -> Bool {
         var reached = false
         if !snapshot.queued.isEmpty {
@@ -363,21 +371,11 @@ public final class NotificationHub: Sendable {
         from subject: AnyObject? = nil,
         isolation: isolated (any Actor)? = #isolation
     ) async -> DeliveryReport {
-        guard let snapshot = core.snapshot(of: N.self) else {
-            core.noteUnobserved(N.self, hadSubject: subject != nil)
-            return DeliveryReport()
-        }
-        let subjectID = subject.map(ObjectIdentifier.init)
         let group = WaitGroup(waiter: nil)
-        var reached = false
-        let item = QueuedItem(notification: notification, subjectID: subjectID, group: group)
-        for observer in snapshot.queued where observer.accepts(subject) {
-            group.enter()
-            if observer.enqueue(item) { reached = true } else { group.withdraw() }
+        var report = withUnsafePointer(to: notification) { payload in
+            enqueueAndRunPosting(UnsafeRawPointer(payload), of: N.self, subject: subject, group: group) { _ in nil }
         }
-        var report = runPosting(snapshot, notification, subject: subject, reached: &reached)
         group.arrive()
-        if !reached { core.noteUnobserved(N.self, hadSubject: subject != nil) }
         await group.wait()
         report.merge(group.report)
         return report
@@ -395,66 +393,110 @@ public final class NotificationHub: Sendable {
         isolation: (any Actor)?,
         deadline: DispatchTime
     ) -> WaitOutcome {
-        guard let snapshot = core.snapshot(of: N.self) else {
-            core.noteUnobserved(N.self, hadSubject: subject != nil)
-            return WaitOutcome(completed: true, pendingCount: 0, report: DeliveryReport())
+        withUnsafePointer(to: notification) { payload in
+            waitingPost(UnsafeRawPointer(payload), of: N.self, subject: subject, isolation: isolation, deadline: deadline)
         }
-        let subjectID = subject.map(ObjectIdentifier.init)
+    }
+
+    /// The body of the waiting posts; not generic, so it runs without generic metadata lookups.
+    private func waitingPost(
+        _ payload: UnsafeRawPointer,
+        of type: any TypedNotification.Type,
+        subject: AnyObject?,
+        isolation: (any Actor)?,
+        deadline: DispatchTime
+    ) -> WaitOutcome {
         let waiter = Waiter(isolation: isolation)
         let group = WaitGroup(waiter: waiter)
-        let awaited = QueuedItem(notification: notification, subjectID: subjectID, group: group)
         let me = currentThreadID()
-        var reached = false
-        var inline: [Observer<N>] = []
-        for observer in snapshot.queued where observer.accepts(subject) {
+        var inline: [AnyObserver] = []
+        var report = enqueueAndRunPosting(payload, of: type, subject: subject, group: group) { observer in
             let isCurrent = observer.target.isCurrent(isolation: isolation)
             if isCurrent && observer.drainer == me {
                 // A handler posting to its own mailbox: waiting would never end, so enqueue only.
-                if observer.enqueue(QueuedItem(notification: notification, subjectID: subjectID, group: nil)) {
-                    reached = true
-                }
-                continue
+                return .enqueueOnly
             }
-            group.enter()
-            guard observer.enqueue(awaited) else {
-                group.withdraw()
-                continue
-            }
-            reached = true
-            if isCurrent {
+            return isCurrent ? .drainInline : .askForHelp
+        } onEnqueued: { observer, plan in
+            switch plan {
+            case .drainInline:
                 inline.append(observer)
-            } else {
+            case .askForHelp:
                 Waiter.askChainForHelp {
                     HelpRequest(target: observer.target) { observer.drainInline() }
                 }
+            case .enqueueOnly:
+                break
             }
         }
-        var report = runPosting(snapshot, notification, subject: subject, reached: &reached)
         for observer in inline {
             observer.drainInline()
         }
         group.arrive()
-        if !reached { core.noteUnobserved(N.self, hadSubject: subject != nil) }
         let completed = waiter.wait(until: deadline)
         report.merge(group.report)
         return WaitOutcome(completed: completed, pendingCount: group.pendingCount, report: report)
     }
 
-    private func runPosting<N: TypedNotification>(
-        _ snapshot: Snapshot<N>,
-        _ notification: N,
+    /// What a waiting post does with a queued observer besides enqueueing.
+    private enum QueuedPlan {
+        /// Enqueue without waiting for it.
+        case enqueueOnly
+        /// Wait for it; the caller occupies its target, so drain it inline.
+        case drainInline
+        /// Wait for it; offer its drain to the waiters up the chain.
+        case askForHelp
+    }
+
+    /// Enqueues the notification at `payload` for the queued observers, entering `group` for each
+    /// one it waits for, then runs the posting-thread observers. Counts an unobserved post. It
+    /// does not release the poster's own hold on `group` (``WaitGroup/arrive()``).
+    ///
+    /// - Returns: The report of the posting-thread observers.
+    private func enqueueAndRunPosting(
+        _ payload: UnsafeRawPointer,
+        of type: any TypedNotification.Type,
         subject: AnyObject?,
-        reached: inout Bool
+        group: WaitGroup,
+        plan: (AnyObserver) -> QueuedPlan?,
+        onEnqueued: (AnyObserver, QueuedPlan) -> Void = { _, _ in }
     ) -> DeliveryReport {
         var report = DeliveryReport()
-        let subjectID = subject.map(ObjectIdentifier.init)
-        for observer in snapshot.posting where observer.accepts(subject) {
-            reached = true
-            report.deliveredCount += 1
-            if let failure = observer.invoke(notification, subjectID: subjectID) {
-                report.failures.append(failure)
+        var reached = false
+        if let bucket = core.index.bucket(for: ObjectIdentifier(type)) {
+            let subjectID = subject.map(ObjectIdentifier.init)
+            bucket._withUnsafeGuaranteedRef { bucket in
+                bucket.withLists { queued, posting in
+                    for observer in queued {
+                        let observer = observer.takeUnretainedValue()
+                        guard observer.accepts(subject) else { continue }
+                        let choice = plan(observer)
+                        if choice == .enqueueOnly {
+                            if observer.enqueue(payload, subjectID: subjectID, group: nil) { reached = true }
+                            continue
+                        }
+                        group.enter()
+                        guard observer.enqueue(payload, subjectID: subjectID, group: group) else {
+                            group.withdraw()
+                            continue
+                        }
+                        reached = true
+                        if let choice { onEnqueued(observer, choice) }
+                    }
+                    for observer in posting {
+                        observer._withUnsafeGuaranteedRef { observer in
+                            guard observer.accepts(subject) else { return }
+                            reached = true
+                            report.deliveredCount += 1
+                            if let failure = observer.deliverReporting(payload, subjectID: subjectID) {
+                                report.failures.append(failure)
+                            }
+                        }
+                    }
+                }
             }
         }
+        if !reached { core.noteUnobserved(type, hadSubject: subject != nil) }
         return report
     }
 
@@ -536,6 +578,7 @@ public struct Registration: Sendable, Equatable, CustomStringConvertible {
     /// Whether the observation is bound to an owner's lifetime.
     public let hasOwner: Bool
 
+    /// The registration's location, target, and whether it has a subject or an owner.
     public var description: String {
         "\(fileID):\(line) on \(target)\(hasSubject ? " from a subject" : "")\(hasOwner ? " with an owner" : "")"
     }

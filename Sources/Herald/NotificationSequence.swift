@@ -23,6 +23,7 @@ public enum NotificationBufferingPolicy: Sendable, Hashable, CustomStringConvert
     /// A limit of zero or less keeps nothing: only a consumer already waiting gets a notification.
     case bufferingOldest(Int)
 
+    /// The policy and its limit, for example `bufferingNewest(100)`.
     public var description: String {
         switch self {
         case .unbounded: return "unbounded"
@@ -61,7 +62,9 @@ public enum NotificationBufferingPolicy: Sendable, Hashable, CustomStringConvert
 /// - It does not end by itself when the hub or a `from:` subject is deallocated; it just receives
 ///   nothing more. Cancel the consuming task to stop.
 public struct NotificationSequence<N: TypedNotification>: AsyncSequence, Sendable {
+    /// The notifications the sequence yields.
     public typealias Element = N
+    /// The sequence never throws: it ends instead.
     public typealias Failure = Never
 
     private let lifetime: Lifetime
@@ -108,7 +111,9 @@ public struct NotificationSequence<N: TypedNotification>: AsyncSequence, Sendabl
     /// It returns `nil` once the sequence has ended (see ``NotificationSequence``), and at once if
     /// its task is cancelled.
     public struct Iterator: AsyncIteratorProtocol {
+        /// The notifications the iterator yields.
         public typealias Element = N
+        /// The iterator never throws: it returns `nil` at the end.
         public typealias Failure = Never
 
         private let lifetime: Lifetime

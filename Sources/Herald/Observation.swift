@@ -22,12 +22,13 @@ import Synchronization
 /// the handler is not started again, not even for notifications already queued for it. A call
 /// that is already running on another thread at that moment is not interrupted and may finish.
 public final class Observation: Hashable, Sendable {
-    private let registration: any Cancellable
-    private let cancelsOnDeinit: Bool
+    // One reference and nothing else: a token is the smallest heap block (see DESIGN.md's memory
+    // target). Whether it cancels on deinit is the registration's own `cancelsWithToken`.
+    private let registration: Cancellable
 
-    init(registration: any Cancellable, cancelsOnDeinit: Bool = true) {
+    init(registration: Cancellable, cancelsOnDeinit: Bool = true) {
+        assert(cancelsOnDeinit == registration.cancelsWithToken, "Herald: the registration decides")
         self.registration = registration
-        self.cancelsOnDeinit = cancelsOnDeinit
     }
 
     /// Creates an observation that calls `onCancel` once, when it is cancelled or deallocated.
@@ -38,11 +39,10 @@ public final class Observation: Hashable, Sendable {
     /// - Parameter onCancel: The work that ends your registration. It runs at most once.
     public init(onCancel: @escaping @Sendable () -> Void) {
         self.registration = ClosureRegistration(onCancel)
-        self.cancelsOnDeinit = true
     }
 
     deinit {
-        if cancelsOnDeinit {
+        if registration.cancelsWithToken {
             registration.cancel()
         }
     }
@@ -82,7 +82,7 @@ public final class Observation: Hashable, Sendable {
 }
 
 /// A registration ended by a closure.
-private final class ClosureRegistration: Cancellable {
+private final class ClosureRegistration: Cancellable, @unchecked Sendable {  // State is in a Lock.
     /// The closure, in a struct: a bare function type behind a ``Lock`` would be wrapped in two
     /// more thunks on every access (see ``ErrorHandler``).
     private struct Work: Sendable {
@@ -95,7 +95,7 @@ private final class ClosureRegistration: Cancellable {
         self.onCancel = Lock(Work(run: onCancel))
     }
 
-    func cancel() {
+    override func cancel() {
         let work = onCancel.withLock { work in
             defer { work = nil }
             return work
@@ -103,7 +103,7 @@ private final class ClosureRegistration: Cancellable {
         work?.run()
     }
 
-    var isCancelled: Bool {
+    override var isCancelled: Bool {
         onCancel.withLock { $0 == nil }
     }
 }

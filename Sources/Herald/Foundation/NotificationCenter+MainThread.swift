@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Synchronization
 
+/// Posting on the main thread, as the Cocoa `postNotificationOnMainThread:` category did.
 extension NotificationCenter {
     /// Posts `notification` on the main queue, and by default waits until its observers have run.
     ///

@@ -63,6 +63,7 @@ public struct UserInfoDecodingError: Error, CustomStringConvertible, Sendable {
         /// ``UserInfoDecodingError/underlyingError``.
         public static let decodingFailed = Code(.decodingFailed)
 
+        /// The code's name, for example `keyNotFound`.
         public var description: String {
             switch _code {
             case .keyNotFound: "keyNotFound"

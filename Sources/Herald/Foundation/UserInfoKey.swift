@@ -106,6 +106,7 @@ public struct UserInfoKey<Value>: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
+/// Typed reads and writes of a user-info dictionary through ``UserInfoKey``.
 extension Dictionary where Key == AnyHashable, Value == Any {
     /// The value stored for a typed key, or `nil` if it is missing or of another type.
     ///
@@ -140,6 +141,7 @@ extension Dictionary where Key == AnyHashable, Value == Any {
     }
 }
 
+/// Typed reads of an optional user-info dictionary, such as `Notification.userInfo`, through ``UserInfoKey``.
 extension Optional where Wrapped == [AnyHashable: Any] {
     /// The value stored for a typed key, so that `notification.userInfo[.status]` reads as an `Int?`.
     ///
@@ -172,6 +174,7 @@ extension Optional where Wrapped == [AnyHashable: Any] {
     }
 }
 
+/// Typed reads of a notification's user info through ``UserInfoKey``.
 extension Notification {
     /// The value stored in the notification's user info for a typed key.
     ///

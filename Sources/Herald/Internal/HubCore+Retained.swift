@@ -13,21 +13,10 @@ extension HubCore {
     /// replaying the remainder after it became visible.
     static let maxReplayRounds = 8
 
-    /// The bucket of `N`, created if needed. Call under the registry lock.
-    private static func bucket<N: Sendable>(of type: N.Type, in buckets: inout [ObjectIdentifier: AnyBucket]) -> Bucket<N> {
-        let key = ObjectIdentifier(type)
-        if let existing = buckets[key] {
-            return unsafeDowncast(existing, to: Bucket<N>.self)
-        }
-        let bucket = Bucket<N>()
-        buckets[key] = bucket
-        return bucket
-    }
-
     /// Stores `value` as the retained value for `subject` and returns the observers it reaches.
     func retainAndSnapshot<N: Sendable>(_ value: N, subject: AnyObject?) -> Snapshot<N> {
         buckets.withLock { buckets in
-            let bucket = Self.bucket(of: N.self, in: &buckets)
+            let bucket = bucket(of: N.self, in: &buckets)
             bucket.retained.store(value, subject: subject)
             return Snapshot(posting: bucket.posting, queued: bucket.queued)
         }
@@ -70,16 +59,15 @@ extension HubCore {
     ///   which then may overlap a live post made on another thread.
     func addReplaying<N: Sendable>(_ observer: Observer<N>) {
         if observer.lane != nil {
-            let mustSchedule = buckets.withLock { buckets -> Bool in
-                let bucket = Self.bucket(of: N.self, in: &buckets)
+            let (mustSchedule, garbage) = buckets.withLock { buckets -> (Bool, [ObserverList]) in
+                let bucket = bucket(of: N.self, in: &buckets)
                 let items = bucket.retained.replays(matching: observer.filters, after: 0).map {
                     QueuedItem(notification: $0.value, subjectID: $0.subjectID, group: nil)
                 }
                 let mustSchedule = observer.preload(items)
-                bucket.queued.append(observer)
-                bucket.liveCount += 1
-                return mustSchedule
+                return (mustSchedule, bucket.add(observer))
             }
+            withExtendedLifetime(garbage) {}  // replaced lists are released outside the lock
             if mustSchedule { observer.scheduleDrain() }
             return
         }
@@ -87,18 +75,16 @@ extension HubCore {
         var seen: UInt64 = 0
         var round = 0
         while true {
-            let (replays, latest, isAdded) = buckets.withLock {
-                buckets -> ([RetainedValues<N>.Replay], UInt64, Bool) in
-                let bucket = Self.bucket(of: N.self, in: &buckets)
+            let (replays, latest, isAdded, garbage) = buckets.withLock {
+                buckets -> ([RetainedValues<N>.Replay], UInt64, Bool, [ObserverList]) in
+                let bucket = bucket(of: N.self, in: &buckets)
                 let latest = bucket.retained.lastSequence
                 let replays = bucket.retained.replays(matching: observer.filters, after: seen)
                 let addNow = replays.isEmpty || round >= Self.maxReplayRounds
-                if addNow {
-                    bucket.posting.append(observer)
-                    bucket.liveCount += 1
-                }
-                return (replays, latest, addNow)
+                let garbage = addNow ? bucket.add(observer) : []
+                return (replays, latest, addNow, garbage)
             }
+            withExtendedLifetime(garbage) {}  // replaced lists are released outside the lock
             // No one else holds the observer yet, so only `isCancelledFlag` may be read here:
             // `isCancelled` could end a registration that is not in the registry.
             for replay in replays where !observer.isCancelledFlag {

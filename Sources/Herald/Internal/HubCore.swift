@@ -3,49 +3,195 @@ import Synchronization
 
 /// The observers of one notification type, split by how they are called.
 ///
-/// Buckets are only touched while the hub's registry lock is held.
-class AnyBucket: @unchecked Sendable {  // Mutated only under `HubCore.buckets`' lock.
-    func removeAll() {}
-}
+/// The registry mutates a bucket only while it holds its lock. Posts read the observer lists
+/// without any lock (see ``post(_:subject:)``), which is why a bucket lives as long as the hub.
+class AnyBucket: @unchecked Sendable {  // Mutated only under `HubCore.buckets`' lock; see `post`.
+    typealias ListSlot = Atomic<Unmanaged<ObserverList>?>
 
-final class Bucket<N: Sendable>: AnyBucket, @unchecked Sendable {
-    /// Posting-thread observers, in registration order.
-    var posting = ContiguousArray<Observer<N>>()
-    /// Observers with a lane, in registration order.
-    var queued = ContiguousArray<Observer<N>>()
+    /// Posting-thread observers, in registration order. The bucket owns one reference.
+    fileprivate let postingList = ListSlot(nil)
+    /// Observers with a lane, in registration order. The bucket owns one reference.
+    fileprivate let queuedList = ListSlot(nil)
+    /// Posts scanning the lists right now.
+    private let readers = Atomic<Int>(0)
+    /// Lists replaced while a post may still scan them; released once no post is running.
+    private let retired = Lock<[ObserverList]>([])
+    private let hasRetired = Atomic<Bool>(false)
     /// Registrations not yet cancelled.
     var liveCount = 0
+
+    // MARK: Posting without a lock
+
+    /// Delivers a fire-and-forget post: enqueues it for every observer with a lane, then calls
+    /// every posting-thread observer, in registration order.
+    ///
+    /// It takes no lock and makes no heap allocation when only posting-thread observers match.
+    /// The lists it scans are the ones published when it starts; a list replaced meanwhile stays
+    /// alive until no post scans it (`readers`).
+    ///
+    /// - Returns: Whether the post reached at least one observer.
+    @inline(never)  // keeps this scan out of generic callers, where it would run unspecialised
+    func post(_ payload: UnsafeRawPointer, subject: AnyObject?) -> Bool {
+        withLists { queuedObservers, postingObservers in
+            var reached = false
+            let subjectID = subject.map(ObjectIdentifier.init)
+            for observer in queuedObservers {
+                observer._withUnsafeGuaranteedRef { observer in
+                    if observer.accepts(subject) && observer.enqueue(payload, subjectID: subjectID, group: nil) {
+                        reached = true
+                    }
+                }
+            }
+            for observer in postingObservers {
+                observer._withUnsafeGuaranteedRef { observer in
+                    if observer.accepts(subject) {
+                        reached = true
+                        observer.deliver(payload, subjectID: subjectID)
+                    }
+                }
+            }
+            return reached
+        }
+    }
+
+    /// Runs `body` with the observer lists published when it starts (queued, then posting), and
+    /// keeps them alive until it returns. Takes no lock.
+    @inline(__always)
+    func withLists<R>(
+        _ body: (UnsafeBufferPointer<Unmanaged<AnyObserver>>, UnsafeBufferPointer<Unmanaged<AnyObserver>>) -> R
+    ) -> R {
+        readers.wrappingAdd(1, ordering: .sequentiallyConsistent)
+        let queued = queuedList.load(ordering: .sequentiallyConsistent)
+        let posting = postingList.load(ordering: .sequentiallyConsistent)
+        let empty = UnsafeBufferPointer<Unmanaged<AnyObserver>>(start: nil, count: 0)
+        let result = body(
+            queued?._withUnsafeGuaranteedRef { $0.observers } ?? empty,
+            posting?._withUnsafeGuaranteedRef { $0.observers } ?? empty
+        )
+        let remaining = readers.wrappingSubtract(1, ordering: .sequentiallyConsistent).newValue
+        if remaining == 0 && hasRetired.load(ordering: .sequentiallyConsistent) {
+            reclaim()
+        }
+        return result
+    }
+
+    /// Releases the retired lists if no post scans any list of this bucket.
+    private func reclaim() {
+        let garbage = retired.withLock { retired -> [ObserverList] in
+            guard readers.load(ordering: .sequentiallyConsistent) == 0 else { return [] }
+            hasRetired.store(false, ordering: .sequentiallyConsistent)
+            defer { retired = [] }
+            return retired
+        }
+        withExtendedLifetime(garbage) {}  // released here, outside every lock
+    }
+
+    // MARK: Registry (under the registry lock)
+
+    /// Adds a registration at the end of its list.
+    ///
+    /// - Returns: What must be released once the registry lock is no longer held.
+    func add(_ observer: AnyObserver) -> [ObserverList] {
+        liveCount += 1
+        let isPosting = observer.flags & AnyObserver.Flags.isPosting != 0
+        return isPosting ? append(observer, to: postingList) : append(observer, to: queuedList)
+    }
+
+    /// Takes a cancelled registration out of its list at once, so that the registry stops holding
+    /// its handler (and whatever the handler captures) as soon as `cancel()` returns.
+    ///
+    /// The list is rebuilt without it; the old list, and with it the observer, is released once
+    /// the registry lock is no longer held and no post scans it.
+    ///
+    /// - Returns: What must be released once the registry lock is no longer held.
+    /// - Complexity: O(*n*) in the observers of this type.
+    func remove(_ observer: AnyObserver) -> [ObserverList] {
+        liveCount -= 1
+        if liveCount == 0 { return removeObservers() }  // the retained values stay
+        if observer.flags & AnyObserver.Flags.isPosting != 0 {
+            return rebuild(postingList)
+        }
+        return rebuild(queuedList)
+    }
+
+    /// Drops every registration.
+    ///
+    /// - Returns: What must be released once the registry lock is no longer held.
+    func removeObservers() -> [ObserverList] {
+        liveCount = 0
+        return replace(postingList, with: nil) + replace(queuedList, with: nil)
+    }
+
+    /// Drops every registration and whatever else the bucket holds.
+    ///
+    /// - Returns: What must be released once the registry lock is no longer held.
+    func removeAll() -> [ObserverList] {
+        removeObservers()
+    }
+
+    private func append(_ observer: AnyObserver, to slot: borrowing ListSlot) -> [ObserverList] {
+        guard let current = slot.load(ordering: .relaxed) else {
+            let list = ObserverList(capacity: 4)
+            _ = list.append(observer)
+            return replace(slot, with: list)
+        }
+        if current._withUnsafeGuaranteedRef({ $0.append(observer) }) { return [] }
+        let old = current.takeUnretainedValue()
+        let grown = old.copy(capacity: old.capacity * 2)
+        _ = grown.append(observer)
+        return replace(slot, with: grown)
+    }
+
+    private func rebuild(_ slot: borrowing ListSlot) -> [ObserverList] {
+        guard let current = slot.load(ordering: .relaxed) else { return [] }
+        let old = current.takeUnretainedValue()
+        let survivors = old.observers.reduce(0) { $0 + ($1.takeUnretainedValue().isCancelledFlag ? 0 : 1) }
+        if survivors == 0 { return replace(slot, with: nil) }
+        let list = old.copy(capacity: max(4, survivors.roundedUpToPowerOfTwo)) { !$0.isCancelledFlag }
+        return replace(slot, with: list)
+    }
+
+    /// Publishes `list` in `slot` and retires the list it replaces.
+    private func replace(_ slot: borrowing ListSlot, with list: ObserverList?) -> [ObserverList] {
+        let new = list.map { Unmanaged.passRetained($0) }
+        let old = slot.exchange(new, ordering: .sequentiallyConsistent)
+        guard let old else { return [] }
+        let oldList = old.takeRetainedValue()  // the bucket's reference
+        return retired.withLock { retired -> [ObserverList] in
+            retired.append(oldList)
+            hasRetired.store(true, ordering: .sequentiallyConsistent)
+            guard readers.load(ordering: .sequentiallyConsistent) == 0 else { return [] }
+            hasRetired.store(false, ordering: .sequentiallyConsistent)
+            defer { retired = [] }
+            return retired
+        }
+    }
+
+    /// The observers in `slot`, as their concrete type. Call under the registry lock.
+    fileprivate static func array<N: Sendable>(in slot: borrowing ListSlot, of type: N.Type) -> ContiguousArray<Observer<N>> {
+        slot.load(ordering: .acquiring)?.takeUnretainedValue().array(of: type) ?? []
+    }
+
+    deinit {
+        postingList.load(ordering: .acquiring)?.release()
+        queuedList.load(ordering: .acquiring)?.release()
+    }
+}
+
+/// The bucket of notification type `N`.
+final class Bucket<N: Sendable>: AnyBucket, @unchecked Sendable {
     /// The retained (sticky) values of this type, per subject. They outlive the observers.
     var retained = RetainedValues<N>()
 
-    override func removeAll() {
-        removeObservers()
+    override func removeAll() -> [ObserverList] {
         retained = RetainedValues<N>()
+        return super.removeAll()
     }
 
-    /// Drops every registration and keeps the retained values.
-    func removeObservers() {
-        posting = []
-        queued = []
-        liveCount = 0
-    }
-
-    /// Takes `observer` out of its list at once, so that the registry stops holding its handler.
-    ///
-    /// - Returns: The observer, for the caller to release once the registry lock is no longer
-    ///   held; `nil` if it is not registered.
-    /// - Complexity: O(*n*) in the observers of this type.
-    func remove(_ observer: Observer<N>) -> Observer<N>? {
-        if let index = posting.firstIndex(where: { $0 === observer }) {
-            liveCount -= 1
-            return posting.remove(at: index)
-        }
-        if let index = queued.firstIndex(where: { $0 === observer }) {
-            liveCount -= 1
-            return queued.remove(at: index)
-        }
-        return nil
-    }
+    /// Posting-thread observers, in registration order. Read under the registry lock.
+    var posting: ContiguousArray<Observer<N>> { Self.array(in: postingList, of: N.self) }
+    /// Observers with a lane, in registration order. Read under the registry lock.
+    var queued: ContiguousArray<Observer<N>> { Self.array(in: queuedList, of: N.self) }
 }
 
 /// The observers of one type at the moment of a post. Observers added later are not in it.
@@ -75,16 +221,31 @@ struct UnobservedPostHandler: Sendable {
 /// Observers keep the core alive, so deliveries queued when the hub is deallocated still run and
 /// still report their errors.
 final class HubCore: Sendable {
-    /// The registry. Retained values live in the same buckets, under the same lock, so that a
-    /// retaining post and a replaying registration are atomic with respect to each other.
+    /// The registry: one bucket per notification type, created on first registration and kept
+    /// until the hub is deallocated. Retained values live in the same buckets, under the same lock,
+    /// so that a retaining post and a replaying registration are atomic with respect to each other.
     let buckets = Lock<[ObjectIdentifier: AnyBucket]>([:])
+    /// The same buckets, for posts, which read it without a lock.
+    let index = TypeIndex()
     private let errorHandler = Lock(ErrorHandler(call: HubCore.writeToStandardError))
     private let unobservedHandler = Lock<UnobservedPostHandler?>(nil)
     let unobservedCount = Atomic<Int>(0)
 
     // MARK: Registry
 
+    /// Delivers a fire-and-forget post without taking a lock.
+    ///
+    /// - Parameters:
+    ///   - payload: The notification, of the type whose identity is `key`.
+    ///   - key: `ObjectIdentifier` of the notification type.
+    ///   - subject: The post's subject.
+    /// - Returns: Whether the post reached at least one observer.
     @inline(__always)
+    func post(_ payload: UnsafeRawPointer, key: ObjectIdentifier, subject: AnyObject?) -> Bool {
+        guard let bucket = index.bucket(for: key) else { return false }
+        return bucket._withUnsafeGuaranteedRef { $0.post(payload, subject: subject) }
+    }
+
     func snapshot<N: Sendable>(of type: N.Type) -> Snapshot<N>? {
         buckets.withLock { buckets -> Snapshot<N>? in
             guard let bucket = buckets[ObjectIdentifier(type)] else { return nil }
@@ -94,35 +255,35 @@ final class HubCore: Sendable {
     }
 
     func add<N: Sendable>(_ observer: Observer<N>) {
-        buckets.withLock { buckets in
-            let key = ObjectIdentifier(N.self)
-            let bucket: Bucket<N>
-            if let existing = buckets[key] {
-                bucket = unsafeDowncast(existing, to: Bucket<N>.self)
-            } else {
-                bucket = Bucket<N>()
-                buckets[key] = bucket
-            }
-            if observer.target.isPosting {
-                bucket.posting.append(observer)
-            } else {
-                bucket.queued.append(observer)
-            }
-            bucket.liveCount += 1
+        let garbage = buckets.withLock { buckets -> [ObserverList] in
+            bucket(of: N.self, in: &buckets).add(observer)
         }
+        withExtendedLifetime(garbage) {}  // released outside the lock
+    }
+
+    /// The bucket of `type`, created and indexed if needed. Call under the registry lock.
+    func bucket<N: Sendable>(of type: N.Type, in buckets: inout [ObjectIdentifier: AnyBucket]) -> Bucket<N> {
+        let key = ObjectIdentifier(type)
+        if let existing = buckets[key] {
+            return unsafeDowncast(existing, to: Bucket<N>.self)
+        }
+        let bucket = Bucket<N>()
+        buckets[key] = bucket
+        index.insert(bucket, for: key)
+        return bucket
     }
 
     /// Ends `observer`'s registration, so that the hub no longer holds its handler, nor anything
-    /// the handler captures, once ``Observer/cancel()`` returns.
+    /// the handler captures, once ``AnyObserver/cancel()`` returns.
     ///
-    /// The observer leaves the registry after the lock is released: releasing a handler can run
-    /// any `deinit`, and one that cancels another observation or releases the hub needs this lock.
+    /// What the registry lets go of is released after the lock: releasing a handler can run any
+    /// `deinit`, and one that cancels another observation or releases the hub needs this lock.
     func remove<N: Sendable>(_ observer: Observer<N>) {
-        let removed = buckets.withLock { buckets -> Observer<N>? in
-            guard let existing = buckets[ObjectIdentifier(N.self)] else { return nil }
+        let garbage = buckets.withLock { buckets -> [ObserverList] in
+            guard let existing = buckets[ObjectIdentifier(N.self)] else { return [] }
             return unsafeDowncast(existing, to: Bucket<N>.self).remove(observer)
         }
-        withExtendedLifetime(removed) {}  // released here, outside the lock
+        withExtendedLifetime(garbage) {}  // released outside the lock
     }
 
     /// The live observers of `type`, in registration order (posting-thread observers first).
@@ -135,10 +296,15 @@ final class HubCore: Sendable {
     /// Drops every registration; used when the hub is deallocated.
     func removeAll() {
         let all = buckets.withLock { buckets in
-            defer { buckets = [:] }
+            defer {
+                buckets = [:]
+                index.removeAll()
+            }
             return Array(buckets.values)
         }
-        for bucket in all { bucket.removeAll() }
+        for bucket in all {
+            withExtendedLifetime(bucket.removeAll()) {}
+        }
     }
 
     // MARK: Errors and diagnostics
@@ -158,7 +324,7 @@ final class HubCore: Sendable {
         handler.call(failure)
     }
 
-    func noteUnobserved<N>(_ type: N.Type, hadSubject: Bool) {
+    func noteUnobserved(_ type: any Any.Type, hadSubject: Bool) {
         unobservedCount.add(1, ordering: .relaxed)
         if let handler = unobservedHandler.withLock({ $0 }) {
             handler.call(UnobservedPost(notificationType: String(describing: type), hadSubject: hadSubject))

@@ -138,7 +138,7 @@ final class WaitGroup: Sendable {
 
     /// Records the outcome of one delivery.
     func leave(_ outcome: DeliveryOutcome) {
-        let continuation = state.withLock { state -> CheckedContinuation<Void, Never>?? in
+        let isComplete = state.withLock { state -> Bool in
             switch outcome {
             case .delivered: state.delivered += 1
             case .skipped: state.skipped += 1
@@ -148,19 +148,17 @@ final class WaitGroup: Sendable {
             }
             return Self.release(&state)
         }
-        wake(continuation)
+        if isComplete { wake() }
     }
 
     /// Takes back an ``enter()`` whose delivery was not accepted.
     func withdraw() {
-        let continuation = state.withLock { Self.release(&$0) }
-        wake(continuation)
+        if state.withLock({ Self.release(&$0) }) { wake() }
     }
 
     /// Releases the poster's own hold, once every delivery has been enqueued.
     func arrive() {
-        let continuation = state.withLock { Self.release(&$0) }
-        wake(continuation)
+        if state.withLock({ Self.release(&$0) }) { wake() }
     }
 
     /// Suspends until every delivery has been recorded.
@@ -185,21 +183,30 @@ final class WaitGroup: Sendable {
         state.withLock { $0.isComplete ? 0 : $0.remaining }
     }
 
-    /// Decrements the count; when it reaches zero, returns what to wake (`.some(nil)` for a waiter).
-    private static func release(_ state: inout State) -> CheckedContinuation<Void, Never>?? {
+    /// Decrements the count.
+    ///
+    /// - Returns: Whether it reached zero: the caller must call ``wake()``, once.
+    private static func release(_ state: inout State) -> Bool {
         state.remaining -= 1
-        guard state.remaining == 0 else { return nil }
+        guard state.remaining == 0 else { return false }
         state.isComplete = true
-        defer { state.continuation = nil }
-        return .some(state.continuation)
+        return true
     }
 
-    private func wake(_ continuation: CheckedContinuation<Void, Never>??) {
-        guard case .some(let continuation) = continuation else { return }
-        if let continuation {
-            continuation.resume()
+    /// Wakes whoever waits for the completed group: the blocked thread, or the suspended task.
+    ///
+    /// The waiting thread is woken without touching the continuation, whose type is resilient
+    /// and costs value-witness calls to move around.
+    private func wake() {
+        if let waiter {
+            waiter.finish()
+            return
         }
-        waiter?.finish()
+        let continuation = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            defer { state.continuation = nil }
+            return state.continuation
+        }
+        continuation?.resume()
     }
 }
 
