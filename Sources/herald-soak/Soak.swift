@@ -428,6 +428,7 @@ func runSoak(_ options: Options) -> Int32 {
     // Churn: observers come and go on every target for as long as the posters run.
     let stop = Atomic<Bool>(false)
     let churnRounds = Atomic<Int>(0)
+    let churnRegistrations = Atomic<Int>(0)
     let churnExactExpected = Atomic<Int>(0)
     let churnExactMismatches = Atomic<Int>(0)
     let churnFinished = DispatchSemaphore(value: 0)
@@ -436,7 +437,9 @@ func runSoak(_ options: Options) -> Int32 {
         let kinds = TargetKind.allCases
         while !stop.load(ordering: .relaxed) {
             let kind = kinds[round % kinds.count]
-            switch round % 3 {
+            // Most rounds are bursts, which take microseconds; the others wait for a delivery on
+            // targets that may have thousands of notifications queued ahead of it.
+            switch round % 8 {
             case 0:
                 // A churned SoakPing observer: lives until it has seen something, then is cancelled.
                 let allowance = kind == .posting ? posters : 1
@@ -449,7 +452,7 @@ func runSoak(_ options: Options) -> Int32 {
                 }
                 token.cancel()
                 tracker.cancelReturned.store(true, ordering: .releasing)
-            case 1:
+            case 2, 6:
                 // An exact churned observer: it must see exactly what was posted while it lived.
                 let before = churnExactSeen.load(ordering: .relaxed)
                 let token = targets.observeChurn(hub, kind)
@@ -460,6 +463,22 @@ func runSoak(_ options: Options) -> Int32 {
                 churnExactExpected.add(posts + 1, ordering: .relaxed)
                 let seen = churnExactSeen.load(ordering: .relaxed) - before
                 if seen != posts + 1 || report.deliveredCount != 1 { churnExactMismatches.add(1, ordering: .relaxed) }
+            case 1, 3, 5, 7:
+                // A burst: eight observers on eight targets, cancelled at once, newest first.
+                var burst: [(Tracker, Observation)] = []
+                for offset in 0..<8 {
+                    let burstKind = kinds[(round + offset) % kinds.count]
+                    let tracker = Tracker(
+                        name: "burst churn", posters: posters,
+                        expectation: .churned(lateAllowance: burstKind == .posting ? posters : 1),
+                        checksOverlap: burstKind != .posting)
+                    burst.append((tracker, targets.observe(hub, burstKind, tracker)))
+                }
+                churnRegistrations.add(burst.count - 1, ordering: .relaxed)
+                for (tracker, token) in burst.reversed() {
+                    token.cancel()
+                    tracker.cancelReturned.store(true, ordering: .releasing)
+                }
             default:
                 // An owner-bound observer: ends when its owner goes, and the hub does not keep it.
                 var owner: Owner? = Owner()
@@ -477,6 +496,7 @@ func runSoak(_ options: Options) -> Int32 {
             }
             round += 1
             churnRounds.store(round, ordering: .relaxed)
+            churnRegistrations.add(1, ordering: .relaxed)
         }
         churnFinished.signal()
     }.start()
@@ -653,6 +673,7 @@ func runSoak(_ options: Options) -> Int32 {
     print("deliveries expected: \(grouped(expectedTotal)), reconciled: \(grouped(reconciledTotal)) "
         + "(persistent observers, the stream's received + counted drops, churned ChurnPing observers)")
     print("churn: \(grouped(churnRounds.load(ordering: .relaxed))) rounds, "
+        + "\(grouped(churnRegistrations.load(ordering: .relaxed))) observers registered and cancelled, "
         + "\(grouped(churnDeliveries.load(ordering: .relaxed))) deliveries to churned SoakPing observers, "
         + "\(churnLateStarts.load(ordering: .relaxed)) admitted calls finished after cancel, "
         + "\(churnViolations.load(ordering: .relaxed)) violations, \(liveOwners.load(ordering: .relaxed) - 1) churned owners still alive")
