@@ -157,3 +157,16 @@ final class Tattler: Sendable {
         onDeinit()
     }
 }
+
+/// Runs a blocking `body` on a new thread and returns its result with how long it took there.
+///
+/// The time is measured on that thread, around `body` only: resuming the awaiting test can take
+/// much longer when the cooperative pool is busy with other tests (under a sanitizer, seconds).
+func timedOnNewThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> (result: T, elapsed: Duration) {
+    await onNewThread { () -> (result: T, elapsed: Duration) in
+        let clock = ContinuousClock()
+        let start = clock.now
+        let result = body()
+        return (result, clock.now - start)
+    }
+}
