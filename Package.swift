@@ -29,6 +29,12 @@ let package = Package(
             dependencies: ["Herald"],
             swiftSettings: swiftSettings
         ),
+        // The soak (issue #8): not a product; `swift run -c release herald-soak --count N`.
+        .executableTarget(
+            name: "herald-soak",
+            dependencies: ["Herald"],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "HeraldTests",
             dependencies: ["Herald", "herald-runloop-probe", "herald-demo"],

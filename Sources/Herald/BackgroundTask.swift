@@ -259,14 +259,15 @@ final class BackgroundTaskCore<Value: Sendable>: Sendable {
 
     func cancel() {
         cancellation.set()
-        let wasPending = state.withLock { state -> Bool in
-            guard case .pending = state.phase else { return false }
+        // The work is taken out and released after the lock: releasing a closure can run any
+        // `deinit`, which may use this very task.
+        let pendingWork = state.withLock { state -> (@Sendable () throws -> Value)? in
+            guard case .pending(let work) = state.phase else { return nil }
             state.phase = .running  // claimed: `run()` will not start the work
-            return true
+            return work
         }
-        if wasPending {
-            finish(.failure(CancellationError()))
-        }
+        guard pendingWork != nil else { return }
+        finish(.failure(CancellationError()))
     }
 
     func outcome() async -> Result<Value, any Error> {

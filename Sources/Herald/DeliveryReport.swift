@@ -13,7 +13,8 @@
 public struct DeliveryReport: Sendable, Equatable, CustomStringConvertible {
     /// The number of observers whose handler ran, including those that threw.
     public var deliveredCount: Int
-    /// The number of deliveries that did not run because the observation ended first.
+    /// The number of deliveries that did not run because the observation ended first, or because
+    /// their target rejected them (a ``DeliveryThread`` that was shut down).
     public var skippedCount: Int
     /// The errors thrown by handlers, in the order they were caught.
     public var failures: [ObserverFailure]

@@ -63,8 +63,10 @@ extension DeliveryTarget {
     /// It waits until the target runs `work`. It does not deadlock in the cases it can see: the
     /// caller on the target itself, and a nested wait A → B → A through Herald's waiting calls
     /// (the thread blocked on A runs the work meant for A). It blocks forever if the target never
-    /// runs work again: a suspended queue, a main queue that nothing drains, or a target that is
-    /// blocked on something the caller holds outside Herald (a lock, `DispatchQueue.sync`).
+    /// runs work again: a suspended queue, a main queue that nothing drains, a ``DeliveryThread``
+    /// that was shut down (it cannot throw the rejection from here: use
+    /// ``DeliveryThread/performAndWait(isolation:_:)``, which throws), or a target that is blocked
+    /// on something the caller holds outside Herald (a lock, `DispatchQueue.sync`).
     ///
     /// - Parameters:
     ///   - isolation: The caller's actor isolation; leave the default.
@@ -111,7 +113,14 @@ extension MainActor {
     /// ```
     ///
     /// Called on the main actor (or the main queue), `work` runs inline: no trap, no deadlock.
-    /// See ``DeliveryTarget/performAndWait(isolation:_:)`` for when a wait can block forever.
+    ///
+    /// ## When it can block forever
+    /// Called off the main queue, it waits until the main queue runs `work`: forever if nothing
+    /// drains the main queue (a command-line tool that never calls `dispatchMain()` or runs
+    /// `RunLoop.main`), or if the main queue is blocked on something the caller holds outside
+    /// Herald (a lock, a semaphore, `DispatchQueue.sync`). When the main queue is itself blocked in
+    /// a Herald wait for the caller (a nested wait main → B → main), it runs `work`, so the chain
+    /// completes. See ``DeliveryTarget/performAndWait(isolation:_:)``.
     ///
     /// - Parameters:
     ///   - isolation: The caller's actor isolation; leave the default.

@@ -81,7 +81,10 @@ public struct DeliveryTarget: Sendable, Equatable, CustomStringConvertible {
     func isCurrent(isolation: (any Actor)?) -> Bool {
         switch kind {
         case .posting: return true
-        case .main: return isolation === MainActor.shared || QueueIdentity.isMain
+        // Not `isolation === MainActor.shared`: a non-Sendable closure formed on the main actor
+        // keeps that static isolation when `performAndWait` runs it on another thread, so only
+        // the queue itself can tell.
+        case .main: return QueueIdentity.isMain
         case .queue(_, let token): return QueueIdentity.isCurrent(token)
         case .operationQueue(let queue): return OperationQueue.current === queue
         case .executor(let executor): return executor.isCurrent

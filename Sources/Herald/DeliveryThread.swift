@@ -36,7 +36,8 @@ import Synchronization
 /// - Work that is rejected because the thread was shut down is never dropped silently:
 ///   ``performAndWait(isolation:_:)`` throws ``DeliveryThreadError``, and every other path
 ///   (``perform(_:)``, ``perform(after:_:)``, hub deliveries, actor jobs) reports the error to the
-///   `rejectionHandler` given to ``init(name:qualityOfService:rejectionHandler:)``.
+///   `rejectionHandler` given to ``init(name:qualityOfService:rejectionHandler:)``, once per piece
+///   of work and once per notification.
 /// - It is built from a `Mutex` and a semaphore, not from a run loop, and behaves the same on
 ///   Linux and Apple platforms.
 public final class DeliveryThread: DeliveryExecutor, SerialExecutor, CustomStringConvertible {
@@ -579,6 +580,9 @@ final class ThreadCore: Sendable {
         Thread.current.name = Self.osThreadName(name)
         Self.current.withValue(self) {
             var batch: [Item] = []
+            // Delayed work still pending at the exit, released only after the lock: releasing a
+            // closure can run any `deinit`, which may use this thread.
+            var rejected: [DelayedWork] = []
             while true {
                 let step = state.withLock { state -> Step in
                     let now = DispatchTime.now().uptimeNanoseconds
@@ -597,8 +601,8 @@ final class ThreadCore: Sendable {
                     }
                     if state.phase != .running {
                         state.phase = .stopped
-                        defer { state.timers = [] }
-                        return .exit(rejectedTimers: state.timers.count)
+                        swap(&state.timers, &rejected)
+                        return .exit(rejectedTimers: rejected.count)
                     }
                     state.isSleeping = true
                     let deadline = state.timers.first.map { DispatchTime(uptimeNanoseconds: $0.deadline) }
@@ -621,6 +625,7 @@ final class ThreadCore: Sendable {
                     for _ in 0..<rejectedTimers {
                         reject(DeliveryThreadError(code: .shutDownBeforeDelayEnded, threadName: name))
                     }
+                    rejected.removeAll()  // released here, outside the lock, before anyone learns it stopped
                     stopped.leave()
                     return
                 }

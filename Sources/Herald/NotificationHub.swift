@@ -322,10 +322,18 @@ public final class NotificationHub: Sendable {
     ///
     /// ## When it can block forever
     /// It waits for every observer's target to run its delivery. It blocks forever if a target
-    /// never runs work again (a suspended queue, an undrained main queue) or is blocked on
-    /// something the caller holds outside Herald. Use ``postAndWait(_:from:timeout:isolation:)``
-    /// to bound the wait. A post from inside a handler to that same observer (a re-entrant wait on
-    /// its own mailbox) is enqueued and not waited for, because waiting would never end.
+    /// never runs work again (a suspended queue or operation queue, a main queue that nothing
+    /// drains, a custom executor that drops jobs) or is blocked on something the caller holds
+    /// outside Herald (a lock, a semaphore, `DispatchQueue.sync`). Use
+    /// ``postAndWait(_:from:timeout:isolation:)`` to bound the wait.
+    ///
+    /// It does not block in the cases it can see: the caller on an observer's own target (main to
+    /// main, a queue, an operation queue, an executor, a ``DeliveryThread`` or an actor to itself)
+    /// runs that observer inline; a nested wait A → B → A, or longer chains back to A, is served by
+    /// the blocked caller; a post from inside a handler to that same observer (a re-entrant wait
+    /// on its own mailbox) is enqueued and not waited for, because waiting would never end; and a
+    /// ``DeliveryThread`` that was shut down rejects the delivery, which is reported and counted in
+    /// ``DeliveryReport/skippedCount``.
     ///
     /// - Parameters:
     ///   - notification: The notification.
@@ -387,6 +395,13 @@ public final class NotificationHub: Sendable {
     /// ```
     ///
     /// Posting-thread observers run in the caller's isolation before the first suspension.
+    ///
+    /// ## When it can suspend forever
+    /// It never blocks a thread, so it cannot deadlock its caller's target, but it stays suspended
+    /// for as long as some observer's target does not run its delivery: forever if that target
+    /// never runs work again (a suspended queue, a main queue that nothing drains, a custom
+    /// executor that drops jobs). A ``DeliveryThread`` that was shut down rejects the delivery,
+    /// which is reported and counted in ``DeliveryReport/skippedCount``.
     ///
     /// - Parameters:
     ///   - notification: The notification.

@@ -51,6 +51,10 @@ public final class Observation: Hashable, Sendable {
     ///
     /// Once `cancel()` returns, the handler is not started again, including for notifications that
     /// were already queued for it. A call already running on another thread may finish.
+    ///
+    /// The notifications queued for the observer are released at once, and the hub no longer
+    /// holds the handler: the handler, and whatever it captures, is released when you let go of
+    /// this observation too (and once a delivery job already handed to the target has run).
     public func cancel() {
         registration.cancel()
     }
@@ -79,10 +83,16 @@ public final class Observation: Hashable, Sendable {
 
 /// A registration ended by a closure.
 private final class ClosureRegistration: Cancellable, @unchecked Sendable {  // State is in a Lock.
-    private let onCancel: Lock<(@Sendable () -> Void)?>
+    /// The closure, in a struct: a bare function type behind a ``Lock`` would be wrapped in two
+    /// more thunks on every access (see ``ErrorHandler``).
+    private struct Work: Sendable {
+        let run: @Sendable () -> Void
+    }
+
+    private let onCancel: Lock<Work?>
 
     init(_ onCancel: @escaping @Sendable () -> Void) {
-        self.onCancel = Lock(onCancel)
+        self.onCancel = Lock(Work(run: onCancel))
     }
 
     override func cancel() {
@@ -90,7 +100,7 @@ private final class ClosureRegistration: Cancellable, @unchecked Sendable {  // 
             defer { work = nil }
             return work
         }
-        work?()
+        work?.run()
     }
 
     override var isCancelled: Bool {

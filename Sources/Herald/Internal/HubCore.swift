@@ -19,8 +19,6 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `HubCore.buckets`'
     private let hasRetired = Atomic<Bool>(false)
     /// Registrations not yet cancelled.
     var liveCount = 0
-    /// Cancelled registrations still in the lists; removed in batches.
-    var deadCount = 0
 
     // MARK: Posting without a lock
 
@@ -99,12 +97,21 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `HubCore.buckets`'
         return isPosting ? append(observer, to: postingList) : append(observer, to: queuedList)
     }
 
-    /// Removes cancelled registrations from the lists.
+    /// Takes a cancelled registration out of its list at once, so that the registry stops holding
+    /// its handler (and whatever the handler captures) as soon as `cancel()` returns.
+    ///
+    /// The list is rebuilt without it; the old list, and with it the observer, is released once
+    /// the registry lock is no longer held and no post scans it.
     ///
     /// - Returns: What must be released once the registry lock is no longer held.
-    func compact() -> [ObserverList] {
-        deadCount = 0
-        return rebuild(postingList) + rebuild(queuedList)
+    /// - Complexity: O(*n*) in the observers of this type.
+    func remove(_ observer: AnyObserver) -> [ObserverList] {
+        liveCount -= 1
+        if liveCount == 0 { return removeObservers() }  // the retained values stay
+        if observer.flags & AnyObserver.Flags.isPosting != 0 {
+            return rebuild(postingList)
+        }
+        return rebuild(queuedList)
     }
 
     /// Drops every registration.
@@ -112,7 +119,6 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `HubCore.buckets`'
     /// - Returns: What must be released once the registry lock is no longer held.
     func removeObservers() -> [ObserverList] {
         liveCount = 0
-        deadCount = 0
         return replace(postingList, with: nil) + replace(queuedList, with: nil)
     }
 
@@ -196,6 +202,22 @@ struct Snapshot<N: Sendable>: Sendable {
     let queued: ContiguousArray<Observer<N>>
 }
 
+/// The hub's error handler, as stored behind its lock.
+///
+/// Closures behind a ``Lock`` are always wrapped in a struct. A bare function type stored in a
+/// generic container is re-abstracted on every `inout` access, so each `withLock` would wrap the
+/// stored closure in two more thunks: a long-lived hub would call its handler through an ever
+/// deeper chain, growing memory on every report until the stack overflows. A struct's field
+/// keeps the closure as it was stored.
+struct ErrorHandler: Sendable {
+    let call: @Sendable (ObserverFailure) -> Void
+}
+
+/// The hub's unobserved-post handler, as stored behind its lock (see ``ErrorHandler``).
+struct UnobservedPostHandler: Sendable {
+    let call: @Sendable (UnobservedPost) -> Void
+}
+
 /// The state behind a ``NotificationHub``: the registry, the error handler and the counters.
 ///
 /// Observers keep the core alive, so deliveries queued when the hub is deallocated still run and
@@ -207,8 +229,8 @@ final class HubCore: Sendable {
     let buckets = Lock<[ObjectIdentifier: AnyBucket]>([:])
     /// The same buckets, for posts, which read it without a lock.
     let index = TypeIndex()
-    private let errorHandler = Lock<@Sendable (ObserverFailure) -> Void>(HubCore.writeToStandardError)
-    private let unobservedHandler = Lock<(@Sendable (UnobservedPost) -> Void)?>(nil)
+    private let errorHandler = Lock(ErrorHandler(call: HubCore.writeToStandardError))
+    private let unobservedHandler = Lock<UnobservedPostHandler?>(nil)
     let unobservedCount = Atomic<Int>(0)
 
     // MARK: Registry
@@ -253,18 +275,15 @@ final class HubCore: Sendable {
         return bucket
     }
 
+    /// Ends `observer`'s registration, so that the hub no longer holds its handler, nor anything
+    /// the handler captures, once ``AnyObserver/cancel()`` returns.
+    ///
+    /// What the registry lets go of is released after the lock: releasing a handler can run any
+    /// `deinit`, and one that cancels another observation or releases the hub needs this lock.
     func remove<N: Sendable>(_ observer: Observer<N>) {
         let garbage = buckets.withLock { buckets -> [ObserverList] in
             guard let existing = buckets[ObjectIdentifier(N.self)] else { return [] }
-            let bucket = unsafeDowncast(existing, to: Bucket<N>.self)
-            bucket.liveCount -= 1
-            bucket.deadCount += 1
-            if bucket.liveCount == 0 {
-                return bucket.removeObservers()  // the retained values stay
-            } else if bucket.deadCount > 16 && bucket.deadCount > bucket.liveCount {
-                return bucket.compact()
-            }
-            return []
+            return unsafeDowncast(existing, to: Bucket<N>.self).remove(observer)
         }
         withExtendedLifetime(garbage) {}  // released outside the lock
     }
@@ -293,24 +312,24 @@ final class HubCore: Sendable {
     // MARK: Errors and diagnostics
 
     var errorHandlerValue: @Sendable (ObserverFailure) -> Void {
-        get { errorHandler.withLock { $0 } }
-        set { errorHandler.withLock { $0 = newValue } }
+        get { errorHandler.withLock { $0 }.call }
+        set { errorHandler.withLock { $0 = ErrorHandler(call: newValue) } }
     }
 
     var unobservedHandlerValue: (@Sendable (UnobservedPost) -> Void)? {
-        get { unobservedHandler.withLock { $0 } }
-        set { unobservedHandler.withLock { $0 = newValue } }
+        get { unobservedHandler.withLock { $0 }?.call }
+        set { unobservedHandler.withLock { $0 = newValue.map(UnobservedPostHandler.init(call:)) } }
     }
 
     func report(_ failure: ObserverFailure) {
         let handler = errorHandler.withLock { $0 }
-        handler(failure)
+        handler.call(failure)
     }
 
     func noteUnobserved(_ type: any Any.Type, hadSubject: Bool) {
         unobservedCount.add(1, ordering: .relaxed)
         if let handler = unobservedHandler.withLock({ $0 }) {
-            handler(UnobservedPost(notificationType: String(describing: type), hadSubject: hadSubject))
+            handler.call(UnobservedPost(notificationType: String(describing: type), hadSubject: hadSubject))
         }
     }
 

@@ -177,6 +177,17 @@ final class Lane<N: Sendable>: Sendable {
         (slot + layout.payloadOffset).assumingMemoryBound(to: N.self).initialize(to: notification.pointee)
     }
 
+    /// Releases `items`, taken out of the lane, without running them, telling each waiting post
+    /// `outcome`. Call outside the lane's lock.
+    func skipAll(_ items: inout ItemQueue, leaving outcome: DeliveryOutcome = .skipped) {
+        for index in 0..<items.count {
+            let item = items.item(index, layout)
+            (item + layout.payloadOffset).assumingMemoryBound(to: N.self).deinitialize(count: 1)
+            Self.takeHeader(item).1?.leave(outcome)
+        }
+        items.deallocate()
+    }
+
     /// The subject identity and wait group of an item; the group's reference passes to the caller.
     @inline(__always)
     static func takeHeader(_ item: UnsafeMutableRawPointer) -> (ObjectIdentifier?, WaitGroup?) {
@@ -362,13 +373,8 @@ final class Observer<N: Sendable>: AnyObserver, @unchecked Sendable {  // Immuta
             defer { state.items = ItemQueue() }
             return state.items
         }
-        for index in 0..<dropped.count {
-            let item = dropped.item(index, lane.layout)
-            (item + lane.layout.payloadOffset).assumingMemoryBound(to: N.self).deinitialize(count: 1)
-            Lane<N>.takeHeader(item).1?.leave(outcome)
-        }
         let count = dropped.count
-        dropped.deallocate()
+        lane.skipAll(&dropped, leaving: outcome)
         return count
     }
 
@@ -448,6 +454,10 @@ final class Observer<N: Sendable>: AnyObserver, @unchecked Sendable {  // Immuta
 
     /// Appends an item to the lane and schedules a drain if none is pending.
     ///
+    /// If the target refuses the drain (a ``DeliveryThread`` that was shut down), the observation
+    /// ends and nothing is kept: each dropped item is reported, and a waiting post gets the failure
+    /// (see ``scheduleDrain()``).
+    ///
     /// - Returns: `false` if the observation has ended and the item was not accepted.
     @discardableResult
     func enqueue(_ item: QueuedItem<N>) -> Bool {
@@ -491,7 +501,13 @@ final class Observer<N: Sendable>: AnyObserver, @unchecked Sendable {  // Immuta
         }
     }
 
-    /// Hands the drain job to the target.
+    /// Hands the drain job to the target, once the lane was marked as scheduled.
+    ///
+    /// A target that will never run work again (a ``DeliveryThread`` that was shut down) rejects
+    /// the job. Nothing would ever drain the lane then, so what it holds is taken out at once
+    /// instead of piling up: each item is reported to the thread's rejection handler and counted
+    /// as skipped by a post waiting for it, and the lane is left unscheduled, so the next post
+    /// tries, and is reported, again.
     func scheduleDrain() {
         if let refusal = target.trySchedule({ [self] in drainScheduled() }) {
             targetRefused(refusal)
