@@ -176,7 +176,9 @@ public final class BackgroundQueue: Sendable {
     /// work that has not started never runs, and its ``BackgroundTask/value`` throws
     /// `CancellationError`.
     public func cancelAllTasks() {
-        operations.cancelAllOperations()
+        for case let operation as any TaskCancelling in operations.operations {
+            operation.cancelTask()
+        }
     }
 
     /// Whether the work of the ``BackgroundTask`` running on the calling thread has been cancelled.

@@ -48,7 +48,10 @@ public final class BackgroundTask<Value: Sendable>: BackgroundTaskDependency, Ha
     /// ``BackgroundQueue/isCurrentTaskCancelled``. Calling it again, or after the task finished,
     /// does nothing more than set ``isCancelled``.
     public func cancel() {
-        operation.cancel()
+        // Only the task's own state: the operation still runs, finds the task cancelled, and
+        // finishes at once. `Operation.cancel()` is avoided because swift-corelibs-foundation's
+        // OperationQueue can crash when operations are cancelled while it schedules them.
+        core.cancel()
     }
 
     /// Whether ``cancel()`` has been called.
@@ -187,11 +190,17 @@ public enum BackgroundTaskPriority: Sendable, Hashable, CaseIterable {
     }
 }
 
+/// Cancels the task behind an operation of a ``BackgroundQueue``, without cancelling the operation.
+protocol TaskCancelling: AnyObject {
+    func cancelTask()
+}
+
 /// The operation that runs one task.
 ///
 /// It holds the task's core, never the ``BackgroundTask`` handle: a task still runs when nobody
-/// holds its handle, and there is no reference cycle. Cancelling the operation, also through
-/// `OperationQueue.cancelAllOperations()`, cancels the core first, so a cancelled task always
+/// holds its handle, and there is no reference cycle. Herald cancels a task through its core
+/// (``TaskCancelling``): the operation then runs, finds the task cancelled, and finishes at once.
+/// If someone cancels the operation itself, the core is cancelled first, so the task still
 /// finishes even though `Operation` never calls `main()` for it.
 final class TaskOperation<Value: Sendable>: Operation, @unchecked Sendable {  // Restated from Operation; adds only the immutable, Sendable `core`.
     let core: BackgroundTaskCore<Value>
@@ -208,6 +217,12 @@ final class TaskOperation<Value: Sendable>: Operation, @unchecked Sendable {  //
     override func cancel() {
         core.cancel()
         super.cancel()
+    }
+}
+
+extension TaskOperation: TaskCancelling {
+    func cancelTask() {
+        core.cancel()
     }
 }
 

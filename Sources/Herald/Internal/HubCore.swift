@@ -19,6 +19,8 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `HubCore.buckets`'
     private let hasRetired = Atomic<Bool>(false)
     /// Registrations not yet cancelled.
     var liveCount = 0
+    /// Cancelled registrations still in the lists of a large type; removed in batches.
+    var deadCount = 0
 
     // MARK: Posting without a lock
 
@@ -97,21 +99,28 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `HubCore.buckets`'
         return isPosting ? append(observer, to: postingList) : append(observer, to: queuedList)
     }
 
-    /// Takes a cancelled registration out of its list at once, so that the registry stops holding
-    /// its handler (and whatever the handler captures) as soon as `cancel()` returns.
+    /// Takes a cancelled registration out of its list.
     ///
-    /// The list is rebuilt without it; the old list, and with it the observer, is released once
-    /// the registry lock is no longer held and no post scans it.
+    /// While the type has at most 64 observers, the list is rebuilt without it at once, so the
+    /// registry stops holding its handler (and whatever the handler captures) as soon as
+    /// `cancel()` returns. Above that, lists are rebuilt in batches, once one entry in eight is
+    /// cancelled, so that cancelling many observers one by one stays linear instead of
+    /// quadratic; until then a cancelled entry is skipped by every post (it is never called
+    /// again) and released with the next batch. Old lists, and with them the observers, are
+    /// released once the registry lock is no longer held and no post scans them.
     ///
     /// - Returns: What must be released once the registry lock is no longer held.
-    /// - Complexity: O(*n*) in the observers of this type.
+    /// - Complexity: Amortised O(1) per cancelled observer in a large type; O(*n*) for at most 64.
     func remove(_ observer: AnyObserver) -> [ObserverList] {
         liveCount -= 1
-        if liveCount == 0 { return removeObservers() }  // the retained values stay
-        if observer.flags & AnyObserver.Flags.isPosting != 0 {
-            return rebuild(postingList)
+        if liveCount == 0 {
+            deadCount = 0
+            return removeObservers()  // the retained values stay
         }
-        return rebuild(queuedList)
+        deadCount += 1
+        guard liveCount + deadCount <= 64 || deadCount * 8 >= liveCount else { return [] }
+        deadCount = 0
+        return rebuild(postingList) + rebuild(queuedList)
     }
 
     /// Drops every registration.
