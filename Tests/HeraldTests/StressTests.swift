@@ -101,20 +101,24 @@ struct StressTests {
         let churned = Locked<[(Tracker, Bool)]>([])  // tracker, whether its target is posting
         let stop = Atomic<Bool>(false)
 
-        // Churn: register and cancel observers on every target while the posters run.
-        let churn = Task.detached {
+        // Churn: register and cancel observers on every target while the posters run. On a
+        // thread of its own, so that it keeps churning when the cooperative pool is busy with
+        // other tests (under a sanitizer, for seconds at a time).
+        let churnDone = DispatchSemaphore(value: 0)
+        Thread {
             var round = 0
             while !stop.load(ordering: .relaxed) {
                 let (name, target) = targets[round % targets.count]
                 let tracker = Tracker(name: "churn \(name)", persistent: false)
                 let token = Self.observe(hub, tracker, target: target, store: store)
-                for _ in 0..<50 { await Task.yield() }
+                for _ in 0..<50 { sched_yield() }
                 token.cancel()
                 tracker.cancelReturned.store(true, ordering: .releasing)
                 churned.withLock { $0.append((tracker, target?.isPosting ?? false)) }
                 round += 1
             }
-        }
+            churnDone.signal()
+        }.start()
 
         await onThreads(Self.posters) { poster in
             for sequence in 0..<Self.postsPerPoster {
@@ -122,7 +126,7 @@ struct StressTests {
             }
         }
         stop.store(true, ordering: .relaxed)
-        await churn.value
+        await onNewThread { churnDone.wait() }
         // Posted after every poster finished: when it has reached everyone, so has everything else.
         let report = await hub.deliver(Ping(value: -1))
         #expect(report.deliveredCount == persistent.count)

@@ -3,6 +3,19 @@ import Foundation
 import Herald
 import Synchronization
 
+/// Whether ``stackAddress()`` measures the thread's real stack.
+///
+/// Under AddressSanitizer with `detect_stack_use_after_return` (its default), locals live in
+/// "fake stack" frames on the heap, so addresses say nothing about depth. `.ci/run` turns that
+/// option off for its sanitizer run; elsewhere the depth checks are skipped under ASan.
+let stackDepthIsMeasurable: Bool = {
+    typealias CurrentFakeStack = @convention(c) () -> UnsafeMutableRawPointer?
+    guard let process = dlopen(nil, RTLD_NOW), let symbol = dlsym(process, "__asan_get_current_fake_stack") else {
+        return true
+    }
+    return unsafeBitCast(symbol, to: CurrentFakeStack.self)() == nil
+}()
+
 /// The address of a local variable in the caller's frame: how deep the calling thread's stack is.
 ///
 /// Stacks grow downwards, so `outer - inner` is the number of bytes between two frames on one
@@ -168,5 +181,17 @@ func timedOnNewThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async ->
         let start = clock.now
         let result = body()
         return (result, clock.now - start)
+    }
+}
+
+/// Runs `body` on a new thread with a stack of `stackSize` bytes and resumes when it is done.
+///
+/// For deliberately deep recursion: AddressSanitizer's red zones make every frame several times
+/// larger, so a depth that fits an 8 MiB stack in a normal build may not under the sanitizer.
+func onNewThread<T: Sendable>(stackSize: Int, _ body: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        let thread = Thread { continuation.resume(returning: body()) }
+        thread.stackSize = stackSize
+        thread.start()
     }
 }
