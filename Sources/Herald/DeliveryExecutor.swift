@@ -37,4 +37,18 @@ public protocol DeliveryExecutor: AnyObject, Sendable {
 
     /// Whether the calling code is running on this executor right now.
     var isCurrent: Bool { get }
+
+    /// Schedules `job` like ``enqueue(_:)``, or says why this executor will never run it.
+    ///
+    /// Herald hands every delivery job to this method. Return `nil` when the job was accepted.
+    /// Return an error when the executor can no longer run work at all (it has been shut down): the
+    /// job is then dropped, and Herald ends the observation that needed it, reports the error to the
+    /// hub's ``NotificationHub/errorHandler`` once per refused delivery batch, and completes any
+    /// waiting post with the failure, so nothing is lost silently and no wait hangs.
+    ///
+    /// The default implementation calls ``enqueue(_:)`` and returns `nil`.
+    ///
+    /// - Parameter job: The work to run on this executor.
+    /// - Returns: `nil` if `job` will run; otherwise the reason it never will.
+    func tryEnqueue(_ job: @escaping @Sendable () -> Void) -> (any Error)?
 }

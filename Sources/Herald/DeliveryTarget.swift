@@ -104,25 +104,14 @@ public struct DeliveryTarget: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    /// Hands a lane's drain job to this target.
-    ///
-    /// - Returns: `false` if the target rejected the job and will not run it: a ``DeliveryThread``
-    ///   that was shut down. The caller reports the rejected deliveries with
-    ///   ``reportRejectedDeliveries(_:)``.
-    func scheduleDrain(_ job: @escaping @Sendable () -> Void) -> Bool {
-        if case .executor(let executor) = kind, let thread = executor as? DeliveryThread {
-            return thread.submit(job)
+    /// Runs `job` later on this target, or returns why the target will never run it (a shut-down
+    /// ``DeliveryThread`` or another executor that refuses work).
+    func trySchedule(_ job: @escaping @Sendable () -> Void) -> (any Error)? {
+        if case .executor(let executor) = kind {
+            return executor.tryEnqueue(job)
         }
         schedule(job)
-        return true
-    }
-
-    /// Reports `count` deliveries that this target rejected (see ``scheduleDrain(_:)``).
-    func reportRejectedDeliveries(_ count: Int) {
-        guard case .executor(let executor) = kind, let thread = executor as? DeliveryThread else { return }
-        for _ in 0..<count {
-            thread.reportRejection()
-        }
+        return nil
     }
 
     /// Runs `job` on this target once `delay` has passed.
@@ -172,6 +161,12 @@ public struct DeliveryTarget: Sendable, Equatable, CustomStringConvertible {
 }
 
 extension DeliveryExecutor {
+    /// Calls ``enqueue(_:)`` and returns `nil`: an executor that never refuses work.
+    public func tryEnqueue(_ job: @escaping @Sendable () -> Void) -> (any Error)? {
+        enqueue(job)
+        return nil
+    }
+
     /// Waits on a background dispatch queue for `delay`, then calls ``enqueue(_:)``.
     public func enqueue(after delay: Duration, _ job: @escaping @Sendable () -> Void) {
         DispatchQueue.global().asyncAfter(deadline: delay.deadlineFromNow) { [self] in

@@ -265,18 +265,21 @@ public final class DeliveryThread: DeliveryExecutor, SerialExecutor, CustomStrin
     /// - Parameter job: The work to run on this thread.
     public func enqueue(_ job: @escaping @Sendable () -> Void) {
         if !core.submit(.block(job)) {
-            reportRejection()
+            core.reject(DeliveryThreadError(code: .shutDown, threadName: name))
         }
     }
 
-    /// Queues `job` without reporting a rejection; returns `false` if the thread was shut down.
-    func submit(_ job: @escaping @Sendable () -> Void) -> Bool {
-        core.submit(.block(job))
-    }
-
-    /// Reports one piece of work rejected because the thread was shut down.
-    func reportRejection() {
-        core.reject(DeliveryThreadError(code: .shutDown, threadName: name))
+    /// Schedules `job` to run later on this thread, or returns the error if the thread was shut down.
+    ///
+    /// Herald uses this for notification deliveries: when the thread has been shut down, the
+    /// observation that needed it ends, the error goes to the hub's
+    /// ``NotificationHub/errorHandler`` (not to this thread's `rejectionHandler`), and a waiting
+    /// post gets the failure in its report instead of waiting forever.
+    ///
+    /// - Parameter job: The work to run on this thread.
+    /// - Returns: `nil` if `job` will run; a ``DeliveryThreadError`` if the thread no longer accepts work.
+    public func tryEnqueue(_ job: @escaping @Sendable () -> Void) -> (any Error)? {
+        core.submit(.block(job)) ? nil : DeliveryThreadError(code: .shutDown, threadName: name)
     }
 
     /// Schedules `job` to run on this thread once `delay` has passed; the same as
@@ -362,13 +365,12 @@ extension DeliveryTarget {
     /// DeliveryTarget.thread(network).perform { socket.flush() }
     /// ```
     ///
-    /// After the thread is shut down, deliveries and ``perform(_:)`` calls to it are rejected and
-    /// reported to the thread's `rejectionHandler`, one report per notification and per call;
-    /// nothing is kept for a thread that will never run again.
-    /// ``NotificationHub/postAndWait(_:from:isolation:)`` and ``NotificationHub/deliver(_:from:isolation:)``
-    /// count such a delivery in ``DeliveryReport/skippedCount`` and return. ``performAndWait(isolation:_:)``
-    /// through the target cannot throw the error, so it then waits forever; use
-    /// ``DeliveryThread/performAndWait(isolation:_:)``, which throws.
+    /// After the thread is shut down, a notification for an observer on it ends that observation:
+    /// the ``DeliveryThreadError`` goes to the hub's ``NotificationHub/errorHandler``, and
+    /// ``NotificationHub/postAndWait(_:from:isolation:)`` returns with the failure in its report.
+    /// ``perform(_:)`` calls are rejected and reported to the thread's `rejectionHandler`.
+    /// ``performAndWait(isolation:_:)`` through the target cannot throw that error, so it waits
+    /// forever; use ``DeliveryThread/performAndWait(isolation:_:)``, which throws.
     ///
     /// - Parameter thread: The thread to run on.
     /// - Returns: A target that runs work on `thread`; the same as `.executor(thread)`.

@@ -53,6 +53,10 @@ public final class NotificationHub: Sendable {
     ///     The hub holds it weakly; when it is deallocated, the observation ends.
     ///   - target: Where the handler runs. The default, ``DeliveryTarget/posting``, runs it
     ///     synchronously inside `post`.
+    ///   - replayLatest: Whether to start with the values retained by ``post(_:from:retain:)``:
+    ///     on an asynchronous target they run first, in order, before any later post; on the
+    ///     posting thread they run inside this call. No retaining post is missed or delivered
+    ///     twice, even one racing with this call.
     ///   - fileID: The file that registers, for error reports; leave the default.
     ///   - line: The line that registers, for error reports; leave the default.
     ///   - handler: The handler. Errors it throws go to ``errorHandler``.
@@ -62,11 +66,14 @@ public final class NotificationHub: Sendable {
         _ type: N.Type,
         from subject: AnyObject? = nil,
         on target: DeliveryTarget = .posting,
+        replayLatest: Bool = false,
         fileID: StaticString = #fileID,
         line: UInt = #line,
         _ handler: @escaping @Sendable (N) throws -> Void
     ) -> Observation {
-        register(target: target, subject: subject, owner: nil, fileID: fileID, line: line, handler: .plain(handler))
+        register(
+            target: target, subject: subject, owner: nil, fileID: fileID, line: line, replayLatest: replayLatest,
+            handler: .plain(handler))
     }
 
     /// Observes notifications of type `N` on the main actor, with a `@MainActor` handler.
@@ -83,6 +90,10 @@ public final class NotificationHub: Sendable {
     ///   - type: The notification type to observe.
     ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
     ///   - mainActor: `MainActor.shared`.
+    ///   - replayLatest: Whether to start with the values retained by ``post(_:from:retain:)``:
+    ///     on an asynchronous target they run first, in order, before any later post; on the
+    ///     posting thread they run inside this call. No retaining post is missed or delivered
+    ///     twice, even one racing with this call.
     ///   - fileID: The file that registers; leave the default.
     ///   - line: The line that registers; leave the default.
     ///   - handler: The main-actor handler.
@@ -91,12 +102,13 @@ public final class NotificationHub: Sendable {
         _ type: N.Type,
         from subject: AnyObject? = nil,
         on mainActor: MainActor,
+        replayLatest: Bool = false,
         fileID: StaticString = #fileID,
         line: UInt = #line,
         _ handler: @escaping @MainActor @Sendable (N) throws -> Void
     ) -> Observation {
         register(
-            target: .main, subject: subject, owner: nil, fileID: fileID, line: line,
+            target: .main, subject: subject, owner: nil, fileID: fileID, line: line, replayLatest: replayLatest,
             handler: .plain { note in try MainActor.assumeIsolated { try handler(note) } }
         )
     }
@@ -114,6 +126,10 @@ public final class NotificationHub: Sendable {
     ///   - type: The notification type to observe.
     ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
     ///   - actor: The actor to deliver on. The hub retains it for as long as the observation lasts.
+    ///   - replayLatest: Whether to start with the values retained by ``post(_:from:retain:)``:
+    ///     on an asynchronous target they run first, in order, before any later post; on the
+    ///     posting thread they run inside this call. No retaining post is missed or delivered
+    ///     twice, even one racing with this call.
     ///   - fileID: The file that registers; leave the default.
     ///   - line: The line that registers; leave the default.
     ///   - handler: The handler, called with the actor isolated.
@@ -122,12 +138,13 @@ public final class NotificationHub: Sendable {
         _ type: N.Type,
         from subject: AnyObject? = nil,
         on actor: A,
+        replayLatest: Bool = false,
         fileID: StaticString = #fileID,
         line: UInt = #line,
         _ handler: @escaping @Sendable (isolated A, N) throws -> Void
     ) -> Observation {
         register(
-            target: DeliveryTarget(kind: .actor(actor)), subject: subject, owner: nil, fileID: fileID, line: line,
+            target: DeliveryTarget(kind: .actor(actor)), subject: subject, owner: nil, fileID: fileID, line: line, replayLatest: replayLatest,
             handler: .plain { note in try actor.assumeIsolated { actor in try handler(actor, note) } }
         )
     }
@@ -149,6 +166,10 @@ public final class NotificationHub: Sendable {
     ///   - owner: The object whose lifetime bounds the observation.
     ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
     ///   - target: Where the handler runs.
+    ///   - replayLatest: Whether to start with the values retained by ``post(_:from:retain:)``:
+    ///     on an asynchronous target they run first, in order, before any later post; on the
+    ///     posting thread they run inside this call. No retaining post is missed or delivered
+    ///     twice, even one racing with this call.
     ///   - fileID: The file that registers; leave the default.
     ///   - line: The line that registers; leave the default.
     ///   - handler: The handler, given the owner.
@@ -159,12 +180,13 @@ public final class NotificationHub: Sendable {
         owner: Owner,
         from subject: AnyObject? = nil,
         on target: DeliveryTarget = .posting,
+        replayLatest: Bool = false,
         fileID: StaticString = #fileID,
         line: UInt = #line,
         _ handler: @escaping @Sendable (Owner, N) throws -> Void
     ) -> Observation {
         register(
-            target: target, subject: subject, owner: owner, fileID: fileID, line: line,
+            target: target, subject: subject, owner: owner, fileID: fileID, line: line, replayLatest: replayLatest,
             handler: .plain { [weak owner] note in
                 guard let owner else { return }
                 try handler(owner, note)
@@ -179,6 +201,10 @@ public final class NotificationHub: Sendable {
     ///   - owner: The object whose lifetime bounds the observation, held weakly.
     ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
     ///   - mainActor: `MainActor.shared`.
+    ///   - replayLatest: Whether to start with the values retained by ``post(_:from:retain:)``:
+    ///     on an asynchronous target they run first, in order, before any later post; on the
+    ///     posting thread they run inside this call. No retaining post is missed or delivered
+    ///     twice, even one racing with this call.
     ///   - fileID: The file that registers; leave the default.
     ///   - line: The line that registers; leave the default.
     ///   - handler: The main-actor handler, given the owner.
@@ -189,12 +215,13 @@ public final class NotificationHub: Sendable {
         owner: Owner,
         from subject: AnyObject? = nil,
         on mainActor: MainActor,
+        replayLatest: Bool = false,
         fileID: StaticString = #fileID,
         line: UInt = #line,
         _ handler: @escaping @MainActor @Sendable (Owner, N) throws -> Void
     ) -> Observation {
         register(
-            target: .main, subject: subject, owner: owner, fileID: fileID, line: line,
+            target: .main, subject: subject, owner: owner, fileID: fileID, line: line, replayLatest: replayLatest,
             handler: .plain { [weak owner] note in
                 guard let owner else { return }
                 try MainActor.assumeIsolated { try handler(owner, note) }
@@ -352,7 +379,8 @@ public final class NotificationHub: Sendable {
         timeout: Duration,
         isolation: (any Actor)? = #isolation
     ) throws(DeliveryTimeout) -> DeliveryReport {
-        let outcome = waitingPost(notification, subject: subject, isolation: isolation, deadline: timeout.deadlineFromNow)
+        let outcome = waitingPost(
+            notification, subject: subject, isolation: isolation, deadline: timeout.deadlineFromNow)
         guard outcome.completed else {
             throw DeliveryTimeout(
                 timeout: timeout, notificationType: String(describing: N.self), pendingCount: outcome.pendingCount)
@@ -409,7 +437,8 @@ public final class NotificationHub: Sendable {
         deadline: DispatchTime
     ) -> WaitOutcome {
         withUnsafePointer(to: notification) { payload in
-            waitingPost(UnsafeRawPointer(payload), of: N.self, subject: subject, isolation: isolation, deadline: deadline)
+            waitingPost(
+                UnsafeRawPointer(payload), of: N.self, subject: subject, isolation: isolation, deadline: deadline)
         }
     }
 

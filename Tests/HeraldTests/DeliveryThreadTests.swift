@@ -355,6 +355,34 @@ struct DeliveryThreadTests {
         let ranValue = ran.load(ordering: .relaxed)
         #expect(ranValue)
     }
+
+    @Test(
+        "an observer on a shut-down thread ends with a reported failure, and postAndWait does not hang",
+        .timeLimit(.minutes(1))
+    )
+    func observerOnShutDownThreadIsReportedNotStuck() async {
+        let hub = NotificationHub()
+        let failures = Log<ObserverFailure>()
+        hub.errorHandler = { failures.append($0) }
+        let thread = DeliveryThread(name: "closed", rejectionHandler: { _ in })
+        let seen = Counter()
+        let token = hub.observe(Ping.self, on: .thread(thread)) { _ in seen.increment() }
+        await hub.deliver(Ping(value: 1))
+        #expect(seen.count == 1)
+        await thread.shutdownGracefully()
+
+        let report = await onNewThread { hub.postAndWait(Ping(value: 2)) }
+        #expect(report.deliveredCount == 0)
+        #expect(report.skippedCount == 1)
+        #expect(report.failures.count == 1)
+        #expect((report.failures.first?.error as? DeliveryThreadError)?.code == .shutDown)
+        #expect(failures.count == 1)
+        #expect(token.isCancelled)
+        #expect(hub.observerCount(of: Ping.self) == 0)
+        hub.post(Ping(value: 3))
+        #expect(hub.unobservedPostCount == 1)  // nothing piles up behind the dead thread
+        #expect(seen.count == 1)
+    }
 }
 
 // MARK: - Fixtures

@@ -257,7 +257,10 @@ struct WaitingPostTests {
 
     @Test("a burst keeps order and payloads with references survive the lane")
     func burstWithReferences() {
-        struct Named: TypedNotification { let name: String; let index: Int }
+        struct Named: TypedNotification {
+            let name: String
+            let index: Int
+        }
         let hub = NotificationHub()
         let queue = DispatchQueue(label: "test.burst")
         let seen = Mutex<[Int]>([])

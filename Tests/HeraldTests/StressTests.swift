@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Dispatch
 import Foundation
 import Herald
@@ -101,32 +106,40 @@ struct StressTests {
         let churned = Locked<[(Tracker, Bool)]>([])  // tracker, whether its target is posting
         let stop = Atomic<Bool>(false)
 
-        // Churn: register and cancel observers on every target while the posters run. On a
-        // thread of its own, so that it keeps churning when the cooperative pool is busy with
-        // other tests (under a sanitizer, for seconds at a time).
-        let churnDone = DispatchSemaphore(value: 0)
-        Thread {
-            var round = 0
-            while !stop.load(ordering: .relaxed) {
-                let (name, target) = targets[round % targets.count]
-                let tracker = Tracker(name: "churn \(name)", persistent: false)
-                let token = Self.observe(hub, tracker, target: target, store: store)
-                for _ in 0..<50 { sched_yield() }
-                token.cancel()
-                tracker.cancelReturned.store(true, ordering: .releasing)
-                churned.withLock { $0.append((tracker, target?.isPosting ?? false)) }
-                round += 1
+        // Churn: register and cancel observers on every target while the posters run, on a thread
+        // of its own so that busy test workers cannot starve it.
+        let postersDone = Atomic<Bool>(false)
+        let churn = Task.detached {
+            await onNewThread {
+                var round = 0
+                while !stop.load(ordering: .relaxed) || round < 3 * targets.count {
+                    let (name, target) = targets[round % targets.count]
+                    let tracker = Tracker(name: "churn \(name)", persistent: false)
+                    let token = Self.observe(hub, tracker, target: target, store: store)
+                    // Keep it registered until it has seen a delivery, or until the posters are done.
+                    var spins = 0
+                    while tracker.state.withLock({ $0.delivered }) == 0 && !postersDone.load(ordering: .relaxed)
+                        && spins < 100_000
+                    {
+                        spins += 1
+                        sched_yield()
+                    }
+                    token.cancel()
+                    tracker.cancelReturned.store(true, ordering: .releasing)
+                    churned.withLock { $0.append((tracker, target?.isPosting ?? false)) }
+                    round += 1
+                }
             }
-            churnDone.signal()
-        }.start()
+        }
 
         await onThreads(Self.posters) { poster in
             for sequence in 0..<Self.postsPerPoster {
                 hub.post(Ping(value: poster * 1_000_000 + sequence))
             }
         }
+        postersDone.store(true, ordering: .relaxed)
         stop.store(true, ordering: .relaxed)
-        await onNewThread { churnDone.wait() }
+        await churn.value
         // Posted after every poster finished: when it has reached everyone, so has everything else.
         let report = await hub.deliver(Ping(value: -1))
         #expect(report.deliveredCount == persistent.count)

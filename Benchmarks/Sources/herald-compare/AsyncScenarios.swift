@@ -48,7 +48,9 @@ struct AsyncScenarios {
             BurstContender("OpenCombine receive(on: serial queue)") { count in
                 let check = OrderCheck(expecting: count, sink: sink)
                 let subject = PassthroughSubject<Tick, Never>()
-                let cancellable = subject.receive(on: queue.ocombine).sink { @Sendable note in check.receive(note.sequence) }
+                let cancellable = subject.receive(on: queue.ocombine).sink { @Sendable note in
+                    check.receive(note.sequence)
+                }
                 defer { cancellable.cancel() }
                 return timeBurst(count: count, check: check) { i in subject.send(Tick(sequence: i)) }
             })
@@ -219,7 +221,9 @@ struct AsyncScenarios {
         let operations = OperationQueue()
         operations.maxConcurrentOperationCount = 1
         operations.underlyingQueue = queue
-        let centerToken = center.addObserver(forName: .ping, object: nil, queue: operations) { @Sendable _ in sink.add(1) }
+        let centerToken = center.addObserver(forName: .ping, object: nil, queue: operations) { @Sendable _ in
+            sink.add(1)
+        }
 
         let contenders = [
             SyncContender("bare: queue.async { signal }; wait") { n in

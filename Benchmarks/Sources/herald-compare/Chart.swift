@@ -41,7 +41,8 @@ func svgChart(title: String, subtitle: String, series: [ChartSeries]) -> String 
     var svg: [String] = []
     svg.append(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(Int(width))\" height=\"\(Int(height))\" "
-            + "viewBox=\"0 0 \(Int(width)) \(Int(height))\" font-family=\"Helvetica, Arial, sans-serif\" font-size=\"12\">")
+            + "viewBox=\"0 0 \(Int(width)) \(Int(height))\" font-family=\"Helvetica, Arial, sans-serif\" font-size=\"12\">"
+    )
     svg.append("<rect width=\"100%\" height=\"100%\" fill=\"white\"/>")
     svg.append("<text x=\"\(f(left))\" y=\"24\" font-size=\"16\" font-weight=\"bold\">\(escape(title))</text>")
     svg.append("<text x=\"\(f(left))\" y=\"42\" fill=\"#555\">\(escape(subtitle))</text>")
@@ -49,12 +50,14 @@ func svgChart(title: String, subtitle: String, series: [ChartSeries]) -> String 
     // Grid and axis labels: one line per decade.
     for exponent in stride(from: yMin, through: yMax, by: 1) {
         let yy = y(pow(10, exponent))
-        svg.append("<line x1=\"\(f(left))\" y1=\"\(f(yy))\" x2=\"\(f(left + plotWidth))\" y2=\"\(f(yy))\" stroke=\"#ddd\"/>")
+        svg.append(
+            "<line x1=\"\(f(left))\" y1=\"\(f(yy))\" x2=\"\(f(left + plotWidth))\" y2=\"\(f(yy))\" stroke=\"#ddd\"/>")
         svg.append("<text x=\"\(f(left - 8))\" y=\"\(f(yy + 4))\" text-anchor=\"end\">\(label(exponent))</text>")
     }
     for exponent in stride(from: xMin, through: xMax, by: 1) {
         let xx = x(pow(10, exponent))
-        svg.append("<line x1=\"\(f(xx))\" y1=\"\(f(top))\" x2=\"\(f(xx))\" y2=\"\(f(top + plotHeight))\" stroke=\"#ddd\"/>")
+        svg.append(
+            "<line x1=\"\(f(xx))\" y1=\"\(f(top))\" x2=\"\(f(xx))\" y2=\"\(f(top + plotHeight))\" stroke=\"#ddd\"/>")
         svg.append(
             "<text x=\"\(f(xx))\" y=\"\(f(top + plotHeight + 18))\" text-anchor=\"middle\">"
                 + "\(Int(pow(10, exponent)).formatted)</text>")

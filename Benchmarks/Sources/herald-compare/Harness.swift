@@ -304,7 +304,9 @@ func measureBursts(_ contenders: [BurstContender], size: Int, rounds: Int) -> [B
         }
     }
     return contenders.indices.map { index in
-        guard contenders[index].unavailable == nil else { return BurstResult(nanosecondsPerNotification: nil, inversions: 0, lost: 0) }
+        guard contenders[index].unavailable == nil else {
+            return BurstResult(nanosecondsPerNotification: nil, inversions: 0, lost: 0)
+        }
         let runs = samples[index]
         return BurstResult(
             nanosecondsPerNotification: median(runs.map(\.nanosecondsPerNotification)),

@@ -4,6 +4,11 @@ import Herald
 import OpenCombine
 import OpenCombineDispatch
 
+/// The sink of the per-observer memory scenario: a global, so that each handler captures only its
+/// own index, like a typical handler that captures one value: one 32-byte closure context per
+/// observer, for every contender.
+let memorySink = Sink()
+
 /// Memory: what a registered observer and a queued notification cost, and a long soak.
 ///
 /// Heap figures are deltas of glibc's `mallinfo2()` (bytes allocated and not freed, including
@@ -23,29 +28,33 @@ struct MemoryScenarios {
 
     func bytesPerObserver() -> ObserverResult {
         let count = settings.memoryObservers
-        let sink = self.sink
         let queue = DispatchQueue(label: "herald.compare.memory")
 
         var rows: [Row] = []
 
         let hub = NotificationHub()
         let heraldPosting = heapDelta(count) { tokens in
-            for _ in 0..<count { tokens.append(hub.observe(Ping.self) { note in sink.add(note.value) }) }
+            for index in 0..<count {
+                tokens.append(hub.observe(Ping.self) { note in memorySink.add(note.value &+ index) })
+            }
         }
         rows.append(Row(contender: "Herald, posting-thread observer", value: heraldPosting, isHerald: true))
 
         let queueHub = NotificationHub()
         let heraldQueued = heapDelta(count) { tokens in
-            for _ in 0..<count {
-                tokens.append(queueHub.observe(Ping.self, on: .queue(queue)) { note in sink.add(note.value) })
+            for index in 0..<count {
+                tokens.append(
+                    queueHub.observe(Ping.self, on: .queue(queue)) { note in memorySink.add(note.value &+ index) })
             }
         }
         rows.append(Row(contender: "Herald, observer on .queue (with its mailbox)", value: heraldQueued))
 
         let center = NotificationCenter()
         let foundation = heapDelta(count) { tokens in
-            for _ in 0..<count {
-                tokens.append(center.addObserver(forName: .ping, object: nil, queue: nil) { @Sendable _ in sink.add(1) })
+            for index in 0..<count {
+                tokens.append(
+                    center.addObserver(forName: .ping, object: nil, queue: nil) { @Sendable _ in memorySink.add(index) }
+                )
             }
         }
         rows.append(Row(contender: "NotificationCenter.addObserver(forName:…using:)", value: foundation))
@@ -53,25 +62,32 @@ struct MemoryScenarios {
         if #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *) {
             let messageCenter = NotificationCenter()
             let messages = heapDelta(count) { tokens in
-                for _ in 0..<count {
-                    tokens.append(messageCenter.addObserver(for: PingMessage.self) { message in sink.add(message.value) })
+                for index in 0..<count {
+                    tokens.append(
+                        messageCenter.addObserver(for: PingMessage.self) { message in
+                            memorySink.add(message.value &+ index)
+                        })
                 }
             }
             rows.append(Row(contender: "NotificationCenter MainActorMessage observer", value: messages))
         } else {
-            rows.append(Row(contender: "NotificationCenter MainActorMessage observer", unavailable: typedMessagesMissing))
+            rows.append(
+                Row(contender: "NotificationCenter MainActorMessage observer", unavailable: typedMessagesMissing))
         }
 
         let subject = PassthroughSubject<Ping, Never>()
         let combine = heapDelta(count) { tokens in
-            for _ in 0..<count { tokens.append(subject.sink { @Sendable note in sink.add(note.value) }) }
+            for index in 0..<count {
+                tokens.append(subject.sink { @Sendable note in memorySink.add(note.value &+ index) })
+            }
         }
         rows.append(Row(contender: "OpenCombine PassthroughSubject.sink", value: combine))
 
         withExtendedLifetime((hub, queueHub, center, subject)) {}
         return ObserverResult(
             section: Section(
-                title: "Memory per registered observer (\(count.formatted) observers, mallinfo2 delta)",
+                title:
+                    "Memory per registered observer (\(count.formatted) observers, each handler capturing one value; mallinfo2 delta)",
                 metric: "bytes/observer", rows: rows),
             heraldPosting: heraldPosting)
     }
@@ -110,16 +126,19 @@ struct MemoryScenarios {
         rows.append(Row(contender: "Herald, observer on a suspended .queue", value: herald - payload, isHerald: true))
 
         let dispatch = queuedDelta(count) { queue, check in
-            ({ i in
-                let note = Tick(sequence: i)
-                queue.async { check.receive(note.sequence) }
-            }, {})
+            (
+                { i in
+                    let note = Tick(sequence: i)
+                    queue.async { check.receive(note.sequence) }
+                }, {}
+            )
         }
         rows.append(Row(contender: "DispatchQueue.async to a suspended queue", value: dispatch - payload))
 
         let combine = queuedDelta(count) { queue, check in
             let subject = PassthroughSubject<Tick, Never>()
-            let cancellable = subject.receive(on: queue.ocombine).sink { @Sendable note in check.receive(note.sequence) }
+            let cancellable = subject.receive(on: queue.ocombine).sink { @Sendable note in check.receive(note.sequence)
+            }
             return ({ i in subject.send(Tick(sequence: i)) }, { cancellable.cancel() })
         }
         rows.append(Row(contender: "OpenCombine receive(on: suspended queue)", value: combine - payload))
@@ -132,7 +151,8 @@ struct MemoryScenarios {
         withExtendedLifetime(sink) {}
         return QueuedResult(
             section: Section(
-                title: "Memory per queued notification (\(count.formatted) queued, beyond the \(Int(payload)) B payload)",
+                title:
+                    "Memory per queued notification (\(count.formatted) queued, beyond the \(Int(payload)) B payload)",
                 metric: "bytes/notification", rows: rows),
             heraldBeyondPayload: herald - payload)
     }

@@ -56,9 +56,10 @@ struct SyncScenarios {
             },
         ]
         contenders.append(mainActorMessageContender(observers: 1, keep: &keep))
-        contenders.append(SyncContender("OpenCombine PassthroughSubject.send") { n in
-            for i in 0..<n { subject.send(Ping(value: i)) }
-        })
+        contenders.append(
+            SyncContender("OpenCombine PassthroughSubject.send") { n in
+                for i in 0..<n { subject.send(Ping(value: i)) }
+            })
 
         let medians = measureInterleaved(contenders, settings: settings)
         var rows: [Row] = []
@@ -148,9 +149,10 @@ struct SyncScenarios {
             },
         ]
         contenders.append(mainActorMessageContender(observers: count, keep: &keep))
-        contenders.append(SyncContender("OpenCombine PassthroughSubject.send") { n in
-            for i in 0..<n { subject.send(Ping(value: i)) }
-        })
+        contenders.append(
+            SyncContender("OpenCombine PassthroughSubject.send") { n in
+                for i in 0..<n { subject.send(Ping(value: i)) }
+            })
 
         let medians = measureInterleaved(contenders, settings: settings)
         let rows = contenders.enumerated().map { index, contender in
@@ -198,7 +200,9 @@ struct SyncScenarios {
             keep.append(center.addObserver(forName: .ping, object: nil, queue: nil) { @Sendable _ in sink.add(1) })
             for index in 0..<others {
                 keep.append(
-                    center.addObserver(forName: Notification.Name("herald.compare.other.\(index)"), object: nil, queue: nil) {
+                    center.addObserver(
+                        forName: Notification.Name("herald.compare.other.\(index)"), object: nil, queue: nil
+                    ) {
                         @Sendable _ in sink.add(1)
                     })
             }

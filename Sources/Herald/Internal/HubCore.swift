@@ -168,7 +168,9 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `HubCore.buckets`'
     }
 
     /// The observers in `slot`, as their concrete type. Call under the registry lock.
-    fileprivate static func array<N: Sendable>(in slot: borrowing ListSlot, of type: N.Type) -> ContiguousArray<Observer<N>> {
+    fileprivate static func array<N: Sendable>(
+        in slot: borrowing ListSlot, of type: N.Type
+    ) -> ContiguousArray<Observer<N>> {
         slot.load(ordering: .acquiring)?.takeUnretainedValue().array(of: type) ?? []
     }
 

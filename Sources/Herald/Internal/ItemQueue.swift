@@ -49,9 +49,11 @@ struct ItemQueue: @unchecked Sendable {  // Owned by one lane state, under its l
         return item(count - 1, layout)
     }
 
-    private mutating func grow(_ layout: Layout, move: (UnsafeMutableRawPointer, UnsafeMutableRawPointer, Int) -> Void) {
+    private mutating func grow(_ layout: Layout, move: (UnsafeMutableRawPointer, UnsafeMutableRawPointer, Int) -> Void)
+    {
         let newCapacity = max(16, capacity * 2)
-        let newStorage = UnsafeMutableRawPointer.allocate(byteCount: newCapacity * layout.stride, alignment: layout.alignment)
+        let newStorage = UnsafeMutableRawPointer.allocate(
+            byteCount: newCapacity * layout.stride, alignment: layout.alignment)
         if let storage {
             move(storage, newStorage, count)
             storage.deallocate()

@@ -177,13 +177,13 @@ final class Lane<N: Sendable>: Sendable {
         (slot + layout.payloadOffset).assumingMemoryBound(to: N.self).initialize(to: notification.pointee)
     }
 
-    /// Releases `items`, taken out of the lane, without running them: a waiting post counts each
-    /// as skipped. Call outside the lane's lock.
-    func skipAll(_ items: inout ItemQueue) {
+    /// Releases `items`, taken out of the lane, without running them, telling each waiting post
+    /// `outcome`. Call outside the lane's lock.
+    func skipAll(_ items: inout ItemQueue, leaving outcome: DeliveryOutcome = .skipped) {
         for index in 0..<items.count {
             let item = items.item(index, layout)
             (item + layout.payloadOffset).assumingMemoryBound(to: N.self).deinitialize(count: 1)
-            Self.takeHeader(item).1?.leave(.skipped)
+            Self.takeHeader(item).1?.leave(outcome)
         }
         items.deallocate()
     }
@@ -194,7 +194,9 @@ final class Lane<N: Sendable>: Sendable {
         let subjectBits = item.load(as: UInt.self)
         let groupBits = item.load(fromByteOffset: 8, as: UInt.self)
         let subjectID = subjectBits == 0 ? nil : unsafeBitCast(subjectBits, to: ObjectIdentifier.self)
-        let group = UnsafeRawPointer(bitPattern: groupBits).map { Unmanaged<WaitGroup>.fromOpaque($0).takeRetainedValue() }
+        let group = UnsafeRawPointer(bitPattern: groupBits).map {
+            Unmanaged<WaitGroup>.fromOpaque($0).takeRetainedValue()
+        }
         return (subjectID, group)
     }
 
@@ -264,8 +266,13 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
     /// Ends the registration. Once this returns, the handler is not started again; a call already
     /// running on another thread may finish.
     override func cancel() {
-        guard !cancelled.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        guard markCancelled() else { return }
         didCancel()
+    }
+
+    /// Sets the cancelled flag; returns `false` if it was already set.
+    final func markCancelled() -> Bool {
+        !cancelled.exchange(true, ordering: .acquiringAndReleasing)
     }
 
     /// Removes the registration from the registry and drops what is queued for it.
@@ -351,14 +358,40 @@ final class Observer<N: Sendable>: AnyObserver, @unchecked Sendable {  // Immuta
     override func filtersMatch(_ subject: AnyObject?) -> Bool { extras?.filters?.matches(subject) ?? true }
 
     override func didCancel() {
+        end(leaving: .skipped)
+    }
+
+    /// Removes the registration and drops its queued items, telling their waiters `outcome`.
+    ///
+    /// - Returns: The number of items dropped.
+    @discardableResult
+    private func end(leaving outcome: DeliveryOutcome) -> Int {
         core.remove(self)
-        guard let lane else { return }
+        guard let lane else { return 0 }
         var dropped = lane.state.withLock { state in
             state.isClosed = true
             defer { state.items = ItemQueue() }
             return state.items
         }
-        lane.skipAll(&dropped)
+        let count = dropped.count
+        lane.skipAll(&dropped, leaving: outcome)
+        return count
+    }
+
+    /// The target refused the drain job and will never run work again (for example a
+    /// ``DeliveryThread`` that was shut down). The observation ends, and every queued delivery is
+    /// dropped: each one is reported to the hub's error handler, and its waiter, if any, is told
+    /// it was refused. Later posts find no observer and are counted as unobserved.
+    private func targetRefused(_ error: any Error) {
+        let failure = makeFailure(error)
+        guard markCancelled() else {
+            core.report(failure)
+            return
+        }
+        let dropped = end(leaving: .refused(failure))
+        for _ in 0..<max(dropped, 1) {
+            core.report(failure)
+        }
     }
 
     override func deliver(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) {
@@ -384,15 +417,20 @@ final class Observer<N: Sendable>: AnyObserver, @unchecked Sendable {  // Immuta
     /// Reports a handler's error to the hub and returns it as a failure.
     @discardableResult
     private func report(_ error: any Error) -> ObserverFailure {
+        let failure = makeFailure(error)
+        core.report(failure)
+        return failure
+    }
+
+    /// A failure of this observer, with its registration site.
+    private func makeFailure(_ error: any Error) -> ObserverFailure {
         let location = self.location
-        let failure = ObserverFailure(
+        return ObserverFailure(
             error: error,
             notificationType: String(describing: N.self),
             fileID: location.fileString,
             line: Int(location.line)
         )
-        core.report(failure)
-        return failure
     }
 
     // MARK: Calling the handler
@@ -416,9 +454,9 @@ final class Observer<N: Sendable>: AnyObserver, @unchecked Sendable {  // Immuta
 
     /// Appends an item to the lane and schedules a drain if none is pending.
     ///
-    /// If the target rejects the drain (a ``DeliveryThread`` that was shut down), the item is not
-    /// kept: the rejection is reported and a waiting post counts it as skipped (see
-    /// ``scheduleDrain()``).
+    /// If the target refuses the drain (a ``DeliveryThread`` that was shut down), the observation
+    /// ends and nothing is kept: each dropped item is reported, and a waiting post gets the failure
+    /// (see ``scheduleDrain()``).
     ///
     /// - Returns: `false` if the observation has ended and the item was not accepted.
     @discardableResult
@@ -471,14 +509,9 @@ final class Observer<N: Sendable>: AnyObserver, @unchecked Sendable {  // Immuta
     /// as skipped by a post waiting for it, and the lane is left unscheduled, so the next post
     /// tries, and is reported, again.
     func scheduleDrain() {
-        guard let lane, !target.scheduleDrain({ [self] in drainScheduled() }) else { return }
-        var rejected = lane.state.withLock { state in
-            state.isScheduled = false
-            defer { state.items = ItemQueue() }
-            return state.items
+        if let refusal = target.trySchedule({ [self] in drainScheduled() }) {
+            targetRefused(refusal)
         }
-        target.reportRejectedDeliveries(rejected.count)
-        lane.skipAll(&rejected)
     }
 
     /// The thread draining the lane right now, or 0.
@@ -536,7 +569,9 @@ final class Observer<N: Sendable>: AnyObserver, @unchecked Sendable {  // Immuta
                     }
                     state.drainer = 0
                     if endsSchedule { state.isScheduled = false }
-                    if state.items.capacity == 0 && batch.capacity <= 64 {
+                    if state.items.capacity > Self.idleCapacity {
+                        swap(&state.items, &batch)  // both empty: free the burst's buffer below
+                    } else if state.items.capacity == 0 && batch.capacity <= Self.idleCapacity {
                         swap(&state.items, &batch)  // both empty: keep a small buffer for the next post
                     }
                     return false
@@ -554,19 +589,29 @@ final class Observer<N: Sendable>: AnyObserver, @unchecked Sendable {  // Immuta
             guard hasWork else { break }
             lingerDeadline = 0
             if batch.count > 1 { sawBurst = true }
+            // Read once per batch: the lane's first cache line also holds its lock, which the
+            // poster writes on every post.
+            let isPlain = lane.contextual == nil
             var index = 0
             while index < batch.count {  // a while loop: `for in` over a range costs witness calls here
-                run(batch.item(index, layout), lane, layout)
+                run(batch.item(index, layout), isPlain: isPlain, layout)
                 index += 1
             }
-            batch.removeAllMoved(keepingCapacity: batch.capacity <= 4096)  // keep a normal buffer
+            // Keep the buffer for the next batch while the job runs: a burst swaps two buffers
+            // back and forth instead of mapping fresh pages for each batch.
+            batch.removeAllMoved(keepingCapacity: batch.capacity <= Self.burstCapacity)
         }
         batch.deallocate()
     }
 
+    /// The most items a buffer may keep room for while a drain job runs.
+    static var burstCapacity: Int { 65_536 }
+    /// The most items an idle lane keeps room for.
+    static var idleCapacity: Int { 64 }
+
     /// Runs one item and consumes it (its payload is moved out, its group released).
     @inline(__always)
-    private func run(_ item: UnsafeMutableRawPointer, _ lane: Lane<N>, _ layout: ItemQueue.Layout) {
+    private func run(_ item: UnsafeMutableRawPointer, isPlain: Bool, _ layout: ItemQueue.Layout) {
         let notification = (item + layout.payloadOffset).assumingMemoryBound(to: N.self).move()
         let (subjectID, group) = Lane<N>.takeHeader(item)
         guard !isCancelled else {
@@ -574,7 +619,7 @@ final class Observer<N: Sendable>: AnyObserver, @unchecked Sendable {  // Immuta
             return
         }
         guard let group else {
-            if lane.contextual == nil {
+            if isPlain {
                 do { try handler(notification) } catch { report(error) }
             } else {
                 _ = invoke(notification, subjectID: subjectID)

@@ -56,7 +56,6 @@ func monotonicNanoseconds() -> UInt64 {
     return UInt64(spec.tv_sec) &* 1_000_000_000 &+ UInt64(spec.tv_nsec)
 }
 
-
 /// Lets other runnable threads have the processor; returns at once when there are none.
 @inline(__always)
 func yieldProcessor() {

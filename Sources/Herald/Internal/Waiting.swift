@@ -145,6 +145,9 @@ final class WaitGroup: Sendable {
             case .failed(let failure):
                 state.delivered += 1
                 state.failures.append(failure)
+            case .refused(let failure):
+                state.skipped += 1
+                state.failures.append(failure)
             }
             return Self.release(&state)
         }
@@ -215,4 +218,6 @@ enum DeliveryOutcome {
     case delivered
     case skipped
     case failed(ObserverFailure)
+    /// The target refused to run the delivery; it never ran.
+    case refused(ObserverFailure)
 }

@@ -355,27 +355,39 @@ struct FaultInjectionTests {
         let rejections = Counter()
         let thread = DeliveryThread(name: "shutdown.hub") { _ in rejections.increment() }
         let hub = NotificationHub()
+        let reported = Log<ObserverFailure>()
+        hub.errorHandler = { reported.append($0) }
         let ran = Counter()
         let tokens = [
             hub.observe(Ping.self, on: .thread(thread)) { _ in ran.increment() },
             hub.observe(Parcel.self, on: .thread(thread)) { _ in ran.increment() },
+            hub.observe(Pong.self, on: .thread(thread)) { _ in ran.increment() },
         ]
         hub.post(Ping(value: 0))
         await thread.shutdownGracefully()
         #expect(ran.count == 1)
-        for value in 1...100 { hub.post(Ping(value: value)) }
-        #expect(rejections.count == 100, "every post after the shutdown is reported, not kept silently")
+        // The first post after the shutdown is refused: reported, and the observation ends.
+        hub.post(Ping(value: 1))
+        #expect(reported.count == 1)
+        #expect((reported.values.first?.error as? DeliveryThreadError)?.code == .shutDown)
+        #expect(tokens[0].isCancelled)
+        // Later posts find no observer: each is counted, none is kept behind the dead thread.
+        for value in 2...100 { hub.post(Ping(value: value)) }
+        #expect(hub.unobservedPostCount == 99, "every later post is counted, not kept silently")
         let parcel = Parcel(id: 1)
         let probe = WeakProbe(parcel)
         hub.post(parcel)
         _ = consume parcel
-        #expect(probe.isReleased, "a rejected delivery is not kept")
-        // Waiting for an observer on the shut-down thread ends at once: its delivery is skipped.
+        #expect(probe.isReleased, "a refused delivery is not kept")
+        #expect(reported.count == 2)
+        // Waiting for an observer on the shut-down thread ends at once, with the failure.
         // (The bound only turns a regression into a failure instead of a hang.)
-        let report = await onNewThread { try? hub.postAndWait(Ping(value: 101), timeout: .seconds(10)) }
+        let report = await onNewThread { try? hub.postAndWait(Pong(value: 101), timeout: .seconds(10)) }
         #expect(report?.skippedCount == 1)
         #expect(report?.deliveredCount == 0)
-        #expect(rejections.count == 102)
+        #expect(report?.failures.count == 1)
+        #expect(reported.count == 3)
+        #expect(rejections.count == 0, "hub deliveries are reported to the hub, not twice")
         #expect(ran.count == 1)
         withExtendedLifetime(tokens) {}
     }
