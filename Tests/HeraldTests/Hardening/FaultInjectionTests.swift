@@ -238,7 +238,7 @@ struct FaultInjectionTests {
 
     @Test(
         "100,000 notifications queued behind a suspended target all arrive, in order, once it resumes",
-        arguments: ["serial queue", "concurrent queue", "operation queue ×4", "executor", "delivery thread"]
+        arguments: ["serial queue", "concurrent queue", "executor", "delivery thread"]
     )
     func suspendedTargetThenResumed(targetName: String) async throws {
         let gated = try #require(GatedTarget.all().first { $0.name == targetName })
