@@ -49,6 +49,15 @@ public final class BackgroundQueue: Sendable {
         operations.maxConcurrentOperationCount = max(1, ProcessInfo.processInfo.activeProcessorCount)
     }
 
+    deinit {
+        // swift-corelibs-foundation hands queued operations (cancelled ones too) to blocks that do
+        // not keep the OperationQueue alive: releasing it while some are still queued crashed in
+        // `Operation.observeValue(forKeyPath:ofObject:)`. A barrier that holds the queue keeps it
+        // until everything queued before it has finished, then lets it go.
+        let operations = self.operations
+        operations.addBarrierBlock { withExtendedLifetime(operations) {} }
+    }
+
     /// Creates a queue that runs at most `maxConcurrentTasks` tasks at once.
     ///
     /// ```swift

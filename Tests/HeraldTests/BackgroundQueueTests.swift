@@ -89,7 +89,7 @@ struct BackgroundQueueTests {
     @Test func aCancelledTaskNeverRunsAndItsWaitersReturnAtOnce() async throws {
         let queue = try BackgroundQueue(name: "herald.test.cancel", maxConcurrentTasks: 1)
         let gate = DispatchSemaphore(value: 0)
-        let ran = Mutex<[String]>([])
+        let ran = Locked<[String]>([])
         let blocker = queue.enqueue { gate.wait() }
         let cancelled = queue.enqueue { ran.withLock { $0.append("cancelled task") } }
         cancelled.cancel()
@@ -182,7 +182,7 @@ struct BackgroundQueueTests {
     @Test func aHubObserverCanRunOnTheQueue() async throws {
         let queue = BackgroundQueue(name: "herald.test.hub")
         let hub = NotificationHub()
-        let seen = Mutex<[Int]>([])
+        let seen = Locked<[Int]>([])
         let observation = hub.observe(ImportProgress.self, on: queue.deliveryTarget) { note in
             seen.withLock { $0.append(note.percent) }
         }
@@ -251,7 +251,7 @@ private final class RunRecorder: Sendable {
         var startOrder: [Int] = []
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Runs `body` as task `index` and returns `index * index`.
     func run(_ index: Int, _ body: () -> Void) -> Int {

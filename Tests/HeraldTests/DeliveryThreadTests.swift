@@ -11,7 +11,7 @@ struct DeliveryThreadTests {
     @Test func performRunsWorkOnTheNamedThreadInSubmissionOrder() async throws {
         let thread = DeliveryThread(name: "herald-fifo")
         defer { thread.shutdown() }
-        let log = Mutex<[(Int, Bool, String?)]>([])
+        let log = Locked<[(Int, Bool, String?)]>([])
         let done = DispatchSemaphore(value: 0)
         for index in 0..<100 {
             thread.perform {
@@ -136,7 +136,7 @@ struct DeliveryThreadTests {
     @Test func delayedWorkRunsInDeadlineOrder() async throws {
         let thread = DeliveryThread(name: "herald.test.deadlines")
         defer { thread.shutdown() }
-        let order = Mutex<[Int]>([])
+        let order = Locked<[Int]>([])
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             thread.perform(after: .milliseconds(120)) {
                 order.withLock { $0.append(3) }
@@ -219,7 +219,7 @@ struct DeliveryThreadTests {
         let thread = DeliveryThread(name: "herald.test.hub")
         defer { thread.shutdown() }
         let hub = NotificationHub()
-        let seen = Mutex<[Int]>([])
+        let seen = Locked<[Int]>([])
         let observation = hub.observe(NetworkPing.self, on: .thread(thread)) { ping in
             seen.withLock { $0.append(thread.isCurrent ? ping.value : -1) }
         }
@@ -235,12 +235,12 @@ struct DeliveryThreadTests {
     // MARK: Shutting down
 
     @Test func shutdownRunsTheQueuedWorkThenRejectsNewWork() async throws {
-        let rejections = Mutex<[DeliveryThreadError]>([])
+        let rejections = Locked<[DeliveryThreadError]>([])
         let thread = DeliveryThread(name: "herald.test.drain") { error in
             rejections.withLock { $0.append(error) }
         }
         let gate = DispatchSemaphore(value: 0)
-        let ran = Mutex<[Int]>([])
+        let ran = Locked<[Int]>([])
         thread.perform { gate.wait() }
         for index in 0..<50 {
             thread.perform { ran.withLock { $0.append(index) } }
@@ -271,7 +271,7 @@ struct DeliveryThreadTests {
     }
 
     @Test func workSubmittedDuringTheDrainIsRejected() async throws {
-        let rejections = Mutex<[DeliveryThreadError.Code]>([])
+        let rejections = Locked<[DeliveryThreadError.Code]>([])
         let thread = DeliveryThread(name: "herald.test.drain-submit") { error in
             rejections.withLock { $0.append(error.code) }
         }
@@ -287,7 +287,7 @@ struct DeliveryThreadTests {
     }
 
     @Test func delayedWorkStillPendingAtShutdownIsRejectedAndReported() async throws {
-        let rejections = Mutex<[DeliveryThreadError.Code]>([])
+        let rejections = Locked<[DeliveryThreadError.Code]>([])
         let thread = DeliveryThread(name: "herald.test.delayed") { error in
             rejections.withLock { $0.append(error.code) }
         }

@@ -13,7 +13,7 @@ struct LockFreeRegistryTests {
     struct Tick<T>: TypedNotification {}
 
     final class Log: Sendable {
-        let entries = Mutex<[String]>([])
+        let entries = Locked<[String]>([])
         func add(_ entry: String) { entries.withLock { $0.append(entry) } }
         var all: [String] { entries.withLock { $0 } }
     }
@@ -35,7 +35,7 @@ struct LockFreeRegistryTests {
     func membershipAtPostTime() {
         let hub = NotificationHub()
         let log = Log()
-        let added = Mutex<[Observation]>([])
+        let added = Locked<[Observation]>([])
         let first = hub.observe(Ping.self) { note in
             log.add("first \(note.value)")
             let token = hub.observe(Ping.self) { note in log.add("late \(note.value)") }
@@ -71,7 +71,7 @@ struct LockFreeRegistryTests {
     func cancelEverythingFromAHandler() {
         let hub = NotificationHub()
         let log = Log()
-        let tokens = Mutex<[Observation]>([])
+        let tokens = Locked<[Observation]>([])
         for index in 0..<40 {
             let token = hub.observe(Ping.self) { _ in
                 log.add("\(index)")
@@ -131,7 +131,7 @@ struct LockFreeRegistryTests {
     func queuedAndPosting() async {
         let hub = NotificationHub()
         let queue = DispatchQueue(label: "test.queue")
-        let seen = Mutex<[Int]>([])
+        let seen = Locked<[Int]>([])
         let count = 1_000
         await confirmation { done in
             let finished = DispatchSemaphore(value: 0)
@@ -169,7 +169,7 @@ struct WaitingPostTests {
     func postAndWaitReports() {
         let hub = NotificationHub()
         let queue = DispatchQueue(label: "test.wait")
-        let seen = Mutex<[Int]>([])
+        let seen = Locked<[Int]>([])
         let token = hub.observe(Ping.self, on: .queue(queue)) { note in seen.withLock { $0.append(note.value) } }
         let posting = hub.observe(Ping.self) { _ in throw Boom() }
         hub.errorHandler = { _ in }
@@ -184,7 +184,7 @@ struct WaitingPostTests {
     func postAndWaitInline() {
         let hub = NotificationHub()
         let queue = DispatchQueue(label: "test.inline")
-        let seen = Mutex<[Int]>([])
+        let seen = Locked<[Int]>([])
         let token = hub.observe(Ping.self, on: .queue(queue)) { note in seen.withLock { $0.append(note.value) } }
         let report = queue.sync { hub.postAndWait(Ping(value: 5)) }
         #expect(report.deliveredCount == 1)
@@ -196,7 +196,7 @@ struct WaitingPostTests {
     func deliverAwaits() async {
         let hub = NotificationHub()
         let queue = DispatchQueue(label: "test.deliver")
-        let seen = Mutex<[Int]>([])
+        let seen = Locked<[Int]>([])
         let token = hub.observe(Ping.self, on: .queue(queue)) { note in seen.withLock { $0.append(note.value) } }
         let report = await hub.deliver(Ping(value: 8))
         #expect(report.deliveredCount == 1)
@@ -208,7 +208,7 @@ struct WaitingPostTests {
     func cancelDropsQueued() {
         let hub = NotificationHub()
         let queue = DispatchQueue(label: "test.cancel")
-        let seen = Mutex<[Int]>([])
+        let seen = Locked<[Int]>([])
         let token = hub.observe(Ping.self, on: .queue(queue)) { note in seen.withLock { $0.append(note.value) } }
         queue.suspend()
         for index in 0..<100 { hub.post(Ping(value: index)) }
@@ -228,7 +228,7 @@ struct WaitingPostTests {
         let queue = DispatchQueue(label: "test.subject")
         let subject = Subject()
         let other = Subject()
-        let seen = Mutex<[String]>([])
+        let seen = Locked<[String]>([])
         let a = hub.observe(Ping.self, from: subject) { note in seen.withLock { $0.append("posting \(note.value)") } }
         let b = hub.observe(Ping.self, from: subject, on: .queue(queue)) { note in
             seen.withLock { $0.append("queue \(note.value)") }
@@ -244,7 +244,7 @@ struct WaitingPostTests {
     @Test("an owner observation ends when its owner is deallocated")
     func ownerLifetime() {
         let hub = NotificationHub()
-        let seen = Mutex<Int>(0)
+        let seen = Locked<Int>(0)
         var owner: Owner? = Owner()
         hub.observe(Ping.self, owner: owner!) { _, _ in seen.withLock { $0 += 1 } }
         hub.post(Ping(value: 1))
@@ -263,7 +263,7 @@ struct WaitingPostTests {
         }
         let hub = NotificationHub()
         let queue = DispatchQueue(label: "test.burst")
-        let seen = Mutex<[Int]>([])
+        let seen = Locked<[Int]>([])
         let token = hub.observe(Named.self, on: .queue(queue)) { note in
             #expect(note.name == "item \(note.index)")
             seen.withLock { $0.append(note.index) }

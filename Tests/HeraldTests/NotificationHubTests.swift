@@ -386,7 +386,10 @@ struct NotificationHubTests {
         selfCancelling.withLock {
             $0 = hub.observe(Ping.self, on: .queue(DispatchQueue(label: "self-cancel"))) { note in
                 seen.append("once \(note.value)")
-                selfCancelling.withLock { $0?.cancel() }
+                selfCancelling.withLock {
+                    $0?.cancel()
+                    $0 = nil  // the handler holds this slot: keeping the token would be a cycle
+                }
                 let token = hub.observe(Pong.self, on: .queue(DispatchQueue(label: "added"))) { pong in
                     seen.append("pong \(pong.value)")
                 }

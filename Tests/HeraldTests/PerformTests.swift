@@ -158,7 +158,7 @@ struct PerformTests {
     @Test func performOnTheCurrentQueueRunsAfterTheCallerReturns() async {
         let queue = DispatchQueue(label: "herald.test.enqueue")
         let target = DeliveryTarget.queue(queue)
-        let log = Mutex<[String]>([])
+        let log = Locked<[String]>([])
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             queue.async {
                 target.perform {
@@ -172,7 +172,7 @@ struct PerformTests {
     }
 
     @Test func performOnPostingDoesNotRunInsideTheCall() async {
-        let log = Mutex<[String]>([])
+        let log = Locked<[String]>([])
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             log.withLock { $0.append("before") }
             DeliveryTarget.posting.perform {
@@ -203,7 +203,7 @@ struct PerformTests {
         let operations = OperationQueue()
         operations.maxConcurrentOperationCount = 1
         let target = DeliveryTarget.operationQueue(operations)
-        let order = Mutex<[Int]>([])
+        let order = Locked<[Int]>([])
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             for index in 0..<50 {
                 target.perform {

@@ -36,7 +36,7 @@ final class WaitingSite: Sendable, CustomStringConvertible {
         case "executor":
             return WaitingSite(kind, .executor(QueueExecutor(label: "audit.executor")))
         case "operation queue ×1":
-            let operations = OperationQueue()
+            let operations = makeKeptOperationQueue()
             operations.maxConcurrentOperationCount = 1
             return WaitingSite(kind, .operationQueue(operations))
         default:

@@ -15,10 +15,10 @@ struct FaultInjectionTests {
         let hub = NotificationHub()
         let errors = Locked<[String: Int]>([:])
         let rethrown = Counter()
-        hub.errorHandler = { failure in
+        hub.errorHandler = { [weak hub] failure in
             errors.withLock { $0[failure.notificationType, default: 0] += 1 }
             // The error handler may itself post: Herald holds no lock while calling it.
-            hub.post(Pong(value: 0))
+            hub?.post(Pong(value: 0))
         }
         let pongs = hub.observe(Pong.self) { _ in rethrown.increment() }
         let gated = GatedTarget.all()
@@ -67,7 +67,10 @@ struct FaultInjectionTests {
             token.withLock { slot in
                 slot = hub.observe(Ping.self, on: target) { _ in
                     calls.withLock { $0[target.name, default: 0] += 1 }
-                    token.withLock { $0?.cancel() }
+                    token.withLock {
+                        $0?.cancel()
+                        $0 = nil  // the handler holds this slot: keeping the token would be a cycle
+                    }
                 }
             }
             others.append(hub.observe(Ping.self, on: target) { _ in seenByOthers.increment() })
@@ -108,19 +111,27 @@ struct FaultInjectionTests {
         let depth = 1_000
         let levels = Counter()
         let queued = Counter()
+        let stack = Locked<(top: UInt, bottom: UInt)>((0, 0))
         let other = hub.observe(Ping.self, on: .queue(DispatchQueue(label: "level"))) { _ in queued.increment() }
         let first = hub.observe(Ping.self) { note in
             levels.increment()
-            guard note.value < depth - 1 else { return }
+            if note.value == 0 { stack.withLock { $0.top = stackAddress() } }
+            guard note.value < depth - 1 else { return stack.withLock { $0.bottom = stackAddress() } }
             let report = hub.postAndWait(Ping(value: note.value + 1))
             // Every level below ran, inline and on the queue, before this one continues.
             #expect(report.deliveredCount == 2)
             #expect(queued.count >= depth - note.value - 1)
         }
-        let report = await onNewThread { hub.postAndWait(Ping(value: 0)) }
+        let report = await onNewThread(stackSize: 64 << 20) { hub.postAndWait(Ping(value: 0)) }
         #expect(report.deliveredCount == 2)
         #expect(levels.count == depth)
         #expect(queued.count == depth)
+        // Each level is a handler, a postAndWait and Herald's frames between them: about 6 KiB in a
+        // debug build (so 1,000 levels need 6 MiB of stack), several times that under a sanitizer.
+        let perLevel = stack.withLock { Int(bitPattern: $0.top &- $0.bottom) } / (depth - 1)
+        if stackDepthIsMeasurable {
+            #expect(perLevel > 0 && perLevel < 48 << 10, "\(perLevel) bytes of stack per level")
+        }
         withExtendedLifetime([first, other]) {}
     }
 
@@ -227,7 +238,7 @@ struct FaultInjectionTests {
 
     @Test(
         "100,000 notifications queued behind a suspended target all arrive, in order, once it resumes",
-        arguments: ["serial queue", "concurrent queue", "operation queue ×4", "executor", "delivery thread"]
+        arguments: ["serial queue", "concurrent queue", "executor", "delivery thread"]
     )
     func suspendedTargetThenResumed(targetName: String) async throws {
         let gated = try #require(GatedTarget.all().first { $0.name == targetName })
@@ -477,6 +488,26 @@ struct FaultInjectionTests {
         _ = try? await blocker.value
         #expect(sawFinished.withLock { $0 } != nil, "the work was released, and its deinit could use the task")
         await #expect(throws: CancellationError.self) { try await task.value }
+    }
+
+    @Test("A BackgroundQueue let go while its cancelled tasks are still draining does not crash")
+    func backgroundQueueReleasedWhileDraining() async throws {
+        var finished = 0
+        for round in 0..<1_000 {
+            var tasks: [BackgroundTask<Int>] = []
+            do {
+                let queue = try BackgroundQueue(name: "released.\(round)", maxConcurrentTasks: 2)
+                for index in 0..<50 {
+                    tasks.append(queue.enqueue(after: index > 0 ? [tasks[index - 1]] : []) { index })
+                }
+                queue.cancelAllTasks()
+            }  // the last reference to the queue goes here, with its operations still queued
+            for task in tasks {
+                _ = try? await task.value
+                if task.isFinished { finished += 1 }
+            }
+        }
+        #expect(finished == 1_000 * 50)
     }
 
     @Test("Cancelling 1,000 awaiting callers of BackgroundQueue.perform at once: each returns or throws, none hangs")

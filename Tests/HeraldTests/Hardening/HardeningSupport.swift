@@ -3,6 +3,19 @@ import Foundation
 import Herald
 import Synchronization
 
+/// Whether ``stackAddress()`` measures the thread's real stack.
+///
+/// Under AddressSanitizer with `detect_stack_use_after_return` (its default), locals live in
+/// "fake stack" frames on the heap, so addresses say nothing about depth. `.ci/run` turns that
+/// option off for its sanitizer run; elsewhere the depth checks are skipped under ASan.
+let stackDepthIsMeasurable: Bool = {
+    typealias CurrentFakeStack = @convention(c) () -> UnsafeMutableRawPointer?
+    guard let process = dlopen(nil, RTLD_NOW), let symbol = dlsym(process, "__asan_get_current_fake_stack") else {
+        return true
+    }
+    return unsafeBitCast(symbol, to: CurrentFakeStack.self)() == nil
+}()
+
 /// The address of a local variable in the caller's frame: how deep the calling thread's stack is.
 ///
 /// Stacks grow downwards, so `outer - inner` is the number of bytes between two frames on one
@@ -35,9 +48,9 @@ final class Captured: Sendable {
 
 /// A delivery target that a test can hold shut while notifications queue behind it, then open.
 ///
-/// Dispatch queues are suspended, an operation queue is suspended, a ``DeliveryThread`` is kept
-/// busy by a blocked work item. The main queue and actors cannot be held shut without blocking a
-/// thread the test runner needs, so for them `close` and `open` do nothing.
+/// Dispatch queues are suspended and a ``DeliveryThread`` is kept busy by a blocked work item.
+/// The main queue and actors cannot be held shut without blocking a thread the test runner needs,
+/// and an operation queue is not suspended (see below), so for them `close` and `open` do nothing.
 final class GatedTarget: Sendable {
     let name: String
     /// The target, or `nil` for the actor kind, which observes on ``store``.
@@ -71,7 +84,7 @@ final class GatedTarget: Sendable {
     static func all() -> [GatedTarget] {
         let serial = DispatchQueue(label: "gated.serial")
         let concurrent = DispatchQueue(label: "gated.concurrent", attributes: .concurrent)
-        let operations = OperationQueue()
+        let operations = makeKeptOperationQueue()
         operations.maxConcurrentOperationCount = 4
         let executor = QueueExecutor(label: "gated.executor")
         let thread = DeliveryThread(name: "gated.thread")
@@ -81,9 +94,9 @@ final class GatedTarget: Sendable {
             GatedTarget("serial queue", .queue(serial), close: { serial.suspend() }, open: { serial.resume() }),
             GatedTarget(
                 "concurrent queue", .queue(concurrent), close: { concurrent.suspend() }, open: { concurrent.resume() }),
-            GatedTarget(
-                "operation queue ×4", .operationQueue(operations),
-                close: { operations.isSuspended = true }, open: { operations.isSuspended = false }),
+            // Not suspended: toggling `isSuspended` while other threads add operations crashed inside
+            // swift-corelibs-foundation under AddressSanitizer (see `makeKeptOperationQueue()`).
+            GatedTarget("operation queue ×4", .operationQueue(operations), isGated: false),
             GatedTarget(
                 "executor", .executor(executor), close: { executor.queue.suspend() },
                 open: { executor.queue.resume() }),
@@ -169,4 +182,32 @@ func timedOnNewThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async ->
         let result = body()
         return (result, clock.now - start)
     }
+}
+
+/// Runs `body` on a new thread with a stack of `stackSize` bytes and resumes when it is done.
+///
+/// For deliberately deep recursion: AddressSanitizer's red zones make every frame several times
+/// larger, so a depth that fits an 8 MiB stack in a normal build may not under the sanitizer.
+func onNewThread<T: Sendable>(stackSize: Int, _ body: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        let thread = Thread { continuation.resume(returning: body()) }
+        thread.stackSize = stackSize
+        thread.start()
+    }
+}
+
+/// Operation queues that live until the process exits.
+private let keptOperationQueues = Locked<[OperationQueue]>([])
+
+/// An `OperationQueue` that is never deallocated.
+///
+/// swift-corelibs-foundation crashes (a bad pointer dereference in
+/// `Operation.observeValue(forKeyPath:ofObject:)`, called from `OperationQueue._schedule`) when an
+/// operation queue's last reference goes while it is still finishing an operation, which is what
+/// happens when a test ends right after its last delivery. Tests that do not test that keep their
+/// queues; there are a few dozen.
+func makeKeptOperationQueue() -> OperationQueue {
+    let queue = OperationQueue()
+    keptOperationQueues.withLock { $0.append(queue) }
+    return queue
 }

@@ -24,7 +24,7 @@ struct LeakTests {
             ("main", .main),
             ("serial queue", .queue(DispatchQueue(label: "leak.serial"))),
             ("concurrent queue", .queue(DispatchQueue(label: "leak.concurrent", attributes: .concurrent))),
-            ("operation queue", .operationQueue(OperationQueue())),
+            ("operation queue", .operationQueue(makeKeptOperationQueue())),
             ("executor", .executor(QueueExecutor(label: "leak.executor"))),
         ]
     }
