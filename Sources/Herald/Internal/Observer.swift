@@ -597,12 +597,24 @@ final class Observer<N: Sendable>: AnyObserver, @unchecked Sendable {  // Immuta
                 run(batch.item(index, layout), isPlain: isPlain, layout)
                 index += 1
             }
+            let batchCount = batch.count
             // Keep the buffer for the next batch while the job runs: a burst swaps two buffers
             // back and forth instead of mapping fresh pages for each batch.
             batch.removeAllMoved(keepingCapacity: batch.capacity <= Self.burstCapacity)
+            if sawBurst && batchCount < Self.gatherCount {
+                // The drain keeps up with the poster: let a batch gather before taking the lane's
+                // lock again, so that the poster does not find it held on every post.
+                let until = monotonicNanoseconds() &+ Self.gatherNanoseconds
+                while monotonicNanoseconds() < until { yieldProcessor() }
+            }
         }
         batch.deallocate()
     }
+
+    /// A batch smaller than this, during a burst, means the drain outpaces the poster.
+    static var gatherCount: Int { 256 }
+    /// How long a drain job lets items gather after a small batch during a burst.
+    static var gatherNanoseconds: UInt64 { 2_000 }
 
     /// The most items a buffer may keep room for while a drain job runs.
     static var burstCapacity: Int { 65_536 }
