@@ -16,7 +16,9 @@ let package = Package(
         .library(name: "HeraldTesting", targets: ["HeraldTesting"]),
     ],
     targets: [
-        .target(name: "Herald", swiftSettings: swiftSettings),
+        // Read sections and the process-wide memory barrier behind the lock-free post path.
+        .target(name: "CHerald"),
+        .target(name: "Herald", dependencies: ["CHerald"], swiftSettings: swiftSettings),
         .target(name: "HeraldTesting", dependencies: ["Herald"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "herald-runloop-probe",

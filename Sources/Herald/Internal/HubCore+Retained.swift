@@ -59,7 +59,7 @@ extension HubCore {
     ///   which then may overlap a live post made on another thread.
     func addReplaying<N: Sendable>(_ observer: Observer<N>) {
         if observer.lane != nil {
-            let (mustSchedule, garbage) = buckets.withLock { buckets -> (Bool, [ObserverList]) in
+            let (mustSchedule, retired) = buckets.withLock { buckets -> (Bool, RetiredLists) in
                 let bucket = bucket(of: N.self, in: &buckets)
                 let items = bucket.retained.replays(matching: observer.filters, after: 0).map {
                     QueuedItem(notification: $0.value, subjectID: $0.subjectID, group: nil)
@@ -67,7 +67,7 @@ extension HubCore {
                 let mustSchedule = observer.preload(items)
                 return (mustSchedule, bucket.add(observer))
             }
-            withExtendedLifetime(garbage) {}  // replaced lists are released outside the lock
+            retired.release()  // outside the lock
             if mustSchedule { observer.scheduleDrain() }
             return
         }
@@ -75,16 +75,16 @@ extension HubCore {
         var seen: UInt64 = 0
         var round = 0
         while true {
-            let (replays, latest, isAdded, garbage) = buckets.withLock {
-                buckets -> ([RetainedValues<N>.Replay], UInt64, Bool, [ObserverList]) in
+            let (replays, latest, isAdded, retired) = buckets.withLock {
+                buckets -> ([RetainedValues<N>.Replay], UInt64, Bool, RetiredLists) in
                 let bucket = bucket(of: N.self, in: &buckets)
                 let latest = bucket.retained.lastSequence
                 let replays = bucket.retained.replays(matching: observer.filters, after: seen)
                 let addNow = replays.isEmpty || round >= Self.maxReplayRounds
-                let garbage = addNow ? bucket.add(observer) : []
-                return (replays, latest, addNow, garbage)
+                let retired = addNow ? bucket.add(observer) : RetiredLists()
+                return (replays, latest, addNow, retired)
             }
-            withExtendedLifetime(garbage) {}  // replaced lists are released outside the lock
+            retired.release()  // outside the lock
             // No one else holds the observer yet, so only `isCancelledFlag` may be read here:
             // `isCancelled` could end a registration that is not in the registry.
             for replay in replays where !observer.isCancelledFlag {

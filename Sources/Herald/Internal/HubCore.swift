@@ -5,6 +5,7 @@ import Synchronization
 ///
 /// The registry mutates a bucket only while it holds its lock. Posts read the observer lists
 /// without any lock (see ``post(_:subject:)``), which is why a bucket lives as long as the hub.
+/// A list that is replaced goes to ``Reclamation``, which frees it once no post can be scanning it.
 class AnyBucket: @unchecked Sendable {  // Mutated only under `HubCore.buckets`' lock; see `post`.
     typealias ListSlot = Atomic<Unmanaged<ObserverList>?>
 
@@ -12,11 +13,6 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `HubCore.buckets`'
     fileprivate let postingList = ListSlot(nil)
     /// Observers with a lane, in registration order. The bucket owns one reference.
     fileprivate let queuedList = ListSlot(nil)
-    /// Posts scanning the lists right now.
-    private let readers = Atomic<Int>(0)
-    /// Lists replaced while a post may still scan them; released once no post is running.
-    private let retired = Lock<[ObserverList]>([])
-    private let hasRetired = Atomic<Bool>(false)
     /// Registrations not yet cancelled.
     var liveCount = 0
     /// Cancelled registrations still in the lists of a large type; removed in batches.
@@ -27,9 +23,9 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `HubCore.buckets`'
     /// Delivers a fire-and-forget post: enqueues it for every observer with a lane, then calls
     /// every posting-thread observer, in registration order.
     ///
-    /// It takes no lock and makes no heap allocation when only posting-thread observers match.
-    /// The lists it scans are the ones published when it starts; a list replaced meanwhile stays
-    /// alive until no post scans it (`readers`).
+    /// It takes no lock, makes no atomic read-modify-write and no heap allocation when only
+    /// posting-thread observers match. The lists it scans are the ones published when it starts;
+    /// a list replaced meanwhile stays alive until no post scans it (see ``Reclamation``).
     ///
     /// - Returns: Whether the post reached at least one observer.
     @inline(never)  // keeps this scan out of generic callers, where it would run unspecialised
@@ -57,35 +53,20 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `HubCore.buckets`'
     }
 
     /// Runs `body` with the observer lists published when it starts (queued, then posting), and
-    /// keeps them alive until it returns. Takes no lock.
+    /// keeps them alive until it returns: it runs in a read section (see ``Reclamation``).
     @inline(__always)
     func withLists<R>(
         _ body: (UnsafeBufferPointer<Unmanaged<AnyObserver>>, UnsafeBufferPointer<Unmanaged<AnyObserver>>) -> R
     ) -> R {
-        readers.wrappingAdd(1, ordering: .sequentiallyConsistent)
-        let queued = queuedList.load(ordering: .sequentiallyConsistent)
-        let posting = postingList.load(ordering: .sequentiallyConsistent)
-        let empty = UnsafeBufferPointer<Unmanaged<AnyObserver>>(start: nil, count: 0)
-        let result = body(
-            queued?._withUnsafeGuaranteedRef { $0.observers } ?? empty,
-            posting?._withUnsafeGuaranteedRef { $0.observers } ?? empty
-        )
-        let remaining = readers.wrappingSubtract(1, ordering: .sequentiallyConsistent).newValue
-        if remaining == 0 && hasRetired.load(ordering: .sequentiallyConsistent) {
-            reclaim()
+        Reclamation.reading(UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque())) {
+            let queued = queuedList.load(ordering: .acquiring)
+            let posting = postingList.load(ordering: .acquiring)
+            let empty = UnsafeBufferPointer<Unmanaged<AnyObserver>>(start: nil, count: 0)
+            return body(
+                queued?._withUnsafeGuaranteedRef { $0.observers } ?? empty,
+                posting?._withUnsafeGuaranteedRef { $0.observers } ?? empty
+            )
         }
-        return result
-    }
-
-    /// Releases the retired lists if no post scans any list of this bucket.
-    private func reclaim() {
-        let garbage = retired.withLock { retired -> [ObserverList] in
-            guard readers.load(ordering: .sequentiallyConsistent) == 0 else { return [] }
-            hasRetired.store(false, ordering: .sequentiallyConsistent)
-            defer { retired = [] }
-            return retired
-        }
-        withExtendedLifetime(garbage) {}  // released here, outside every lock
     }
 
     // MARK: Registry (under the registry lock)
@@ -93,7 +74,7 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `HubCore.buckets`'
     /// Adds a registration at the end of its list.
     ///
     /// - Returns: What must be released once the registry lock is no longer held.
-    func add(_ observer: AnyObserver) -> [ObserverList] {
+    func add(_ observer: AnyObserver) -> RetiredLists {
         liveCount += 1
         let isPosting = observer.flags & AnyObserver.Flags.isPosting != 0
         return isPosting ? append(observer, to: postingList) : append(observer, to: queuedList)
@@ -111,14 +92,14 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `HubCore.buckets`'
     ///
     /// - Returns: What must be released once the registry lock is no longer held.
     /// - Complexity: Amortised O(1) per cancelled observer in a large type; O(*n*) for at most 64.
-    func remove(_ observer: AnyObserver) -> [ObserverList] {
+    func remove(_ observer: AnyObserver) -> RetiredLists {
         liveCount -= 1
         if liveCount == 0 {
             deadCount = 0
             return removeObservers()  // the retained values stay
         }
         deadCount += 1
-        guard liveCount + deadCount <= 64 || deadCount * 8 >= liveCount else { return [] }
+        guard liveCount + deadCount <= 64 || deadCount * 8 >= liveCount else { return RetiredLists() }
         deadCount = 0
         return rebuild(postingList) + rebuild(queuedList)
     }
@@ -126,7 +107,7 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `HubCore.buckets`'
     /// Drops every registration.
     ///
     /// - Returns: What must be released once the registry lock is no longer held.
-    func removeObservers() -> [ObserverList] {
+    func removeObservers() -> RetiredLists {
         liveCount = 0
         return replace(postingList, with: nil) + replace(queuedList, with: nil)
     }
@@ -134,25 +115,25 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `HubCore.buckets`'
     /// Drops every registration and whatever else the bucket holds.
     ///
     /// - Returns: What must be released once the registry lock is no longer held.
-    func removeAll() -> [ObserverList] {
+    func removeAll() -> RetiredLists {
         removeObservers()
     }
 
-    private func append(_ observer: AnyObserver, to slot: borrowing ListSlot) -> [ObserverList] {
+    private func append(_ observer: AnyObserver, to slot: borrowing ListSlot) -> RetiredLists {
         guard let current = slot.load(ordering: .relaxed) else {
             let list = ObserverList(capacity: 4)
             _ = list.append(observer)
             return replace(slot, with: list)
         }
-        if current._withUnsafeGuaranteedRef({ $0.append(observer) }) { return [] }
+        if current._withUnsafeGuaranteedRef({ $0.append(observer) }) { return RetiredLists() }
         let old = current.takeUnretainedValue()
         let grown = old.copy(capacity: old.capacity * 2)
         _ = grown.append(observer)
         return replace(slot, with: grown)
     }
 
-    private func rebuild(_ slot: borrowing ListSlot) -> [ObserverList] {
-        guard let current = slot.load(ordering: .relaxed) else { return [] }
+    private func rebuild(_ slot: borrowing ListSlot) -> RetiredLists {
+        guard let current = slot.load(ordering: .relaxed) else { return RetiredLists() }
         let old = current.takeUnretainedValue()
         let survivors = old.observers.reduce(0) { $0 + ($1.takeUnretainedValue().isCancelledFlag ? 0 : 1) }
         if survivors == 0 { return replace(slot, with: nil) }
@@ -161,19 +142,11 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `HubCore.buckets`'
     }
 
     /// Publishes `list` in `slot` and retires the list it replaces.
-    private func replace(_ slot: borrowing ListSlot, with list: ObserverList?) -> [ObserverList] {
+    private func replace(_ slot: borrowing ListSlot, with list: ObserverList?) -> RetiredLists {
         let new = list.map { Unmanaged.passRetained($0) }
         let old = slot.exchange(new, ordering: .sequentiallyConsistent)
-        guard let old else { return [] }
-        let oldList = old.takeRetainedValue()  // the bucket's reference
-        return retired.withLock { retired -> [ObserverList] in
-            retired.append(oldList)
-            hasRetired.store(true, ordering: .sequentiallyConsistent)
-            guard readers.load(ordering: .sequentiallyConsistent) == 0 else { return [] }
-            hasRetired.store(false, ordering: .sequentiallyConsistent)
-            defer { retired = [] }
-            return retired
-        }
+        guard let old else { return RetiredLists() }
+        return RetiredLists(old.takeRetainedValue(), of: self)  // the bucket's reference
     }
 
     /// The observers in `slot`, as their concrete type. Call under the registry lock.
@@ -189,12 +162,38 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `HubCore.buckets`'
     }
 }
 
+/// Observer lists replaced under the registry lock, for ``Reclamation`` once the lock is released.
+struct RetiredLists: Sendable {
+    private(set) var lists: [ObserverList] = []
+    /// The address of the bucket the lists belonged to, which read sections announce.
+    private var scope: UInt = 0
+
+    init() {}
+
+    init(_ list: ObserverList, of bucket: AnyBucket) {
+        lists = [list]
+        scope = UInt(bitPattern: Unmanaged.passUnretained(bucket).toOpaque())
+    }
+
+    static func + (lhs: RetiredLists, rhs: RetiredLists) -> RetiredLists {
+        var sum = lhs.lists.isEmpty ? rhs : lhs
+        if !lhs.lists.isEmpty && !rhs.lists.isEmpty { sum.lists += rhs.lists }
+        return sum
+    }
+
+    /// Hands the lists to ``Reclamation``. Call without holding a lock: freeing a list can release
+    /// observers, and with them anything their handlers captured.
+    func release() {
+        Reclamation.retire(lists, scope: UnsafeRawPointer(bitPattern: scope))
+    }
+}
+
 /// The bucket of notification type `N`.
 final class Bucket<N: Sendable>: AnyBucket, @unchecked Sendable {
     /// The retained (sticky) values of this type, per subject. They outlive the observers.
     var retained = RetainedValues<N>()
 
-    override func removeAll() -> [ObserverList] {
+    override func removeAll() -> RetiredLists {
         retained = RetainedValues<N>()
         return super.removeAll()
     }
@@ -266,10 +265,10 @@ final class HubCore: Sendable {
     }
 
     func add<N: Sendable>(_ observer: Observer<N>) {
-        let garbage = buckets.withLock { buckets -> [ObserverList] in
+        let retired = buckets.withLock { buckets -> RetiredLists in
             bucket(of: N.self, in: &buckets).add(observer)
         }
-        withExtendedLifetime(garbage) {}  // released outside the lock
+        retired.release()  // outside the lock
     }
 
     /// The bucket of `type`, created and indexed if needed. Call under the registry lock.
@@ -290,11 +289,11 @@ final class HubCore: Sendable {
     /// What the registry lets go of is released after the lock: releasing a handler can run any
     /// `deinit`, and one that cancels another observation or releases the hub needs this lock.
     func remove<N: Sendable>(_ observer: Observer<N>) {
-        let garbage = buckets.withLock { buckets -> [ObserverList] in
-            guard let existing = buckets[ObjectIdentifier(N.self)] else { return [] }
+        let retired = buckets.withLock { buckets -> RetiredLists in
+            guard let existing = buckets[ObjectIdentifier(N.self)] else { return RetiredLists() }
             return unsafeDowncast(existing, to: Bucket<N>.self).remove(observer)
         }
-        withExtendedLifetime(garbage) {}  // released outside the lock
+        retired.release()  // outside the lock
     }
 
     /// The live observers of `type`, in registration order (posting-thread observers first).
@@ -314,7 +313,7 @@ final class HubCore: Sendable {
             return Array(buckets.values)
         }
         for bucket in all {
-            withExtendedLifetime(bucket.removeAll()) {}
+            bucket.removeAll().release()
         }
     }
 

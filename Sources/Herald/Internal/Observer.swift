@@ -236,6 +236,7 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
         static let hasFilters: UInt8 = 1 << 0
         static let hasOwner: UInt8 = 1 << 1
         static let isPosting: UInt8 = 1 << 2
+        static let isContextual: UInt8 = 1 << 3
     }
 
     init(core: HubCore, location: SourceLocation, flags: UInt8) {
@@ -340,6 +341,7 @@ final class Observer<N: Sendable>: AnyObserver, @unchecked Sendable {  // Immuta
             self.extras =
                 target.isPosting && filters == nil ? nil : Lane(target: target, filters: filters, contextual: nil)
         case .contextual(let body):
+            flags |= Flags.isContextual
             self.handler = { _ in }
             self.extras = Lane(target: target, filters: filters, contextual: body)
         }
@@ -395,15 +397,20 @@ final class Observer<N: Sendable>: AnyObserver, @unchecked Sendable {  // Immuta
     }
 
     override func deliver(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) {
-        if extras?.contextual == nil {
-            do {
-                try handler(payload.assumingMemoryBound(to: N.self).pointee)
-            } catch {
-                report(error)
-            }
-        } else {
-            _ = invoke(payload.assumingMemoryBound(to: N.self).pointee, subjectID: subjectID)
+        guard flags & Flags.isContextual == 0 else {
+            return deliverContextual(payload, subjectID: subjectID)
         }
+        do {
+            try handler(payload.assumingMemoryBound(to: N.self).pointee)
+        } catch {
+            report(error)
+        }
+    }
+
+    /// ``deliver(_:subjectID:)`` for a contextual handler; kept out of the plain path.
+    @inline(never)
+    private func deliverContextual(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) {
+        _ = invoke(payload.assumingMemoryBound(to: N.self).pointee, subjectID: subjectID)
     }
 
     override func enqueue(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?, group: WaitGroup?) -> Bool {
@@ -416,6 +423,7 @@ final class Observer<N: Sendable>: AnyObserver, @unchecked Sendable {  // Immuta
 
     /// Reports a handler's error to the hub and returns it as a failure.
     @discardableResult
+    @inline(never)
     private func report(_ error: any Error) -> ObserverFailure {
         let failure = makeFailure(error)
         core.report(failure)

@@ -1,0 +1,77 @@
+#include "CHerald.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__linux__)
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+__thread herald_reader *herald_current_reader __attribute__((tls_model("initial-exec"))) = 0;
+bool herald_readers_use_fences = true;
+
+static herald_reader *registry = 0;
+static pthread_key_t exit_key;
+static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
+
+static void give_back(void *record) {
+    herald_reader *reader = record;
+    herald_current_reader = 0;
+    __atomic_store_n(&reader->in_use, 0, __ATOMIC_RELEASE);
+}
+
+static void setup(void) {
+    pthread_key_create(&exit_key, give_back);
+#if defined(__linux__) && defined(__NR_membarrier)
+    long supported = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+    if (supported > 0 && (supported & MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0 &&
+        syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0) {
+        herald_readers_use_fences = false;
+    }
+#endif
+}
+
+herald_reader *herald_reader_register(void) {
+    pthread_once(&setup_once, setup);
+    herald_reader *reader = 0;
+    for (herald_reader *each = __atomic_load_n(&registry, __ATOMIC_ACQUIRE); each; each = each->next) {
+        uintptr_t free_slot = 0;
+        if (__atomic_load_n(&each->in_use, __ATOMIC_RELAXED) == 0 &&
+            __atomic_compare_exchange_n(&each->in_use, &free_slot, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+            reader = each;
+            break;
+        }
+    }
+    if (!reader) {
+        void *memory = 0;
+        if (posix_memalign(&memory, 64, sizeof(herald_reader)) != 0 || !memory) abort();
+        memset(memory, 0, sizeof(herald_reader));
+        reader = memory;
+        reader->in_use = 1;
+        herald_reader *head = __atomic_load_n(&registry, __ATOMIC_RELAXED);
+        do {
+            reader->next = head;
+        } while (!__atomic_compare_exchange_n(&registry, &head, reader, true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
+    }
+    reader->depth = 0;
+    herald_current_reader = reader;
+    pthread_setspecific(exit_key, reader);
+    return reader;
+}
+
+void herald_readers_barrier(void) {
+    pthread_once(&setup_once, setup);
+#if defined(__linux__) && defined(__NR_membarrier)
+    if (!herald_readers_use_fences && syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0) {
+        return;
+    }
+#endif
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+herald_reader *herald_readers_first(void) {
+    return __atomic_load_n(&registry, __ATOMIC_SEQ_CST);
+}

@@ -1,0 +1,77 @@
+internal import CHerald
+
+/// Frees what lock-free readers may still be reading, once none of them can be.
+///
+/// Posts read the observer lists of a type without a lock and without any atomic
+/// read-modify-write: each post announces a *read section* in its thread's own record with plain
+/// stores (see `CHerald.h`). A registration or cancellation that replaces a list hands the old one
+/// here. ``retire(_:scope:)`` makes every thread of the process pass a memory barrier (Linux
+/// `membarrier`; a full fence elsewhere), then reads the records: the old list is freed at once
+/// when no thread is in a section over the same bucket, and otherwise as soon as the last such
+/// section ends (that thread frees it).
+///
+/// Sections nest (a handler that posts); a thread that reads two buckets in nested sections
+/// holds back what is retired from either.
+enum Reclamation {
+    /// What waits for read sections to end.
+    private struct Pending: @unchecked Sendable {  // The records are never freed; see CHerald.h.
+        /// What is freed once the sections end.
+        let garbage: [AnyObject]
+        /// The records in a section that may read it, each with that section's sequence.
+        let sections: [(reader: UnsafeMutablePointer<herald_reader>, sequence: UInt64)]
+    }
+
+    private static let pending = Lock<[Pending]>([])
+
+    /// Frees `garbage` (no longer published) once no read section that may have seen it is left.
+    ///
+    /// Call without holding any lock: freeing can run any `deinit`.
+    ///
+    /// - Parameter scope: The address readers of `garbage` announce (its bucket), or `nil` to wait
+    ///   for every section.
+    static func retire(_ garbage: [AnyObject], scope: UnsafeRawPointer?) {
+        guard !garbage.isEmpty else { return }
+        guard var reader = heraldReadersFirst() else { return }  // no thread has ever read
+        heraldReadersBarrier()
+        var sections: [(reader: UnsafeMutablePointer<herald_reader>, sequence: UInt64)] = []
+        while true {
+            var sequence: UInt64 = 0
+            if heraldReaderHolds(reader, scope, &sequence) {
+                sections.append((reader, sequence))
+            }
+            guard let next = heraldReaderNext(reader) else { break }
+            reader = next
+        }
+        guard !sections.isEmpty else { return }  // `garbage` is released here
+        pending.withLock { $0.append(Pending(garbage: garbage, sections: sections)) }
+        for section in sections {
+            heraldReaderWant(section.reader)
+        }
+        // A section that ends after this barrier sees its record wanted, and polls.
+        heraldReadersBarrier()
+        poll()
+    }
+
+    /// Frees everything whose read sections have all ended.
+    static func poll() {
+        let freed = pending.withLock { pending -> [Pending] in
+            var freed: [Pending] = []
+            pending.removeAll { item in
+                let done = item.sections.allSatisfy { heraldReaderSequence($0.reader) != $0.sequence }
+                if done { freed.append(item) }
+                return done
+            }
+            return freed
+        }
+        withExtendedLifetime(freed) {}  // released here, outside the lock
+    }
+
+    /// Runs `body` in a read section over `scope`.
+    @inline(__always)
+    static func reading<R>(_ scope: UnsafeRawPointer, _ body: () -> R) -> R {
+        let reader = heraldReadBegin(scope)
+        let result = body()
+        if heraldReadEnd(reader) { poll() }
+        return result
+    }
+}

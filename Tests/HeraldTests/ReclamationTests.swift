@@ -1,0 +1,148 @@
+import Dispatch
+import Testing
+
+@testable import Herald
+
+/// When the hub lets go of a cancelled observer (and what its handler captured) while posts on
+/// other threads scan the observer lists without a lock (see `Reclamation`).
+@Suite("Releasing cancelled observers while posts run")
+struct ReclamationTests {
+    struct Ping: TypedNotification { let value: Int }
+    struct Other: TypedNotification {}
+
+    /// A post on another thread, held inside a posting-thread handler of `Notification` until
+    /// `release()`.
+    final class HeldPost<Notification: TypedNotification>: Sendable {
+        let entered = DispatchSemaphore(value: 0)
+        let proceed = DispatchSemaphore(value: 0)
+        let token: Observation
+
+        init(on hub: NotificationHub, _ type: Notification.Type) {
+            let entered = entered
+            let proceed = proceed
+            token = hub.observe(type) { _ in
+                entered.signal()
+                proceed.wait()
+            }
+        }
+
+        /// Resumes the held post.
+        func release() { proceed.signal() }
+    }
+
+    @Test("An observer cancelled while another thread's post scans its list is released when that post ends")
+    func releasedWhenTheScanEnds() async {
+        let hub = NotificationHub()
+        let held = HeldPost(on: hub, Ping.self)
+        let calls = Locked(0)
+        var captured: Captured? = Captured()
+        let probe = WeakProbe(captured!)
+        var token: Observation? = hub.observe(Ping.self) { [captured] _ in
+            withExtendedLifetime(captured) { calls.withLock { $0 += 1 } }
+        }
+        captured = nil
+
+        async let post: Void = onNewThread { hub.post(Ping(value: 1)) }
+        await onNewThread { held.entered.wait() }
+        token?.cancel()
+        token = nil
+        // The held post may still read the list that holds the cancelled observer.
+        #expect(!probe.isReleased)
+        held.release()
+        await post
+        #expect(probe.isReleased)
+        #expect(calls.withLock { $0 } == 0)  // cancelled before the post reached it
+        #expect(hub.observerCount(of: Ping.self) == 1)
+        withExtendedLifetime(held) {}
+    }
+
+    @Test("A post of another type on another thread does not hold back a cancelled observer")
+    func otherTypesDoNotHoldBack() async {
+        let hub = NotificationHub()
+        let held = HeldPost(on: hub, Other.self)
+        var captured: Captured? = Captured()
+        let probe = WeakProbe(captured!)
+        var token: Observation? = hub.observe(Ping.self) { [captured] _ in withExtendedLifetime(captured) {} }
+        captured = nil
+
+        async let post: Void = onNewThread { hub.post(Other()) }
+        await onNewThread { held.entered.wait() }
+        token = nil  // cancels
+        #expect(probe.isReleased)
+        held.release()
+        await post
+        #expect(token == nil)
+    }
+
+    @Test("A handler that cancels an observer of its own type releases it when its own post ends")
+    func cancelFromInsideThePost() {
+        let hub = NotificationHub()
+        var captured: Captured? = Captured()
+        let probe = WeakProbe(captured!)
+        let victim = Locked<Observation?>(hub.observe(Ping.self) { [captured] _ in withExtendedLifetime(captured) {} })
+        captured = nil
+        let releasedDuringPost = Locked<Bool?>(nil)
+        let killer = hub.observe(Ping.self) { _ in
+            let token = victim.withLock { token in
+                defer { token = nil }
+                return token
+            }
+            token?.cancel()
+            withExtendedLifetime(token) {}
+            releasedDuringPost.withLock { $0 = probe.isReleased }
+        }
+        hub.post(Ping(value: 1))
+        #expect(releasedDuringPost.withLock { $0 } == false)  // this very post still scans that list
+        #expect(probe.isReleased)
+        withExtendedLifetime(killer) {}
+    }
+
+    @Test("Threads that posted and exited do not hold back later cancellations")
+    func exitedThreadsDoNotHoldBack() async {
+        let hub = NotificationHub()
+        let counter = Locked(0)
+        let keep = hub.observe(Ping.self) { _ in counter.withLock { $0 += 1 } }
+        await onThreads(32) { index in
+            hub.post(Ping(value: index))
+            hub.post(Other())
+        }
+        #expect(counter.withLock { $0 } == 32)
+        var captured: Captured? = Captured()
+        let probe = WeakProbe(captured!)
+        var token: Observation? = hub.observe(Ping.self) { [captured] _ in withExtendedLifetime(captured) {} }
+        captured = nil
+        token = nil
+        #expect(probe.isReleased)
+        #expect(token == nil)
+        withExtendedLifetime(keep) {}
+    }
+
+    @Test("Nested posts of several types on many threads while observers come and go: every post reaches the live observers")
+    func nestedChurn() async {
+        let hub = NotificationHub()
+        let outer = Locked(0)
+        let inner = Locked(0)
+        let a = hub.observe(Ping.self) { note in
+            outer.withLock { $0 += 1 }
+            hub.post(Other())
+        }
+        let b = hub.observe(Other.self) { _ in inner.withLock { $0 += 1 } }
+        async let churn: Void = onNewThread {
+            for _ in 0..<2_000 {
+                let token = hub.observe(Other.self) { _ in }
+                let pingToken = hub.observe(Ping.self) { _ in }
+                token.cancel()
+                pingToken.cancel()
+            }
+        }
+        await onThreads(2) { index in
+            for value in 0..<20_000 { hub.post(Ping(value: value)) }
+        }
+        await churn
+        #expect(outer.withLock { $0 } == 40_000)
+        #expect(inner.withLock { $0 } == 40_000)
+        #expect(hub.observerCount(of: Ping.self) == 1)
+        #expect(hub.observerCount(of: Other.self) == 1)
+        withExtendedLifetime((a, b)) {}
+    }
+}
