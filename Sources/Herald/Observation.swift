@@ -54,7 +54,8 @@ public final class Observation: Hashable, Sendable {
     ///
     /// The notifications queued for the observer are released at once, and the hub no longer
     /// holds the handler: the handler, and whatever it captures, is released when you let go of
-    /// this observation too (and once a delivery job already handed to the target has run).
+    /// this observation too (and once a delivery job already handed to the target has run, and a
+    /// post of the same type that another thread is running right now has finished).
     public func cancel() {
         registration.cancel()
     }
