@@ -13,4 +13,20 @@
 ///
 /// Because the value is `Sendable`, it can be handed to observers on any thread, queue or actor
 /// without copying it into a dictionary.
-public protocol TypedNotification: Sendable {}
+public protocol TypedNotification: Sendable {
+    /// Not API: calls `handler` with the notification at `payload`.
+    ///
+    /// Herald calls handlers from code that does not know the notification type. This requirement
+    /// has a default implementation that is compiled where your type conforms, for your type, so
+    /// that the call passes the notification straight to the handler instead of copying it
+    /// through the type's value witnesses. Do not implement it.
+    static func _heraldCall(_ handler: (Self) throws -> Void, with payload: UnsafeRawPointer) rethrows
+}
+
+extension TypedNotification {
+    /// Not API: see the requirement.
+    @inlinable
+    public static func _heraldCall(_ handler: (Self) throws -> Void, with payload: UnsafeRawPointer) rethrows {
+        try handler(payload.assumingMemoryBound(to: Self.self).pointee)
+    }
+}

@@ -14,7 +14,7 @@ extension HubCore {
     static let maxReplayRounds = 8
 
     /// Stores `value` as the retained value for `subject` and returns the observers it reaches.
-    func retainAndSnapshot<N: Sendable>(_ value: N, subject: AnyObject?) -> Snapshot<N> {
+    func retainAndSnapshot<N: TypedNotification>(_ value: N, subject: AnyObject?) -> Snapshot<N> {
         buckets.withLock { buckets in
             let bucket = bucket(of: N.self, in: &buckets)
             bucket.retained.store(value, subject: subject)
@@ -23,7 +23,7 @@ extension HubCore {
     }
 
     /// The value of `type` retained for `subject`.
-    func retainedValue<N: Sendable>(of type: N.Type, subject: AnyObject?) -> N? {
+    func retainedValue<N: TypedNotification>(of type: N.Type, subject: AnyObject?) -> N? {
         buckets.withLock { buckets -> N? in
             guard let bucket = buckets[ObjectIdentifier(type)] else { return nil }
             return unsafeDowncast(bucket, to: Bucket<N>.self).retained.value(for: subject)
@@ -31,7 +31,7 @@ extension HubCore {
     }
 
     /// Removes the value of `type` retained for `subject` and returns it.
-    func removeRetainedValue<N: Sendable>(of type: N.Type, subject: AnyObject?) -> N? {
+    func removeRetainedValue<N: TypedNotification>(of type: N.Type, subject: AnyObject?) -> N? {
         buckets.withLock { buckets -> N? in
             guard let bucket = buckets[ObjectIdentifier(type)] else { return nil }
             return unsafeDowncast(bucket, to: Bucket<N>.self).retained.remove(for: subject)
@@ -39,7 +39,7 @@ extension HubCore {
     }
 
     /// Removes every retained value of `type`; returns how many there were.
-    func removeAllRetainedValues<N: Sendable>(of type: N.Type) -> Int {
+    func removeAllRetainedValues<N: TypedNotification>(of type: N.Type) -> Int {
         buckets.withLock { buckets -> Int in
             guard let bucket = buckets[ObjectIdentifier(type)] else { return 0 }
             return unsafeDowncast(bucket, to: Bucket<N>.self).retained.removeAll()
@@ -57,7 +57,7 @@ extension HubCore {
     ///   skipped: only the latest per subject is stored). After ``maxReplayRounds`` rounds of
     ///   constant retaining posts, it becomes visible together with the last values to replay,
     ///   which then may overlap a live post made on another thread.
-    func addReplaying<N: Sendable>(_ observer: Observer<N>) {
+    func addReplaying<N: TypedNotification>(_ observer: Observer<N>) {
         if observer.lane != nil {
             let (mustSchedule, retired) = buckets.withLock { buckets -> (Bool, RetiredLists) in
                 let bucket = bucket(of: N.self, in: &buckets)

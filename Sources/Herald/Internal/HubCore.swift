@@ -150,7 +150,7 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `HubCore.buckets`'
     }
 
     /// The observers in `slot`, as their concrete type. Call under the registry lock.
-    fileprivate static func array<N: Sendable>(
+    fileprivate static func array<N: TypedNotification>(
         in slot: borrowing ListSlot, of type: N.Type
     ) -> ContiguousArray<Observer<N>> {
         slot.load(ordering: .acquiring)?.takeUnretainedValue().array(of: type) ?? []
@@ -189,7 +189,7 @@ struct RetiredLists: Sendable {
 }
 
 /// The bucket of notification type `N`.
-final class Bucket<N: Sendable>: AnyBucket, @unchecked Sendable {
+final class Bucket<N: TypedNotification>: AnyBucket, @unchecked Sendable {
     /// The retained (sticky) values of this type, per subject. They outlive the observers.
     var retained = RetainedValues<N>()
 
@@ -205,7 +205,7 @@ final class Bucket<N: Sendable>: AnyBucket, @unchecked Sendable {
 }
 
 /// The observers of one type at the moment of a post. Observers added later are not in it.
-struct Snapshot<N: Sendable>: Sendable {
+struct Snapshot<N: TypedNotification>: Sendable {
     let posting: ContiguousArray<Observer<N>>
     let queued: ContiguousArray<Observer<N>>
 }
@@ -256,7 +256,7 @@ final class HubCore: Sendable {
         return bucket._withUnsafeGuaranteedRef { $0.post(payload, subject: subject) }
     }
 
-    func snapshot<N: Sendable>(of type: N.Type) -> Snapshot<N>? {
+    func snapshot<N: TypedNotification>(of type: N.Type) -> Snapshot<N>? {
         buckets.withLock { buckets -> Snapshot<N>? in
             guard let bucket = buckets[ObjectIdentifier(type)] else { return nil }
             let typed = unsafeDowncast(bucket, to: Bucket<N>.self)
@@ -264,7 +264,7 @@ final class HubCore: Sendable {
         }
     }
 
-    func add<N: Sendable>(_ observer: Observer<N>) {
+    func add<N: TypedNotification>(_ observer: Observer<N>) {
         let retired = buckets.withLock { buckets -> RetiredLists in
             bucket(of: N.self, in: &buckets).add(observer)
         }
@@ -272,7 +272,7 @@ final class HubCore: Sendable {
     }
 
     /// The bucket of `type`, created and indexed if needed. Call under the registry lock.
-    func bucket<N: Sendable>(of type: N.Type, in buckets: inout [ObjectIdentifier: AnyBucket]) -> Bucket<N> {
+    func bucket<N: TypedNotification>(of type: N.Type, in buckets: inout [ObjectIdentifier: AnyBucket]) -> Bucket<N> {
         let key = ObjectIdentifier(type)
         if let existing = buckets[key] {
             return unsafeDowncast(existing, to: Bucket<N>.self)
@@ -288,7 +288,7 @@ final class HubCore: Sendable {
     ///
     /// What the registry lets go of is released after the lock: releasing a handler can run any
     /// `deinit`, and one that cancels another observation or releases the hub needs this lock.
-    func remove<N: Sendable>(_ observer: Observer<N>) {
+    func remove<N: TypedNotification>(_ observer: Observer<N>) {
         let retired = buckets.withLock { buckets -> RetiredLists in
             guard let existing = buckets[ObjectIdentifier(N.self)] else { return RetiredLists() }
             return unsafeDowncast(existing, to: Bucket<N>.self).remove(observer)
@@ -298,7 +298,7 @@ final class HubCore: Sendable {
 
     /// The live observers of `type`, in registration order (posting-thread observers first).
     /// Registrations whose owner or subject has been deallocated are ended first.
-    func observers<N: Sendable>(of type: N.Type) -> [Observer<N>] {
+    func observers<N: TypedNotification>(of type: N.Type) -> [Observer<N>] {
         guard let snapshot = snapshot(of: type) else { return [] }
         return (snapshot.posting + snapshot.queued).filter { !$0.isCancelled }
     }

@@ -63,7 +63,7 @@ public struct DeliveryContext: Sendable {
 }
 
 /// The handler of one observer.
-enum Handler<N: Sendable>: Sendable {
+enum Handler<N: TypedNotification>: Sendable {
     case plain(@Sendable (N) throws -> Void)
     case contextual(@Sendable (N, DeliveryContext) throws -> Void)
 }
@@ -101,7 +101,7 @@ final class Filters: @unchecked Sendable {
 }
 
 /// One queued delivery.
-struct QueuedItem<N: Sendable>: Sendable {
+struct QueuedItem<N: TypedNotification>: Sendable {
     let notification: N
     let subjectID: ObjectIdentifier?
     let group: WaitGroup?
@@ -115,7 +115,7 @@ struct QueuedItem<N: Sendable>: Sendable {
 ///
 /// At most one drain runs at a time. A drain takes the whole buffer as one batch, so a burst of
 /// posts costs one hop to the target, not one per notification.
-final class Lane<N: Sendable>: Sendable {
+final class Lane<N: TypedNotification>: Sendable {
     let target: DeliveryTarget
     let filters: Filters?
     let contextual: (@Sendable (N, DeliveryContext) throws -> Void)?
@@ -324,7 +324,7 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
 
 /// One registration: a handler and, for asynchronous targets, filters or a contextual handler,
 /// a ``Lane``.
-final class Observer<N: Sendable>: AnyObserver, @unchecked Sendable {  // Immutable; see AnyObserver.
+final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  // Immutable; see AnyObserver.
     /// The handler; unused when `extras` holds a contextual one.
     private let handler: @Sendable (N) throws -> Void
     /// Target, filters, contextual handler and mailbox; `nil` for a plain posting-thread observer.
@@ -401,7 +401,7 @@ final class Observer<N: Sendable>: AnyObserver, @unchecked Sendable {  // Immuta
             return deliverContextual(payload, subjectID: subjectID)
         }
         do {
-            try handler(payload.assumingMemoryBound(to: N.self).pointee)
+            try N._heraldCall(handler, with: payload)
         } catch {
             report(error)
         }
@@ -632,18 +632,23 @@ final class Observer<N: Sendable>: AnyObserver, @unchecked Sendable {  // Immuta
     /// Runs one item and consumes it (its payload is moved out, its group released).
     @inline(__always)
     private func run(_ item: UnsafeMutableRawPointer, isPlain: Bool, _ layout: ItemQueue.Layout) {
-        let notification = (item + layout.payloadOffset).assumingMemoryBound(to: N.self).move()
+        let payload = (item + layout.payloadOffset).assumingMemoryBound(to: N.self)
         let (subjectID, group) = Lane<N>.takeHeader(item)
+        if group == nil && isPlain {
+            // The common case: the handler reads the notification where it lies in the batch.
+            if !isCancelled {
+                do { try N._heraldCall(handler, with: payload) } catch { report(error) }
+            }
+            if !_isPOD(N.self) { payload.deinitialize(count: 1) }
+            return
+        }
+        let notification = payload.move()
         guard !isCancelled else {
             group?.leave(.skipped)
             return
         }
         guard let group else {
-            if isPlain {
-                do { try handler(notification) } catch { report(error) }
-            } else {
-                _ = invoke(notification, subjectID: subjectID)
-            }
+            _ = invoke(notification, subjectID: subjectID)
             return
         }
         let failure: ObserverFailure?

@@ -50,7 +50,7 @@ final class ObserverList: @unchecked Sendable {  // Slots below `published` are 
     }
 
     /// The observers as an array of their concrete type, in registration order.
-    func array<N: Sendable>(of type: N.Type) -> ContiguousArray<Observer<N>> {
+    func array<N: TypedNotification>(of type: N.Type) -> ContiguousArray<Observer<N>> {
         ContiguousArray(observers.lazy.map { unsafeDowncast($0.takeUnretainedValue(), to: Observer<N>.self) })
     }
 }

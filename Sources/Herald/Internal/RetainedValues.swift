@@ -6,7 +6,7 @@
 /// lookup made with a live object only matches an entry whose weak reference still loads to that
 /// very object, so the entry of a deallocated subject never matches a new object that happens to
 /// reuse its address.
-struct RetainedValues<N: Sendable> {
+struct RetainedValues<N: TypedNotification> {
     struct Entry {
         var value: N
         weak var subject: AnyObject?
