@@ -16,7 +16,7 @@ enum Reclamation {
     /// What waits for read sections to end.
     private struct Pending: @unchecked Sendable {  // The records are never freed; see CHerald.h.
         /// What is freed once the sections end.
-        let garbage: [AnyObject]
+        let garbage: [ObserverList]
         /// The records in a section that may read it, each with that section's sequence.
         let sections: [(reader: UnsafeMutablePointer<herald_reader>, sequence: UInt64)]
     }
@@ -29,7 +29,7 @@ enum Reclamation {
     ///
     /// - Parameter scope: The address readers of `garbage` announce (its bucket), or `nil` to wait
     ///   for every section.
-    static func retire(_ garbage: [AnyObject], scope: UnsafeRawPointer?) {
+    static func retire(_ garbage: [ObserverList], scope: UnsafeRawPointer?) {
         guard !garbage.isEmpty else { return }
         guard var reader = heraldReadersFirst() else { return }  // no thread has ever read
         heraldReadersBarrier()
