@@ -145,7 +145,10 @@ public final class BackgroundQueue: Sendable {
         let operation = TaskOperation(core: BackgroundTaskCore(work: work))
         operation.queuePriority = priority.queuePriority
         for dependency in dependencies {
-            operation.addDependency(dependency.dependencyHandle.operation)
+            let upstream = dependency.dependencyHandle.operation
+            // Foundation does not retain an operation's dependents (see `DependentsKeeper`).
+            (upstream as? any KeepsDependents)?.dependents.keep(BackgroundTaskHandle(operation: operation))
+            operation.addDependency(upstream)
         }
         let task = BackgroundTask(operation: operation)
         operations.addOperation(operation)

@@ -202,12 +202,15 @@ protocol TaskCancelling: AnyObject {
 /// (``TaskCancelling``): the operation then runs, finds the task cancelled, and finishes at once.
 /// If someone cancels the operation itself, the core is cancelled first, so the task still
 /// finishes even though `Operation` never calls `main()` for it.
-final class TaskOperation<Value: Sendable>: Operation, @unchecked Sendable {  // Restated from Operation; adds only the immutable, Sendable `core`.
+final class TaskOperation<Value: Sendable>: Operation, KeepsDependents, @unchecked Sendable {  // Restated from Operation; adds only the immutable, Sendable `core` and `dependents`.
     let core: BackgroundTaskCore<Value>
+    let dependents = DependentsKeeper()
 
     init(core: BackgroundTaskCore<Value>) {
         self.core = core
         super.init()
+        // Foundation calls the completion block once it is done with this operation's dependents.
+        completionBlock = { [dependents] in dependents.releaseAll() }
     }
 
     override func main() {
@@ -223,6 +226,36 @@ final class TaskOperation<Value: Sendable>: Operation, @unchecked Sendable {  //
 extension TaskOperation: TaskCancelling {
     func cancelTask() {
         core.cancel()
+    }
+}
+
+/// An operation that keeps the operations depending on it alive until it has finished.
+protocol KeepsDependents: AnyObject {
+    var dependents: DependentsKeeper { get }
+}
+
+/// Keeps the operations that depend on one task alive until that task has finished.
+///
+/// swift-corelibs-foundation remembers an operation's dependents without retaining them, and walks
+/// them when the operation finishes. A dependent that was cancelled, finished and released first
+/// (its handle dropped) was then read after it had been freed: a crash in
+/// `Operation.observeValue(forKeyPath:ofObject:)`. Each task keeps its dependents here until its
+/// completion block runs, which Foundation does after it is done with them.
+final class DependentsKeeper: Sendable {
+    private let dependents = Lock<[BackgroundTaskHandle]?>([])
+
+    /// Keeps `dependent` until ``releaseAll()``; does nothing once the task has finished.
+    func keep(_ dependent: BackgroundTaskHandle) {
+        dependents.withLock { $0?.append(dependent) }
+    }
+
+    /// Lets the dependents go, outside the lock; later ``keep(_:)`` calls keep nothing.
+    func releaseAll() {
+        let released = dependents.withLock { dependents in
+            defer { dependents = nil }
+            return dependents
+        }
+        withExtendedLifetime(released) {}
     }
 }
 

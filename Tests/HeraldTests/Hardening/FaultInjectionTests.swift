@@ -407,17 +407,6 @@ struct FaultInjectionTests {
 
     // MARK: BackgroundQueue
 
-    /// Whether the storm also makes tasks depend on one another (`HERALD_STORM_DEPENDENCIES=1`).
-    ///
-    /// Off by default: with dependencies, about one run in five on a loaded 2-core Linux machine
-    /// crashed inside swift-corelibs-foundation (`Operation.observeValue(forKeyPath:ofObject:)`,
-    /// called from `OperationQueue._schedule`, a bad pointer dereference) while other threads
-    /// cancelled tasks. BackgroundQueue's dependencies are `Operation.addDependency`; see the
-    /// hardening report (issue #8).
-    static var stormWithDependencies: Bool {
-        ProcessInfo.processInfo.environment["HERALD_STORM_DEPENDENCIES"] == "1"
-    }
-
     @Test("A BackgroundQueue cancellation storm: every task finishes once, with its value or CancellationError")
     func backgroundQueueCancellationStorm() async throws {
         let queue = try BackgroundQueue(name: "storm", maxConcurrentTasks: 4)
@@ -430,7 +419,7 @@ struct FaultInjectionTests {
         var generator = SplitMix64(seed: 0x5709)
         for index in 0..<count {
             let dependencies: [any BackgroundTaskDependency] =
-                Self.stormWithDependencies && index > 10 && generator.next() % 3 == 0
+                index > 10 && generator.next() % 3 == 0
                 ? [tasks[Int(generator.next() % UInt64(index))]] : []
             let priority = BackgroundTaskPriority.allCases[Int(generator.next() % 5)]
             tasks.append(queue.enqueue(priority: priority, after: dependencies) {
