@@ -166,7 +166,10 @@ struct FaultInjectionTests {
             let posts = 100
             let newcomers = Locked<[Observation]>([])
             let newcomerCalls = Locked<[Int: Int]>([:])  // registration post -> calls
-            let registrar = hub.observe(Ping.self, on: target) { note in
+            // Weak: with more than 64 observers of a type, a cancelled one is released with the next
+            // batch, so a strong capture of the hub would outlive the test as a cycle.
+            let registrar = hub.observe(Ping.self, on: target) { [weak hub] note in
+                guard let hub else { return }
                 let registeredDuring = note.value
                 let token = hub.observe(Ping.self, on: target) { _ in
                     newcomerCalls.withLock { $0[registeredDuring, default: 0] += 1 }
