@@ -200,12 +200,18 @@ struct FaultInjectionTests {
         let perTarget = 200
         let calls = Locked<[String: [Int]]>([:])
         let errors = Counter()
-        let arrivals = Countdown(gated.count * (perTarget + 1))
+        let expectedErrors = gated.count * (perTarget / 10 + 1)
+        // Every delivery and every error report arrives: a handler arrives before it throws, so
+        // counting deliveries alone could end the wait before the last errors are reported.
+        let arrivals = Countdown(gated.count * (perTarget + 1) + expectedErrors)
         var hub: NotificationHub? = NotificationHub()
         let probe = hub.map(WeakProbe.init)
         var tokens: [Observation] = []
         if let hub {
-            hub.errorHandler = { _ in errors.increment() }
+            hub.errorHandler = { _ in
+                errors.increment()
+                arrivals.arrive()
+            }
             for target in gated {
                 tokens.append(hub.observe(Ping.self, on: target) { note in
                     calls.withLock { $0[target.name, default: []].append(note.value) }
@@ -233,7 +239,7 @@ struct FaultInjectionTests {
         for target in gated {
             #expect(calls.withLock { $0[target.name] } == Array(0...perTarget), "\(target.name)")
         }
-        #expect(errors.count == gated.count * (perTarget / 10 + 1))
+        #expect(errors.count == expectedErrors)
         withExtendedLifetime(tokens) {}
     }
 
