@@ -39,7 +39,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldTests",
-            dependencies: ["Herald", "herald-runloop-probe", "herald-demo"],
+            dependencies: ["Herald", "CHerald", "herald-runloop-probe", "herald-demo"],
             exclude: [],
             swiftSettings: swiftSettings
         ),

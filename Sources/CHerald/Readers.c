@@ -1,6 +1,9 @@
 #include "CHerald.h"
 
+#include <errno.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,7 +13,7 @@
 #include <unistd.h>
 #endif
 
-__thread herald_reader *herald_current_reader __attribute__((tls_model("initial-exec"))) = 0;
+__thread herald_reader *herald_current_reader HERALD_TLS_MODEL = 0;
 bool herald_readers_use_fences = true;
 
 static herald_reader *registry = 0;
@@ -20,6 +23,12 @@ static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
 static void give_back(void *record) {
     herald_reader *reader = record;
     herald_current_reader = 0;
+    // A thread that exits from inside a handler (pthread_exit) leaves its sections open: close
+    // them, or the next owner would see the sequence inverted and be taken for idle mid-section.
+    if (reader->sequence & 1) {
+        __atomic_store_n(&reader->sequence, reader->sequence + 1, __ATOMIC_RELEASE);
+    }
+    reader->depth = 0;
     __atomic_store_n(&reader->in_use, 0, __ATOMIC_RELEASE);
 }
 
@@ -69,7 +78,16 @@ herald_reader *herald_reader_register(void) {
 void herald_readers_barrier(void) {
     pthread_once(&setup_once, setup);
 #if defined(__linux__) && defined(__NR_membarrier)
-    if (!herald_readers_use_fences && syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0) {
+    if (!herald_readers_use_fences) {
+        // Readers rely on this barrier: it must not fail. After a successful registration it only
+        // fails for want of memory, or when a signal interrupts it; both pass, so try again.
+        while (syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) {
+            if (errno != ENOMEM && errno != EINTR && errno != EAGAIN) {
+                fprintf(stderr, "Herald: membarrier failed after registration (errno %d)\n", errno);
+                abort();
+            }
+            sched_yield();
+        }
         return;
     }
 #endif

@@ -1,7 +1,14 @@
+import CHerald
 import Dispatch
 import Testing
 
 @testable import Herald
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// When the hub lets go of a cancelled observer (and what its handler captured) while posts on
 /// other threads scan the observer lists without a lock (see `Reclamation`).
@@ -115,6 +122,63 @@ struct ReclamationTests {
         #expect(probe.isReleased)
         #expect(token == nil)
         withExtendedLifetime(keep) {}
+    }
+
+    @Test("A post nested in handlers of other types holds back only its own type, once it has returned")
+    func nestedPostsOfOtherTypesDoNotHoldBack() async {
+        struct A: TypedNotification {}
+        struct B: TypedNotification {}
+        struct C: TypedNotification {}
+        struct D: TypedNotification {}
+        let hub = NotificationHub()
+        let entered = DispatchSemaphore(value: 0)
+        let proceed = DispatchSemaphore(value: 0)
+        // A's handler posts B, whose handler posts C, whose handler posts D: four sections deep.
+        let tokens = [
+            hub.observe(A.self) { _ in
+                hub.post(B())
+                entered.signal()
+                proceed.wait()  // still inside the post of A, the nested ones have returned
+            },
+            hub.observe(B.self) { _ in hub.post(C()) },
+            hub.observe(C.self) { _ in hub.post(D()) },
+            hub.observe(D.self) { _ in },
+        ]
+        var captured: Captured? = Captured()
+        let probe = WeakProbe(captured!)
+        var token: Observation? = hub.observe(C.self) { [captured] _ in withExtendedLifetime(captured) {} }
+        captured = nil
+
+        async let post: Void = onNewThread { hub.post(A()) }
+        await onNewThread { entered.wait() }
+        token = nil  // an observer of C, whose post has returned
+        #expect(probe.isReleased)
+        proceed.signal()
+        await post
+        #expect(token == nil)
+        withExtendedLifetime(tokens) {}
+    }
+
+    @Test("A thread that exits inside a read section leaves no section open behind it")
+    func threadExitInsideASection() {
+        let scope = UnsafeMutableRawPointer.allocate(byteCount: 8, alignment: 8)
+        defer { scope.deallocate() }
+        #if canImport(Glibc)
+        var thread = pthread_t()
+        #else
+        var thread: pthread_t?
+        #endif
+        let created = pthread_create(&thread, nil, { scope in
+            _ = heraldReadBegin(scope)
+            pthread_exit(nil)  // as a handler that ends its thread would
+        }, scope)
+        #expect(created == 0)
+        #if canImport(Glibc)
+        pthread_join(thread, nil)
+        #else
+        if let thread { pthread_join(thread, nil) }
+        #endif
+        #expect(!Reclamation.isRead(UnsafeRawPointer(scope)))
     }
 
     @Test("Nested posts of several types on many threads while observers come and go: every post reaches the live observers")

@@ -25,10 +25,11 @@
 typedef struct herald_reader {
     /// Odd while the thread is in a read section, even otherwise. Written only by the thread.
     uint64_t sequence;
-    /// How many entries of `scopes` the current section uses, or `HERALD_SCOPES_ANY` once nested
-    /// sections read more different things than `scopes` holds. Written only by the thread.
+    /// How many entries of `scopes` are in use: the depth of nested sections, or
+    /// `HERALD_SCOPES_ANY` while they are nested deeper than `scopes` holds. Written only by the
+    /// thread.
     uintptr_t scope_count;
-    /// What the section and its nested sections read (a bucket's address each).
+    /// What each open section reads (a bucket's address), outermost first.
     uintptr_t scopes[3];
     /// Set by a writer that waits for this section to end; the thread polls when it ends one.
     uintptr_t wanted;
@@ -43,8 +44,16 @@ typedef struct herald_reader {
 
 #define HERALD_SCOPES_ANY ((uintptr_t)255)
 
+// Initial-exec TLS makes the record one load away. glibc keeps room for it even in a library
+// loaded with dlopen; other C libraries (musl, Bionic) may refuse that, so they use the default.
+#if defined(__GLIBC__)
+#define HERALD_TLS_MODEL __attribute__((tls_model("initial-exec")))
+#else
+#define HERALD_TLS_MODEL
+#endif
+
 /// The calling thread's record, or NULL before its first read section.
-extern __thread herald_reader *_Nullable herald_current_reader __attribute__((tls_model("initial-exec")));
+extern __thread herald_reader *_Nullable herald_current_reader HERALD_TLS_MODEL;
 /// Whether readers must use full fences (no `membarrier` on this system). Set once, before the
 /// first record is handed out.
 extern bool herald_readers_use_fences;
@@ -52,35 +61,27 @@ extern bool herald_readers_use_fences;
 /// Gives the calling thread a record (slow path of `herald_read_begin`).
 herald_reader *_Nonnull herald_reader_register(void);
 
-/// Notes that a nested section reads `scope` too.
-static inline void herald_read_nest(herald_reader *_Nonnull reader, uintptr_t scope) {
-    uintptr_t count = reader->scope_count;
-    if (count == HERALD_SCOPES_ANY) return;
-    for (uintptr_t index = 0; index < count; index++) {
-        if (reader->scopes[index] == scope) return;
-    }
-    if (count < 3) {
-        __atomic_store_n(&reader->scopes[count], scope, __ATOMIC_RELAXED);
-        __atomic_store_n(&reader->scope_count, count + 1, __ATOMIC_RELEASE);
-    } else {
-        __atomic_store_n(&reader->scope_count, HERALD_SCOPES_ANY, __ATOMIC_RELEASE);
-    }
-}
-
 /// Enters a read section over `scope` (an address naming what is read).
+///
+/// Sections nest (a handler that posts). Each open section's scope is kept, by depth, while it is
+/// open; one that has ended no longer holds anything back.
 static inline __attribute__((always_inline)) herald_reader *_Nonnull herald_read_begin(const void *_Nullable scope)
     CHERALD_SWIFT_NAME(heraldReadBegin(_:))
 {
     herald_reader *reader = herald_current_reader;
     if (__builtin_expect(reader == 0, 0)) reader = herald_reader_register();
-    if (reader->depth++ == 0) {
+    uintptr_t depth = reader->depth++;
+    if (depth == 0) {
         // Written while the sequence is even: a writer that sees them with an odd sequence reads
         // the sequence again to be sure they belong to that section.
         __atomic_store_n(&reader->scopes[0], (uintptr_t)scope, __ATOMIC_RELEASE);
         __atomic_store_n(&reader->scope_count, 1, __ATOMIC_RELEASE);
         __atomic_store_n(&reader->sequence, reader->sequence + 1, __ATOMIC_RELEASE);
-    } else if (reader->scopes[0] != (uintptr_t)scope) {
-        herald_read_nest(reader, (uintptr_t)scope);
+    } else if (depth < 3) {
+        __atomic_store_n(&reader->scopes[depth], (uintptr_t)scope, __ATOMIC_RELEASE);
+        __atomic_store_n(&reader->scope_count, depth + 1, __ATOMIC_RELEASE);
+    } else {
+        __atomic_store_n(&reader->scope_count, HERALD_SCOPES_ANY, __ATOMIC_RELEASE);
     }
     if (__builtin_expect(herald_readers_use_fences, 0)) {
         __atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -96,7 +97,12 @@ static inline __attribute__((always_inline)) bool herald_read_end(herald_reader 
     CHERALD_SWIFT_NAME(heraldReadEnd(_:))
 {
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    if (--reader->depth != 0) return false;
+    uintptr_t depth = --reader->depth;
+    if (depth != 0) {
+        // The nested section's reads are done before its scope is dropped (release).
+        __atomic_store_n(&reader->scope_count, depth <= 3 ? depth : HERALD_SCOPES_ANY, __ATOMIC_RELEASE);
+        return false;
+    }
     __atomic_store_n(&reader->sequence, reader->sequence + 1, __ATOMIC_RELEASE);
     if (__builtin_expect(herald_readers_use_fences, 0)) {
         __atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -136,7 +142,7 @@ static inline bool herald_reader_holds(const herald_reader *_Nonnull reader, con
     uintptr_t count = __atomic_load_n(&reader->scope_count, __ATOMIC_ACQUIRE);
     bool holds = scope == 0 || count > 3;
     for (uintptr_t index = 0; index < count && index < 3 && !holds; index++) {
-        holds = __atomic_load_n(&reader->scopes[index], __ATOMIC_RELAXED) == (uintptr_t)scope;
+        holds = __atomic_load_n(&reader->scopes[index], __ATOMIC_ACQUIRE) == (uintptr_t)scope;
     }
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
     uint64_t after = __atomic_load_n(&reader->sequence, __ATOMIC_RELAXED);

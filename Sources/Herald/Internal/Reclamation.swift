@@ -10,8 +10,9 @@ internal import CHerald
 /// when no thread is in a section over the same bucket, and otherwise as soon as the last such
 /// section ends (that thread frees it).
 ///
-/// Sections nest (a handler that posts); a thread that reads two buckets in nested sections
-/// holds back what is retired from either.
+/// Sections nest (a handler that posts): each open section holds back what is retired from its
+/// own bucket only, while it is open; a thread nested more than three deep holds back everything
+/// until it is back at three.
 enum Reclamation {
     /// What waits for read sections to end.
     private struct Pending: @unchecked Sendable {  // The records are never freed; see CHerald.h.
@@ -31,8 +32,9 @@ enum Reclamation {
     ///   for every section.
     static func retire(_ garbage: [ObserverList], scope: UnsafeRawPointer?) {
         guard !garbage.isEmpty else { return }
-        guard var reader = heraldReadersFirst() else { return }  // no thread has ever read
+        // The barrier comes first: a thread that registers after it cannot see `garbage`.
         heraldReadersBarrier()
+        guard var reader = heraldReadersFirst() else { return }  // no thread has ever read
         var sections: [(reader: UnsafeMutablePointer<herald_reader>, sequence: UInt64)] = []
         while true {
             var sequence: UInt64 = 0
@@ -50,6 +52,18 @@ enum Reclamation {
         // A section that ends after this barrier sees its record wanted, and polls.
         heraldReadersBarrier()
         poll()
+    }
+
+    /// Whether a thread is in a read section that may read `scope` right now. For tests.
+    static func isRead(_ scope: UnsafeRawPointer) -> Bool {
+        heraldReadersBarrier()
+        var next = heraldReadersFirst()
+        while let reader = next {
+            var sequence: UInt64 = 0
+            if heraldReaderHolds(reader, scope, &sequence) { return true }
+            next = heraldReaderNext(reader)
+        }
+        return false
     }
 
     /// Frees everything whose read sections have all ended.
