@@ -59,8 +59,10 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `HubCore.buckets`'
         _ body: (UnsafeBufferPointer<Unmanaged<AnyObserver>>, UnsafeBufferPointer<Unmanaged<AnyObserver>>) -> R
     ) -> R {
         Reclamation.reading(UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque())) {
-            let queued = queuedList.load(ordering: .acquiring)
-            let posting = postingList.load(ordering: .acquiring)
+            // Sequentially consistent (a plain load on x86-64, the same as acquiring on ARMv8):
+            // see `Reclamation.retire` for the thread that registers its record meanwhile.
+            let queued = queuedList.load(ordering: .sequentiallyConsistent)
+            let posting = postingList.load(ordering: .sequentiallyConsistent)
             let empty = UnsafeBufferPointer<Unmanaged<AnyObserver>>(start: nil, count: 0)
             return body(
                 queued?._withUnsafeGuaranteedRef { $0.observers } ?? empty,

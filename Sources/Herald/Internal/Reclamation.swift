@@ -32,9 +32,12 @@ enum Reclamation {
     ///   for every section.
     static func retire(_ garbage: [ObserverList], scope: UnsafeRawPointer?) {
         guard !garbage.isEmpty else { return }
-        // The barrier comes first: a thread that registers after it cannot see `garbage`.
+        // No record yet means no thread has ever read, and none can see `garbage`: a thread that
+        // registers later does so with a sequentially consistent compare-and-swap that the
+        // sequentially consistent load here did not see, and then loads the lists sequentially
+        // consistently too (`AnyBucket.withLists`), so it finds them already replaced.
+        guard var reader = heraldReadersFirst() else { return }
         heraldReadersBarrier()
-        guard var reader = heraldReadersFirst() else { return }  // no thread has ever read
         var sections: [(reader: UnsafeMutablePointer<herald_reader>, sequence: UInt64)] = []
         while true {
             var sequence: UInt64 = 0
