@@ -453,39 +453,31 @@ enum UserInfoUnboxer {
     }
 
     private static func unboxURL(_ value: Any, at path: Path) throws -> URL {
-        let flat = try present(value, URL.self, at: path)
-        if let url = flat as? URL {
-            return url
-        }
-        guard let string = flat as? String else {
-            throw wrap(.typeMismatch(at: path, expected: "URL", found: flat), type: URL.self)
-        }
-        guard let url = URL(string: string) else {
-            throw wrap(
-                .invalidValue(
-                    at: path, expected: "URL", found: UserInfoDecodingError.describeFound(flat),
-                    detail: "not a valid URL"),
-                type: URL.self)
-        }
-        return url
+        try unboxParsed(value, at: path, name: "URL", detail: "not a valid URL") { URL(string: $0) }
     }
 
     private static func unboxUUID(_ value: Any, at path: Path) throws -> UUID {
-        let flat = try present(value, UUID.self, at: path)
-        if let uuid = flat as? UUID {
-            return uuid
+        try unboxParsed(value, at: path, name: "UUID", detail: "not a valid UUID string") { UUID(uuidString: $0) }
+    }
+
+    /// A value stored either as itself or as a string that `parse` reads (a `URL`, a `UUID`).
+    private static func unboxParsed<T>(
+        _ value: Any, at path: Path, name: String, detail: String, parse: (String) -> T?
+    ) throws -> T {
+        let flat = try present(value, T.self, at: path)
+        if let typed = flat as? T {
+            return typed
         }
         guard let string = flat as? String else {
-            throw wrap(.typeMismatch(at: path, expected: "UUID", found: flat), type: UUID.self)
+            throw wrap(.typeMismatch(at: path, expected: name, found: flat), type: T.self)
         }
-        guard let uuid = UUID(uuidString: string) else {
+        guard let parsed = parse(string) else {
             throw wrap(
                 .invalidValue(
-                    at: path, expected: "UUID", found: UserInfoDecodingError.describeFound(flat),
-                    detail: "not a valid UUID string"),
-                type: UUID.self)
+                    at: path, expected: name, found: UserInfoDecodingError.describeFound(flat), detail: detail),
+                type: T.self)
         }
-        return uuid
+        return parsed
     }
 
     static func typeName(_ type: Any.Type) -> String {

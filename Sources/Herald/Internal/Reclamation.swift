@@ -36,17 +36,8 @@ enum Reclamation {
         // registers later does so with a sequentially consistent compare-and-swap that the
         // sequentially consistent load here did not see, and then loads the lists sequentially
         // consistently too (`AnyBucket.withLists`), so it finds them already replaced.
-        guard var reader = heraldReadersFirst() else { return }
-        heraldReadersBarrier()
-        var sections: [(reader: UnsafeMutablePointer<herald_reader>, sequence: UInt64)] = []
-        while true {
-            var sequence: UInt64 = 0
-            if heraldReaderHolds(reader, scope, &sequence) {
-                sections.append((reader, sequence))
-            }
-            guard let next = heraldReaderNext(reader) else { break }
-            reader = next
-        }
+        guard heraldReadersFirst() != nil else { return }
+        let sections = openSections(reading: scope)
         guard !sections.isEmpty else { return }  // `garbage` is released here
         pending.withLock { $0.append(Pending(garbage: garbage, sections: sections)) }
         for section in sections {
@@ -59,14 +50,24 @@ enum Reclamation {
 
     /// Whether a thread is in a read section that may read `scope` right now. For tests.
     static func isRead(_ scope: UnsafeRawPointer) -> Bool {
+        !openSections(reading: scope).isEmpty
+    }
+
+    /// After a barrier, the read sections that may read `scope` (`nil`: any), each with its record.
+    private static func openSections(
+        reading scope: UnsafeRawPointer?
+    ) -> [(reader: UnsafeMutablePointer<herald_reader>, sequence: UInt64)] {
         heraldReadersBarrier()
+        var sections: [(reader: UnsafeMutablePointer<herald_reader>, sequence: UInt64)] = []
         var next = heraldReadersFirst()
         while let reader = next {
             var sequence: UInt64 = 0
-            if heraldReaderHolds(reader, scope, &sequence) { return true }
+            if heraldReaderHolds(reader, scope, &sequence) {
+                sections.append((reader, sequence))
+            }
             next = heraldReaderNext(reader)
         }
-        return false
+        return sections
     }
 
     /// Frees everything whose read sections have all ended.
