@@ -24,11 +24,8 @@ static void give_back(void *record) {
     herald_reader *reader = record;
     herald_current_reader = 0;
     // A thread that exits from inside a handler (pthread_exit) leaves its sections open: close
-    // them, or the next owner would see the sequence inverted and be taken for idle mid-section.
-    if (reader->sequence & 1) {
-        __atomic_store_n(&reader->sequence, reader->sequence + 1, __ATOMIC_RELEASE);
-    }
-    reader->depth = 0;
+    // them, or they would hold back what they read for as long as the record is not reused.
+    __atomic_store_n(&reader->open, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&reader->in_use, 0, __ATOMIC_RELEASE);
 }
 
@@ -69,10 +66,45 @@ herald_reader *herald_reader_register(void) {
             reader->next = head;
         } while (!__atomic_compare_exchange_n(&registry, &head, reader, true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
     }
-    reader->depth = 0;
+    __atomic_store_n(&reader->open, 0, __ATOMIC_RELEASE);
     herald_current_reader = reader;
     pthread_setspecific(exit_key, reader);
     return reader;
+}
+
+herald_section *herald_reader_deep_entry(herald_reader *reader, uintptr_t depth) {
+    uintptr_t index = depth - HERALD_INLINE_SECTIONS;
+    herald_overflow *current = reader->overflow;
+    if (current && index < current->capacity) return &current->sections[index];
+    uintptr_t capacity = current ? current->capacity : 12;
+    while (capacity <= index) capacity *= 2;
+    herald_overflow *grown = calloc(1, sizeof(herald_overflow) + capacity * sizeof(herald_section));
+    if (!grown) abort();
+    grown->capacity = capacity;
+    grown->previous = current;  // kept: a writer may be reading it
+    if (current) {
+        for (uintptr_t each = 0; each < current->capacity; each++) {
+            grown->sections[each].scope = __atomic_load_n(&current->sections[each].scope, __ATOMIC_RELAXED);
+            grown->sections[each].id = __atomic_load_n(&current->sections[each].id, __ATOMIC_RELAXED);
+        }
+    }
+    // Published before the depth that needs it (`herald_read_begin` stores `open` with release).
+    __atomic_store_n(&reader->overflow, grown, __ATOMIC_RELEASE);
+    return &grown->sections[index];
+}
+
+bool herald_reader_take_wanted(herald_reader *reader, uintptr_t depth) {
+    if (depth == 0) {
+        // No section is open any more: whatever was waited for on this record may be done.
+        __atomic_store_n(&reader->wanted, 0, __ATOMIC_RELAXED);
+        return true;
+    }
+    uint64_t bit = (uint64_t)1 << (depth < 63 ? depth : 63);
+    uint64_t wanted = __atomic_load_n(&reader->wanted, __ATOMIC_RELAXED);
+    if ((wanted & bit) == 0) return false;
+    // Bit 63 stands for every depth from 63 on: keep it until the section at 63 ends.
+    if (depth <= 63) __atomic_fetch_and(&reader->wanted, ~bit, __ATOMIC_RELAXED);
+    return true;
 }
 
 void herald_readers_barrier(void) {

@@ -181,6 +181,90 @@ struct ReclamationTests {
         #expect(!Reclamation.isRead(UnsafeRawPointer(scope)))
     }
 
+    /// A notification whose observer posts it again, one level less, until level 0.
+    struct Level: TypedNotification { let remaining: Int }
+
+    @Test(
+        "A post nested to any depth on another thread holds back no other type",
+        arguments: [5, 70, 300]
+    )
+    func deeplyNestedPostsHoldBackNoOtherType(depth: Int) async {
+        let hub = NotificationHub()
+        let entered = DispatchSemaphore(value: 0)
+        let proceed = DispatchSemaphore(value: 0)
+        let deepest = Locked(0)
+        let chain = hub.observe(Level.self) { level in
+            if level.remaining > 0 {
+                hub.post(Level(remaining: level.remaining - 1))
+            } else {
+                deepest.withLock { $0 += 1 }
+                entered.signal()
+                proceed.wait()  // `depth` + 1 sections open on this thread
+            }
+        }
+        var captured: Captured? = Captured()
+        let probe = WeakProbe(captured!)
+        var token: Observation? = hub.observe(Ping.self) { [captured] _ in withExtendedLifetime(captured) {} }
+        captured = nil
+
+        async let post: Void = onNewThread { hub.post(Level(remaining: depth)) }
+        await onNewThread { entered.wait() }
+        token = nil  // cancels an observer of a type the nested posts do not read
+        #expect(probe.isReleased)
+        proceed.signal()
+        await post
+        #expect(deepest.withLock { $0 } == 1)
+        #expect(token == nil)
+        withExtendedLifetime(chain) {}
+    }
+
+    @Test(
+        "An observer cancelled during a nested post of its type is released when that post returns, while the outer ones go on",
+        arguments: [0, 3, 62, 63, 100]
+    )
+    func releasedWhenTheNestedPostReturns(levelsAbove: Int) async {
+        let hub = NotificationHub()
+        let entered = DispatchSemaphore(value: 0)
+        let proceed = DispatchSemaphore(value: 0)
+        let returned = DispatchSemaphore(value: 0)
+        let finish = DispatchSemaphore(value: 0)
+        let releasedAfterReturn = Locked<Bool?>(nil)
+        // Level posts nest `levelsAbove` deep, then the innermost posts Ping (held in its handler);
+        // once Ping's post has returned, the outermost Level handler waits before returning.
+        let chain = hub.observe(Level.self) { level in
+            if level.remaining > 0 {
+                hub.post(Level(remaining: level.remaining - 1))
+            } else {
+                hub.post(Ping(value: 0))
+            }
+            if level.remaining == levelsAbove {
+                returned.signal()
+                finish.wait()
+            }
+        }
+        let held = hub.observe(Ping.self) { _ in
+            entered.signal()
+            proceed.wait()
+        }
+        var captured: Captured? = Captured()
+        let probe = WeakProbe(captured!)
+        var token: Observation? = hub.observe(Ping.self) { [captured] _ in withExtendedLifetime(captured) {} }
+        captured = nil
+
+        async let post: Void = onNewThread { hub.post(Level(remaining: levelsAbove)) }
+        await onNewThread { entered.wait() }
+        token = nil  // cancels while the post of Ping may still read the list that holds it
+        #expect(!probe.isReleased)
+        proceed.signal()
+        await onNewThread { returned.wait() }
+        releasedAfterReturn.withLock { $0 = probe.isReleased }
+        finish.signal()
+        await post
+        #expect(releasedAfterReturn.withLock { $0 } == true, "held back by the outer posts of another type")
+        #expect(token == nil)
+        withExtendedLifetime((chain, held)) {}
+    }
+
     @Test("Nested posts of several types on many threads while observers come and go: every post reaches the live observers")
     func nestedChurn() async {
         let hub = NotificationHub()

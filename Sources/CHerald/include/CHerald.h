@@ -20,29 +20,50 @@
 #define CHERALD_SWIFT_NAME(name)
 #endif
 
+/// One open read section: what it reads and which section it is.
+typedef struct herald_section {
+    /// What the section reads (a bucket's address).
+    uintptr_t scope;
+    /// Which section of its record this is: a record numbers its sections 1, 2, 3, ... whatever
+    /// their depth, so a writer that sees another number at the same depth knows the section ended.
+    uint64_t id;
+} herald_section;
+
+/// The sections of a record nested deeper than `HERALD_INLINE_SECTIONS`. An array that is outgrown
+/// is kept (a writer may still be reading it), linked from the one that replaced it.
+typedef struct herald_overflow {
+    /// The array this one replaced, or NULL.
+    struct herald_overflow *_Nullable previous;
+    /// How many entries `sections` has.
+    uintptr_t capacity;
+    /// The sections at depths `HERALD_INLINE_SECTIONS` and deeper.
+    herald_section sections[];
+} herald_overflow;
+
+#define HERALD_INLINE_SECTIONS 4
+
 /// One thread's record of its read sections. Records are never freed: a thread that exits gives
 /// its record back for reuse by a later thread.
 typedef struct herald_reader {
-    /// Odd while the thread is in a read section, even otherwise. Written only by the thread.
-    uint64_t sequence;
-    /// How many entries of `scopes` are in use: the depth of nested sections, or
-    /// `HERALD_SCOPES_ANY` while they are nested deeper than `scopes` holds. Written only by the
-    /// thread.
-    uintptr_t scope_count;
-    /// What each open section reads (a bucket's address), outermost first.
-    uintptr_t scopes[3];
-    /// Set by a writer that waits for this section to end; the thread polls when it ends one.
-    uintptr_t wanted;
-    /// Sections entered and not yet left. Only the thread touches it.
-    uintptr_t depth;
+    /// How many sections are open: the depth of nesting (a handler that posts). Written only by
+    /// the thread, after the entry of the section it opens.
+    uintptr_t open;
+    /// The number of the last section opened. Only the thread touches it.
+    uint64_t last_id;
+    /// The open sections, outermost first; deeper ones are in `overflow`.
+    herald_section sections[HERALD_INLINE_SECTIONS];
+    /// The sections deeper than `sections` holds, or NULL. Written only by the thread.
+    herald_overflow *_Nullable overflow;
+    /// Set by writers that wait for a section of this record to end: bit `d` for the section at
+    /// depth `d` (bit 63 for 63 and deeper). The thread polls when it ends such a section.
+    uint64_t wanted;
     /// 1 while a thread owns the record.
     uintptr_t in_use;
     /// The next record in the registry.
     struct herald_reader *_Nullable next;
-    char padding[56];
+    /// To 128 bytes: records are aligned to 64, and no two share a cache line.
+    char padding[16];
 } herald_reader;
-
-#define HERALD_SCOPES_ANY ((uintptr_t)255)
 
 // Initial-exec TLS makes the record one load away. glibc keeps room for it even in a library
 // loaded with dlopen; other C libraries (musl, Bionic) may refuse that, so they use the default.
@@ -61,6 +82,23 @@ extern bool herald_readers_use_fences;
 /// Gives the calling thread a record (slow path of `herald_read_begin`).
 herald_reader *_Nonnull herald_reader_register(void);
 
+/// The entry of the section at `depth`, which is `HERALD_INLINE_SECTIONS` or deeper, growing the
+/// overflow array as needed (slow path of `herald_read_begin`).
+herald_section *_Nonnull herald_reader_deep_entry(herald_reader *_Nonnull reader, uintptr_t depth);
+
+/// Whether a writer waits for the section at `depth` that just ended (slow path of
+/// `herald_read_end`); clears what it answers.
+bool herald_reader_take_wanted(herald_reader *_Nonnull reader, uintptr_t depth);
+
+/// Orders a section's announcement before its reads, or its reads before its end.
+static inline __attribute__((always_inline)) void herald_reader_fence(void) {
+    if (__builtin_expect(herald_readers_use_fences, 0)) {
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    } else {
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    }
+}
+
 /// Enters a read section over `scope` (an address naming what is read).
 ///
 /// Sections nest (a handler that posts). Each open section's scope is kept, by depth, while it is
@@ -70,48 +108,32 @@ static inline __attribute__((always_inline)) herald_reader *_Nonnull herald_read
 {
     herald_reader *reader = herald_current_reader;
     if (__builtin_expect(reader == 0, 0)) reader = herald_reader_register();
-    uintptr_t depth = reader->depth++;
-    if (depth == 0) {
-        // Written while the sequence is even: a writer that sees them with an odd sequence reads
-        // the sequence again to be sure they belong to that section.
-        __atomic_store_n(&reader->scopes[0], (uintptr_t)scope, __ATOMIC_RELEASE);
-        __atomic_store_n(&reader->scope_count, 1, __ATOMIC_RELEASE);
-        __atomic_store_n(&reader->sequence, reader->sequence + 1, __ATOMIC_RELEASE);
-    } else if (depth < 3) {
-        __atomic_store_n(&reader->scopes[depth], (uintptr_t)scope, __ATOMIC_RELEASE);
-        __atomic_store_n(&reader->scope_count, depth + 1, __ATOMIC_RELEASE);
-    } else {
-        __atomic_store_n(&reader->scope_count, HERALD_SCOPES_ANY, __ATOMIC_RELEASE);
-    }
-    if (__builtin_expect(herald_readers_use_fences, 0)) {
-        __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    } else {
-        __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    }
+    uintptr_t depth = __atomic_load_n(&reader->open, __ATOMIC_RELAXED);
+    herald_section *entry = __builtin_expect(depth < HERALD_INLINE_SECTIONS, 1)
+                                ? &reader->sections[depth]
+                                : herald_reader_deep_entry(reader, depth);
+    uint64_t id = ++reader->last_id;
+    // The number before the scope: a writer that sees this scope sees this number.
+    __atomic_store_n(&entry->id, id, __ATOMIC_RELAXED);
+    __atomic_store_n(&entry->scope, (uintptr_t)scope, __ATOMIC_RELEASE);
+    __atomic_store_n(&reader->open, depth + 1, __ATOMIC_RELEASE);
+    herald_reader_fence();
     return reader;
 }
 
-/// Leaves a read section. Returns true when a writer waits for this thread: call
+/// Leaves the innermost read section. Returns true when a writer waits for it to end: call
 /// `Reclamation.poll()` then.
 static inline __attribute__((always_inline)) bool herald_read_end(herald_reader *_Nonnull reader)
     CHERALD_SWIFT_NAME(heraldReadEnd(_:))
 {
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    uintptr_t depth = --reader->depth;
-    if (depth != 0) {
-        // The nested section's reads are done before its scope is dropped (release).
-        __atomic_store_n(&reader->scope_count, depth <= 3 ? depth : HERALD_SCOPES_ANY, __ATOMIC_RELEASE);
-        return false;
-    }
-    __atomic_store_n(&reader->sequence, reader->sequence + 1, __ATOMIC_RELEASE);
-    if (__builtin_expect(herald_readers_use_fences, 0)) {
-        __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    } else {
-        __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    }
+    uintptr_t depth = __atomic_load_n(&reader->open, __ATOMIC_RELAXED) - 1;
+    // The section's reads are done before it is seen to end (release).
+    __atomic_store_n(&reader->open, depth, __ATOMIC_RELEASE);
+    // Ends before the writer's request is read: a writer that asks after this sees it ended.
+    herald_reader_fence();
     if (__builtin_expect(__atomic_load_n(&reader->wanted, __ATOMIC_RELAXED) != 0, 0)) {
-        __atomic_store_n(&reader->wanted, 0, __ATOMIC_RELAXED);
-        return true;
+        return herald_reader_take_wanted(reader, depth);
     }
     return false;
 }
@@ -124,37 +146,57 @@ void herald_readers_barrier(void) CHERALD_SWIFT_NAME(heraldReadersBarrier());
 /// The first record of the registry (newest first), or NULL.
 herald_reader *_Nullable herald_readers_first(void) CHERALD_SWIFT_NAME(heraldReadersFirst());
 
-/// The record's sequence, read with acquire ordering.
-static inline uint64_t herald_reader_sequence(const herald_reader *_Nonnull reader)
-    CHERALD_SWIFT_NAME(heraldReaderSequence(_:))
+/// The entry of the section at `depth` as a writer reads it, or NULL when `overflow` (loaded
+/// after the depth was seen open) does not reach it.
+static inline const herald_section *_Nullable herald_reader_entry(const herald_reader *_Nonnull reader,
+                                                                  const herald_overflow *_Nullable overflow,
+                                                                  uintptr_t depth)
 {
-    return __atomic_load_n(&reader->sequence, __ATOMIC_ACQUIRE);
+    if (depth < HERALD_INLINE_SECTIONS) return &reader->sections[depth];
+    if (!overflow || depth - HERALD_INLINE_SECTIONS >= overflow->capacity) return 0;
+    return &overflow->sections[depth - HERALD_INLINE_SECTIONS];
 }
 
-/// Whether the record is in a section that may read `scope` (NULL: any scope). Returns the
-/// section's sequence in `sequence` when it is.
+/// Whether the record has an open section that may read `scope` (NULL: any scope). Returns the
+/// outermost such section's depth and number: once it has ended, so have the ones inside it.
 static inline bool herald_reader_holds(const herald_reader *_Nonnull reader, const void *_Nullable scope,
-                                       uint64_t *_Nonnull sequence)
-    CHERALD_SWIFT_NAME(heraldReaderHolds(_:_:_:))
+                                       uintptr_t *_Nonnull depth, uint64_t *_Nonnull id)
+    CHERALD_SWIFT_NAME(heraldReaderHolds(_:_:_:_:))
 {
-    uint64_t before = __atomic_load_n(&reader->sequence, __ATOMIC_ACQUIRE);
-    if ((before & 1) == 0) return false;
-    uintptr_t count = __atomic_load_n(&reader->scope_count, __ATOMIC_ACQUIRE);
-    bool holds = scope == 0 || count > 3;
-    for (uintptr_t index = 0; index < count && index < 3 && !holds; index++) {
-        holds = __atomic_load_n(&reader->scopes[index], __ATOMIC_ACQUIRE) == (uintptr_t)scope;
+    uintptr_t open = __atomic_load_n(&reader->open, __ATOMIC_ACQUIRE);
+    const herald_overflow *overflow = __atomic_load_n(&reader->overflow, __ATOMIC_ACQUIRE);
+    for (uintptr_t index = 0; index < open; index++) {
+        const herald_section *entry = herald_reader_entry(reader, overflow, index);
+        if (!entry) break;
+        // A scope seen here comes with its section's number, or a later one (which only makes
+        // the writer wait for a later section).
+        uintptr_t seen = __atomic_load_n(&entry->scope, __ATOMIC_ACQUIRE);
+        if (scope == 0 || seen == (uintptr_t)scope) {
+            *depth = index;
+            *id = __atomic_load_n(&entry->id, __ATOMIC_RELAXED);
+            return true;
+        }
     }
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    uint64_t after = __atomic_load_n(&reader->sequence, __ATOMIC_RELAXED);
-    if (after != before) return false;  // that section ended
-    *sequence = before;
-    return holds;
+    return false;
 }
 
-/// Asks the record's thread to poll when it ends its current section.
-static inline void herald_reader_want(herald_reader *_Nonnull reader) CHERALD_SWIFT_NAME(heraldReaderWant(_:))
+/// Whether the section numbered `id` at `depth` of the record has ended.
+static inline bool herald_reader_section_ended(const herald_reader *_Nonnull reader, uintptr_t depth, uint64_t id)
+    CHERALD_SWIFT_NAME(heraldReaderSectionEnded(_:_:_:))
 {
-    __atomic_store_n(&reader->wanted, 1, __ATOMIC_RELAXED);
+    uintptr_t open = __atomic_load_n(&reader->open, __ATOMIC_ACQUIRE);
+    if (open <= depth) return true;
+    const herald_overflow *overflow = __atomic_load_n(&reader->overflow, __ATOMIC_ACQUIRE);
+    const herald_section *entry = herald_reader_entry(reader, overflow, depth);
+    // Another number at that depth: a later section, opened after this one ended.
+    return entry && __atomic_load_n(&entry->id, __ATOMIC_RELAXED) != id;
+}
+
+/// Asks the record's thread to poll when it ends its section at `depth`.
+static inline void herald_reader_want(herald_reader *_Nonnull reader, uintptr_t depth)
+    CHERALD_SWIFT_NAME(heraldReaderWant(_:_:))
+{
+    __atomic_fetch_or(&reader->wanted, (uint64_t)1 << (depth < 63 ? depth : 63), __ATOMIC_RELAXED);
 }
 
 /// The record after `reader` in the registry, or NULL.

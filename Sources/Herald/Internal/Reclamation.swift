@@ -10,17 +10,20 @@ internal import CHerald
 /// when no thread is in a section over the same bucket, and otherwise as soon as the last such
 /// section ends (that thread frees it).
 ///
-/// Sections nest (a handler that posts): each open section holds back what is retired from its
-/// own bucket only, while it is open; a thread nested more than three deep holds back everything
-/// until it is back at three.
+/// Sections nest (a handler that posts), to any depth: each open section holds back what is retired
+/// from its own bucket only, and only until that section ends, even while the sections around it
+/// go on.
 enum Reclamation {
     /// What waits for read sections to end.
     private struct Pending: @unchecked Sendable {  // The records are never freed; see CHerald.h.
         /// What is freed once the sections end.
         let garbage: [ObserverList]
-        /// The records in a section that may read it, each with that section's sequence.
-        let sections: [(reader: UnsafeMutablePointer<herald_reader>, sequence: UInt64)]
+        /// The sections that may read it: each one's record, depth and number.
+        let sections: [Section]
     }
+
+    /// An open read section, as a writer saw it.
+    private typealias Section = (reader: UnsafeMutablePointer<herald_reader>, depth: UInt, id: UInt64)
 
     private static let pending = Lock<[Pending]>([])
 
@@ -41,7 +44,7 @@ enum Reclamation {
         guard !sections.isEmpty else { return }  // `garbage` is released here
         pending.withLock { $0.append(Pending(garbage: garbage, sections: sections)) }
         for section in sections {
-            heraldReaderWant(section.reader)
+            heraldReaderWant(section.reader, section.depth)
         }
         // A section that ends after this barrier sees its record wanted, and polls.
         heraldReadersBarrier()
@@ -54,16 +57,15 @@ enum Reclamation {
     }
 
     /// After a barrier, the read sections that may read `scope` (`nil`: any), each with its record.
-    private static func openSections(
-        reading scope: UnsafeRawPointer?
-    ) -> [(reader: UnsafeMutablePointer<herald_reader>, sequence: UInt64)] {
+    private static func openSections(reading scope: UnsafeRawPointer?) -> [Section] {
         heraldReadersBarrier()
-        var sections: [(reader: UnsafeMutablePointer<herald_reader>, sequence: UInt64)] = []
+        var sections: [Section] = []
         var next = heraldReadersFirst()
         while let reader = next {
-            var sequence: UInt64 = 0
-            if heraldReaderHolds(reader, scope, &sequence) {
-                sections.append((reader, sequence))
+            var depth: UInt = 0
+            var id: UInt64 = 0
+            if heraldReaderHolds(reader, scope, &depth, &id) {
+                sections.append((reader, depth, id))
             }
             next = heraldReaderNext(reader)
         }
@@ -75,7 +77,7 @@ enum Reclamation {
         let freed = pending.withLock { pending -> [Pending] in
             var freed: [Pending] = []
             pending.removeAll { item in
-                let done = item.sections.allSatisfy { heraldReaderSequence($0.reader) != $0.sequence }
+                let done = item.sections.allSatisfy { heraldReaderSectionEnded($0.reader, $0.depth, $0.id) }
                 if done { freed.append(item) }
                 return done
             }
