@@ -67,10 +67,8 @@ struct ReclamationTests {
     func otherTypesDoNotHoldBack() async {
         let hub = NotificationHub()
         let held = HeldPost(on: hub, Other.self)
-        var captured: Captured? = Captured()
-        let probe = WeakProbe(captured!)
-        var token: Observation? = hub.observe(Ping.self) { [captured] _ in withExtendedLifetime(captured) {} }
-        captured = nil
+        var token: Observation?
+        let probe = Self.observeWithProbe(on: hub, into: &token)
 
         async let post: Void = onNewThread { hub.post(Other()) }
         await onNewThread { held.entered.wait() }
@@ -114,10 +112,8 @@ struct ReclamationTests {
             hub.post(Other())
         }
         #expect(counter.withLock { $0 } == 32)
-        var captured: Captured? = Captured()
-        let probe = WeakProbe(captured!)
-        var token: Observation? = hub.observe(Ping.self) { [captured] _ in withExtendedLifetime(captured) {} }
-        captured = nil
+        var token: Observation?
+        let probe = Self.observeWithProbe(on: hub, into: &token)
         token = nil
         #expect(probe.isReleased)
         #expect(token == nil)
@@ -181,6 +177,14 @@ struct ReclamationTests {
         #expect(!Reclamation.isRead(UnsafeRawPointer(scope)))
     }
 
+    /// Registers an observer of `Ping` whose handler alone holds an object, and returns a probe on
+    /// that object.
+    static func observeWithProbe(on hub: NotificationHub, into token: inout Observation?) -> WeakProbe<Captured> {
+        let captured = Captured()
+        token = hub.observe(Ping.self) { [captured] _ in withExtendedLifetime(captured) {} }
+        return WeakProbe(captured)
+    }
+
     /// A notification whose observer posts it again, one level less, until level 0.
     struct Level: TypedNotification { let remaining: Int }
 
@@ -202,10 +206,8 @@ struct ReclamationTests {
                 proceed.wait()  // `depth` + 1 sections open on this thread
             }
         }
-        var captured: Captured? = Captured()
-        let probe = WeakProbe(captured!)
-        var token: Observation? = hub.observe(Ping.self) { [captured] _ in withExtendedLifetime(captured) {} }
-        captured = nil
+        var token: Observation?
+        let probe = Self.observeWithProbe(on: hub, into: &token)
 
         async let post: Void = onNewThread { hub.post(Level(remaining: depth)) }
         await onNewThread { entered.wait() }
@@ -246,10 +248,8 @@ struct ReclamationTests {
             entered.signal()
             proceed.wait()
         }
-        var captured: Captured? = Captured()
-        let probe = WeakProbe(captured!)
-        var token: Observation? = hub.observe(Ping.self) { [captured] _ in withExtendedLifetime(captured) {} }
-        captured = nil
+        var token: Observation?
+        let probe = Self.observeWithProbe(on: hub, into: &token)
 
         async let post: Void = onNewThread { hub.post(Level(remaining: levelsAbove)) }
         await onNewThread { entered.wait() }
