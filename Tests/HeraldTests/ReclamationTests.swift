@@ -265,6 +265,102 @@ struct ReclamationTests {
         withExtendedLifetime((chain, held)) {}
     }
 
+    // MARK: The records themselves (CHerald), where a concurrent poll cannot mask a fault
+
+    @Test(
+        "A nested section a writer waits for asks its thread to poll when it ends, at any depth",
+        arguments: [1, 3, 4, 62, 63, 64, 100]
+    )
+    func nestedEndAsksForAPoll(depth: Int) {
+        // Addresses of our own, which no bucket shares: no other test's writer waits on them.
+        let scopes = UnsafeMutableRawPointer.allocate(byteCount: depth + 1, alignment: 8)
+        defer { scopes.deallocate() }
+        _ = heraldReadEnd(heraldReadBegin(scopes))  // clears whatever an earlier owner left asked
+        let readers = (0...depth).map { heraldReadBegin(scopes + $0) }
+        let reader = readers[depth]
+        var found: UInt = 0
+        var id: UInt64 = 0
+        #expect(heraldReaderHolds(reader, scopes + depth, &found, &id))
+        #expect(found == UInt(depth))
+        #expect(!heraldReaderSectionEnded(reader, found, id))
+        heraldReaderWant(reader, found)
+        #expect(heraldReadEnd(reader), "the awaited section ended without asking for a poll")
+        #expect(heraldReaderSectionEnded(reader, found, id))
+        // Depths from 63 on share one request, kept until the section at 63 ends; none is left after.
+        for level in (0..<depth).reversed() {
+            #expect(heraldReadEnd(readers[level]) == (depth > 63 && level >= 63), "depth \(level)")
+        }
+    }
+
+    @Test("A later section at the same depth shows that the earlier one ended", arguments: [1, 5, 40])
+    func laterSectionAtTheSameDepth(depth: Int) {
+        let scopes = UnsafeMutableRawPointer.allocate(byteCount: depth + 2, alignment: 8)
+        defer { scopes.deallocate() }
+        let outer = (0..<depth).map { heraldReadBegin(scopes + $0) }
+        let first = heraldReadBegin(scopes + depth)
+        var found: UInt = 0
+        var id: UInt64 = 0
+        #expect(heraldReaderHolds(first, scopes + depth, &found, &id))
+        _ = heraldReadEnd(first)  // not polled: a writer must tell from the record alone
+        let second = heraldReadBegin(scopes + depth + 1)  // open again at that depth
+        #expect(heraldReaderSectionEnded(second, found, id), "the same depth, another section")
+        var secondID: UInt64 = 0
+        #expect(heraldReaderHolds(second, scopes + depth + 1, &found, &secondID))
+        #expect(secondID != id)
+        #expect(!heraldReaderSectionEnded(second, found, secondID))
+        _ = heraldReadEnd(second)
+        for reader in outer.reversed() { _ = heraldReadEnd(reader) }
+    }
+
+    #if os(Linux)  // unnamed POSIX semaphores (sem_init) are Linux's
+    @Test("What a thread held when it exited mid-section is freed by the next retire, which finds no section")
+    func exitedMidSectionThenRetire() {
+        struct Context {
+            var entered = sem_t()
+            var proceed = sem_t()
+        }
+        let context = UnsafeMutablePointer<Context>.allocate(capacity: 1)
+        context.initialize(to: Context())
+        sem_init(&context.pointee.entered, 0, 0)
+        sem_init(&context.pointee.proceed, 0, 0)
+        defer {
+            sem_destroy(&context.pointee.entered)
+            sem_destroy(&context.pointee.proceed)
+            context.deallocate()
+        }
+        let scope = UnsafeMutableRawPointer(context)  // an address no bucket shares
+        #if canImport(Glibc)
+        var thread = pthread_t()
+        #else
+        var thread: pthread_t?
+        #endif
+        let created = pthread_create(&thread, nil, { argument in
+            guard let context = argument?.assumingMemoryBound(to: Context.self) else { return nil }
+            _ = heraldReadBegin(argument)
+            sem_post(&context.pointee.entered)
+            sem_wait(&context.pointee.proceed)
+            pthread_exit(nil)  // inside the section, which cannot poll
+        }, scope)
+        #expect(created == 0)
+        sem_wait(&context.pointee.entered)
+        var list: ObserverList? = ObserverList(capacity: 1)
+        let probe = WeakProbe(list!)
+        Reclamation.retire([list!], scope: UnsafeRawPointer(scope))
+        list = nil
+        #expect(!probe.isReleased, "the exiting thread's section is still open")
+        sem_post(&context.pointee.proceed)
+        #if canImport(Glibc)
+        pthread_join(thread, nil)
+        #else
+        if let thread { pthread_join(thread, nil) }
+        #endif
+        let elsewhere = UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 1)
+        defer { elsewhere.deallocate() }
+        Reclamation.retire([ObserverList(capacity: 1)], scope: UnsafeRawPointer(elsewhere))
+        #expect(probe.isReleased)
+    }
+    #endif
+
     @Test("Nested posts of several types on many threads while observers come and go: every post reaches the live observers")
     func nestedChurn() async {
         let hub = NotificationHub()

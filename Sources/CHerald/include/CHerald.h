@@ -113,8 +113,10 @@ static inline __attribute__((always_inline)) herald_reader *_Nonnull herald_read
                                 ? &reader->sections[depth]
                                 : herald_reader_deep_entry(reader, depth);
     uint64_t id = ++reader->last_id;
-    // The number before the scope: a writer that sees this scope sees this number.
-    __atomic_store_n(&entry->id, id, __ATOMIC_RELAXED);
+    // A writer that sees this number knows the section before it at this depth ended, reads and
+    // all (release: on ARMv8 a plain store could be seen before the previous section's loads end);
+    // and the number is stored before the scope, so a writer that sees this scope sees this number.
+    __atomic_store_n(&entry->id, id, __ATOMIC_RELEASE);
     __atomic_store_n(&entry->scope, (uintptr_t)scope, __ATOMIC_RELEASE);
     __atomic_store_n(&reader->open, depth + 1, __ATOMIC_RELEASE);
     herald_reader_fence();
@@ -173,7 +175,7 @@ static inline bool herald_reader_holds(const herald_reader *_Nonnull reader, con
         uintptr_t seen = __atomic_load_n(&entry->scope, __ATOMIC_ACQUIRE);
         if (scope == 0 || seen == (uintptr_t)scope) {
             *depth = index;
-            *id = __atomic_load_n(&entry->id, __ATOMIC_RELAXED);
+            *id = __atomic_load_n(&entry->id, __ATOMIC_ACQUIRE);
             return true;
         }
     }
@@ -189,7 +191,7 @@ static inline bool herald_reader_section_ended(const herald_reader *_Nonnull rea
     const herald_overflow *overflow = __atomic_load_n(&reader->overflow, __ATOMIC_ACQUIRE);
     const herald_section *entry = herald_reader_entry(reader, overflow, depth);
     // Another number at that depth: a later section, opened after this one ended.
-    return entry && __atomic_load_n(&entry->id, __ATOMIC_RELAXED) != id;
+    return entry && __atomic_load_n(&entry->id, __ATOMIC_ACQUIRE) != id;
 }
 
 /// Asks the record's thread to poll when it ends its section at `depth`.

@@ -41,7 +41,12 @@ enum Reclamation {
         // consistently too (`AnyBucket.withLists`), so it finds them already replaced.
         guard heraldReadersFirst() != nil else { return }
         let sections = openSections(reading: scope)
-        guard !sections.isEmpty else { return }  // `garbage` is released here
+        guard !sections.isEmpty else {
+            // `garbage` is released here. Also free what waited for threads that have exited
+            // since (a thread that exits mid-section closes its sections but cannot poll).
+            poll()
+            return
+        }
         pending.withLock { $0.append(Pending(garbage: garbage, sections: sections)) }
         for section in sections {
             heraldReaderWant(section.reader, section.depth)
