@@ -66,8 +66,7 @@ herald_reader *herald_reader_register(void) {
             reader->next = head;
         } while (!__atomic_compare_exchange_n(&registry, &head, reader, true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
     }
-    __atomic_store_n(&reader->open, 0, __ATOMIC_RELEASE);
-    herald_current_reader = reader;
+    herald_current_reader = reader;  // `open` is 0: a new record, or one `give_back` closed
     pthread_setspecific(exit_key, reader);
     return reader;
 }

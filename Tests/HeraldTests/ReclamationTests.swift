@@ -159,22 +159,35 @@ struct ReclamationTests {
     func threadExitInsideASection() {
         let scope = UnsafeMutableRawPointer.allocate(byteCount: 8, alignment: 8)
         defer { scope.deallocate() }
-        #if canImport(Glibc)
-        var thread = pthread_t()
-        #else
-        var thread: pthread_t?
-        #endif
-        let created = pthread_create(&thread, nil, { scope in
+        let ran = Self.onRawThread(scope) { scope in
             _ = heraldReadBegin(scope)
             pthread_exit(nil)  // as a handler that ends its thread would
-        }, scope)
-        #expect(created == 0)
-        #if canImport(Glibc)
-        pthread_join(thread, nil)
-        #else
-        if let thread { pthread_join(thread, nil) }
-        #endif
+        }
+        #expect(ran)
         #expect(!Reclamation.isRead(UnsafeRawPointer(scope)))
+    }
+
+    #if canImport(Glibc)
+    typealias RawThreadBody = @convention(c) (UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer?
+    #else
+    typealias RawThreadBody = @convention(c) (UnsafeMutableRawPointer) -> UnsafeMutableRawPointer?
+    #endif
+
+    /// Runs `body(argument)` on a new POSIX thread, which may end itself with `pthread_exit`;
+    /// meanwhile runs `meanwhile`, then joins the thread. Returns whether the thread started.
+    static func onRawThread(
+        _ argument: UnsafeMutableRawPointer, _ body: RawThreadBody, meanwhile: () -> Void = {}
+    ) -> Bool {
+        #if canImport(Glibc)
+        var thread = pthread_t()
+        guard pthread_create(&thread, nil, body, argument) == 0 else { return false }
+        #else
+        var thread: pthread_t?
+        guard pthread_create(&thread, nil, body, argument) == 0, let thread else { return false }
+        #endif
+        meanwhile()
+        pthread_join(thread, nil)
+        return true
     }
 
     /// Registers an observer of `Ping` whose handler alone holds an object, and returns a probe on
@@ -329,35 +342,29 @@ struct ReclamationTests {
             context.deallocate()
         }
         let scope = UnsafeMutableRawPointer(context)  // an address no bucket shares
-        #if canImport(Glibc)
-        var thread = pthread_t()
-        #else
-        var thread: pthread_t?
-        #endif
-        let created = pthread_create(&thread, nil, { argument in
-            guard let context = argument?.assumingMemoryBound(to: Context.self) else { return nil }
+        var probe: WeakProbe<ObserverList>?
+        let ran = Self.onRawThread(scope, { argument in
+            guard let context = UnsafeMutableRawPointer(argument)?.assumingMemoryBound(to: Context.self) else {
+                return nil
+            }
             _ = heraldReadBegin(argument)
             sem_post(&context.pointee.entered)
             sem_wait(&context.pointee.proceed)
             pthread_exit(nil)  // inside the section, which cannot poll
-        }, scope)
-        #expect(created == 0)
-        sem_wait(&context.pointee.entered)
-        var list: ObserverList? = ObserverList(capacity: 1)
-        let probe = WeakProbe(list!)
-        Reclamation.retire([list!], scope: UnsafeRawPointer(scope))
-        list = nil
-        #expect(!probe.isReleased, "the exiting thread's section is still open")
-        sem_post(&context.pointee.proceed)
-        #if canImport(Glibc)
-        pthread_join(thread, nil)
-        #else
-        if let thread { pthread_join(thread, nil) }
-        #endif
+        }) {
+            sem_wait(&context.pointee.entered)
+            var list: ObserverList? = ObserverList(capacity: 1)
+            probe = list.map(WeakProbe.init)
+            Reclamation.retire(list.map { [$0] } ?? [], scope: UnsafeRawPointer(scope))
+            list = nil
+            #expect(probe?.isReleased == false, "the exiting thread's section is still open")
+            sem_post(&context.pointee.proceed)
+        }
+        #expect(ran)
         let elsewhere = UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 1)
         defer { elsewhere.deallocate() }
         Reclamation.retire([ObserverList(capacity: 1)], scope: UnsafeRawPointer(elsewhere))
-        #expect(probe.isReleased)
+        #expect(probe?.isReleased == true)
     }
     #endif
 

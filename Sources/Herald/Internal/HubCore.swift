@@ -177,9 +177,12 @@ struct RetiredLists: Sendable {
         scope = UInt(bitPattern: Unmanaged.passUnretained(bucket).toOpaque())
     }
 
+    /// Both sides' lists; they must come from the same bucket (one scope).
     static func + (lhs: RetiredLists, rhs: RetiredLists) -> RetiredLists {
-        var sum = lhs.lists.isEmpty ? rhs : lhs
-        if !lhs.lists.isEmpty && !rhs.lists.isEmpty { sum.lists += rhs.lists }
+        guard !lhs.lists.isEmpty else { return rhs }
+        assert(rhs.lists.isEmpty || rhs.scope == lhs.scope, "Herald: retired lists of two buckets")
+        var sum = lhs
+        sum.lists += rhs.lists
         return sum
     }
 
