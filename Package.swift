@@ -16,9 +16,7 @@ let package = Package(
         .library(name: "HeraldTesting", targets: ["HeraldTesting"]),
     ],
     targets: [
-        // Read sections and the process-wide memory barrier behind the lock-free post path.
-        .target(name: "CHerald"),
-        .target(name: "Herald", dependencies: ["CHerald"], swiftSettings: swiftSettings),
+        .target(name: "Herald", swiftSettings: swiftSettings),
         .target(name: "HeraldTesting", dependencies: ["Herald"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "herald-runloop-probe",
@@ -31,7 +29,7 @@ let package = Package(
             dependencies: ["Herald"],
             swiftSettings: swiftSettings
         ),
-        // The soak (issue #8): not a product; `swift run -c release herald-soak --count N`.
+        // The soak: not a product; `swift run -c release herald-soak --count N`.
         .executableTarget(
             name: "herald-soak",
             dependencies: ["Herald"],
@@ -39,7 +37,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldTests",
-            dependencies: ["Herald", "CHerald", "herald-runloop-probe", "herald-demo"],
+            dependencies: ["Herald", "herald-runloop-probe", "herald-demo"],
             exclude: [],
             swiftSettings: swiftSettings
         ),

@@ -51,8 +51,7 @@ extension NotificationHub {
             post(notification, from: subject)
             return
         }
-        let snapshot = core.retainAndSnapshot(notification, subject: subject)
-        _ = send(notification, from: subject, to: snapshot)
+        send(notification, from: subject, to: core.retainAndSnapshot(notification, subject: subject))
     }
 
     // MARK: - Reading and removing

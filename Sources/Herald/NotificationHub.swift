@@ -292,21 +292,11 @@ public final class NotificationHub: Sendable {
     }
 
     /// Delivers a fire-and-forget post to the observers of `snapshot` (a retaining post's).
-    ///
-    /// - Returns: Whether it reached at least one observer.
-    func send<N: TypedNotification>(_ notification: N, from subject: AnyObject?, to snapshot: Snapshot<N>) -> Bool {
-        var reached = false
-        if !snapshot.queued.isEmpty {
-            let item = QueuedItem(notification: notification, subjectID: subject.map(ObjectIdentifier.init), group: nil)
-            for observer in snapshot.queued where observer.accepts(subject) {
-                if observer.enqueue(item) { reached = true }
-            }
+    func send<N: TypedNotification>(_ notification: N, from subject: AnyObject?, to snapshot: ObserverSnapshot?) {
+        guard let snapshot else { return }
+        withUnsafePointer(to: notification) { payload in
+            _ = core.scan(snapshot, UnsafeRawPointer(payload), subject: subject, wait: nil)
         }
-        for observer in snapshot.posting where observer.accepts(subject) {
-            reached = true
-            _ = observer.invoke(notification, subjectID: subject.map(ObjectIdentifier.init))
-        }
-        return reached
     }
 
     /// Posts a notification and returns once every observer has run, wherever it runs.
@@ -415,11 +405,13 @@ public final class NotificationHub: Sendable {
         isolation: isolated (any Actor)? = #isolation
     ) async -> DeliveryReport {
         let group = WaitGroup(waiter: nil)
-        var report = withUnsafePointer(to: notification) { payload in
-            enqueueAndRunPosting(UnsafeRawPointer(payload), of: N.self, subject: subject, group: group) { _ in nil }
+        let wait = PostWait(group: group, isolation: isolation, blocks: false)
+        withUnsafePointer(to: notification) { payload in
+            scan(UnsafeRawPointer(payload), of: N.self, subject: subject, wait: wait)
         }
         group.arrive()
         await group.wait()
+        var report = wait.report
         report.merge(group.report)
         return report
     }
@@ -452,96 +444,24 @@ public final class NotificationHub: Sendable {
     ) -> WaitOutcome {
         let waiter = Waiter(isolation: isolation)
         let group = WaitGroup(waiter: waiter)
-        let me = currentThreadID()
-        var inline: [AnyObserver] = []
-        var report = enqueueAndRunPosting(payload, of: type, subject: subject, group: group) { observer in
-            let isCurrent = observer.target.isCurrent(isolation: isolation)
-            if isCurrent && observer.drainer == me {
-                // A handler posting to its own mailbox: waiting would never end, so enqueue only.
-                return .enqueueOnly
-            }
-            return isCurrent ? .drainInline : .askForHelp
-        } onEnqueued: { observer, plan in
-            switch plan {
-            case .drainInline:
-                inline.append(observer)
-            case .askForHelp:
-                Waiter.askChainForHelp {
-                    HelpRequest(target: observer.target) { observer.drainInline() }
-                }
-            case .enqueueOnly:
-                break
-            }
-        }
-        for observer in inline {
+        let wait = PostWait(group: group, isolation: isolation, blocks: true)
+        scan(payload, of: type, subject: subject, wait: wait)
+        for observer in wait.inline {
             observer.drainInline()
         }
         group.arrive()
         let completed = waiter.wait(until: deadline)
+        var report = wait.report
         report.merge(group.report)
         return WaitOutcome(completed: completed, pendingCount: group.pendingCount, report: report)
     }
 
-    /// What a waiting post does with a queued observer besides enqueueing.
-    private enum QueuedPlan {
-        /// Enqueue without waiting for it.
-        case enqueueOnly
-        /// Wait for it; the caller occupies its target, so drain it inline.
-        case drainInline
-        /// Wait for it; offer its drain to the waiters up the chain.
-        case askForHelp
-    }
-
-    /// Enqueues the notification at `payload` for the queued observers, entering `group` for each
-    /// one it waits for, then runs the posting-thread observers. Counts an unobserved post. It
-    /// does not release the poster's own hold on `group` (``WaitGroup/arrive()``).
-    ///
-    /// - Returns: The report of the posting-thread observers.
-    private func enqueueAndRunPosting(
-        _ payload: UnsafeRawPointer,
-        of type: any TypedNotification.Type,
-        subject: AnyObject?,
-        group: WaitGroup,
-        plan: (AnyObserver) -> QueuedPlan?,
-        onEnqueued: (AnyObserver, QueuedPlan) -> Void = { _, _ in }
-    ) -> DeliveryReport {
-        var report = DeliveryReport()
-        var reached = false
-        if let bucket = core.index.bucket(for: ObjectIdentifier(type)) {
-            let subjectID = subject.map(ObjectIdentifier.init)
-            bucket._withUnsafeGuaranteedRef { bucket in
-                bucket.withLists { queued, posting in
-                    for observer in queued {
-                        let observer = observer.takeUnretainedValue()
-                        guard observer.accepts(subject) else { continue }
-                        let choice = plan(observer)
-                        if choice == .enqueueOnly {
-                            if observer.enqueue(payload, subjectID: subjectID, group: nil) { reached = true }
-                            continue
-                        }
-                        group.enter()
-                        guard observer.enqueue(payload, subjectID: subjectID, group: group) else {
-                            group.withdraw()
-                            continue
-                        }
-                        reached = true
-                        if let choice { onEnqueued(observer, choice) }
-                    }
-                    for observer in posting {
-                        observer._withUnsafeGuaranteedRef { observer in
-                            guard observer.accepts(subject) else { return }
-                            reached = true
-                            report.deliveredCount += 1
-                            if let failure = observer.deliverReporting(payload, subjectID: subjectID) {
-                                report.failures.append(failure)
-                            }
-                        }
-                    }
-                }
-            }
-        }
+    /// Runs the scan of a waiting post and counts an unobserved post.
+    private func scan(_ payload: UnsafeRawPointer, of type: any TypedNotification.Type, subject: AnyObject?, wait: PostWait) {
+        let reached = core.registry.snapshot(for: ObjectIdentifier(type)).map {
+            core.scan($0, payload, subject: subject, wait: wait)
+        } ?? false
         if !reached { core.noteUnobserved(type, hadSubject: subject != nil) }
-        return report
     }
 
     // MARK: - Errors and diagnostics

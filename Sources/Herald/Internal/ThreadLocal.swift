@@ -4,6 +4,8 @@ import Darwin
 import Glibc
 #elseif canImport(Musl)
 import Musl
+#else
+#error("Herald supports Darwin, Glibc and Musl platforms")
 #endif
 
 /// A per-thread slot that holds an object reference without retaining it.
@@ -46,18 +48,4 @@ func currentThreadID() -> UInt {
     #else
     return UInt(pthread_self())
     #endif
-}
-
-/// Monotonic nanoseconds, for short time budgets.
-@inline(__always)
-func monotonicNanoseconds() -> UInt64 {
-    var spec = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &spec)
-    return UInt64(spec.tv_sec) &* 1_000_000_000 &+ UInt64(spec.tv_nsec)
-}
-
-/// Lets other runnable threads have the processor; returns at once when there are none.
-@inline(__always)
-func yieldProcessor() {
-    sched_yield()
 }

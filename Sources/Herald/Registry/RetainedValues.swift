@@ -6,6 +6,9 @@
 /// lookup made with a live object only matches an entry whose weak reference still loads to that
 /// very object, so the entry of a deallocated subject never matches a new object that happens to
 /// reuse its address.
+///
+/// Nothing here releases a value: every mutation hands what it lets go of back to its caller,
+/// which releases it after the registry lock, because a value's `deinit` may use the hub.
 struct RetainedValues<N: TypedNotification> {
     struct Entry {
         var value: N
@@ -32,50 +35,58 @@ struct RetainedValues<N: TypedNotification> {
     private var sweepThreshold = 16
 
     /// Stores `value` as the latest retained value for `subject`.
-    mutating func store(_ value: N, subject: AnyObject?) {
+    ///
+    /// - Returns: The values it let go of (the one replaced, and those of deallocated subjects),
+    ///   for the caller to release once the registry lock is no longer held.
+    mutating func store(_ value: N, subject: AnyObject?) -> [N] {
         lastSequence &+= 1
-        entries[subject.map(ObjectIdentifier.init)] = Entry(
-            value: value, subject: subject, hasSubject: subject != nil, sequence: lastSequence)
+        var released: [N] = []
+        let old = entries.updateValue(
+            Entry(value: value, subject: subject, hasSubject: subject != nil, sequence: lastSequence),
+            forKey: subject.map(ObjectIdentifier.init))
+        if let old { released.append(old.value) }
         if entries.count > sweepThreshold {
-            entries = entries.filter { $0.value.isLive }
+            for (key, entry) in entries where !entry.isLive {
+                entries[key] = nil
+                released.append(entry.value)
+            }
             sweepThreshold = max(16, entries.count * 2)
         }
+        return released
     }
 
     /// The value retained for `subject`, if any. The caller keeps `subject` alive.
-    mutating func value(for subject: AnyObject?) -> N? {
-        let key = subject.map(ObjectIdentifier.init)
-        guard let entry = entries[key] else { return nil }
-        guard entry.hasSubject == (subject != nil), entry.subject === subject else {
-            // The entry of a dead subject at the same address: it can never match again.
-            entries[key] = nil
-            return nil
-        }
+    func value(for subject: AnyObject?) -> N? {
+        guard let entry = entries[subject.map(ObjectIdentifier.init)] else { return nil }
+        // The entry of a dead subject at the same address never matches.
+        guard entry.hasSubject == (subject != nil), entry.subject === subject else { return nil }
         return entry.value
     }
 
-    /// Removes the value retained for `subject` and returns it.
-    mutating func remove(for subject: AnyObject?) -> N? {
+    /// Removes the value retained for `subject`.
+    ///
+    /// - Returns: The value removed, if it belonged to `subject`; and the entry's value in any
+    ///   case, for the caller to release once the registry lock is no longer held.
+    mutating func remove(for subject: AnyObject?) -> (value: N?, released: N?) {
         let value = value(for: subject)
-        if value != nil {
-            entries[subject.map(ObjectIdentifier.init)] = nil
-        }
-        return value
+        let removed = entries.removeValue(forKey: subject.map(ObjectIdentifier.init))
+        return (value, removed?.value)
     }
 
     /// Removes every retained value.
     ///
-    /// - Returns: The number of values that belonged to live subjects (or to no subject).
-    mutating func removeAll() -> Int {
+    /// - Returns: The number of values that belonged to live subjects (or to no subject), and
+    ///   every value, for the caller to release once the registry lock is no longer held.
+    mutating func removeAll() -> (count: Int, released: [N]) {
         defer { entries = [:] }
-        return entries.values.count { $0.isLive }
+        return (entries.values.count { $0.isLive }, entries.values.map(\.value))
     }
 
     /// The live entries an observer with `filters` replays, retained after `sequence`, oldest first.
     ///
     /// An observer registered `from:` a subject replays that subject's value. One registered
     /// without a subject receives every post, so it replays the latest value of every subject.
-    mutating func replays(matching filters: Filters?, after sequence: UInt64) -> [Replay] {
+    func replays(matching filters: Filters?, after sequence: UInt64) -> [Replay] {
         guard lastSequence > sequence else { return [] }
         if let filters, filters.hasSubject {
             guard let subject = filters.subject else { return [] }

@@ -8,48 +8,57 @@ import Synchronization
 /// posting thread, in a final one that checks nothing was retained in between). So every
 /// retaining post reaches a replaying observer exactly once: through the replay if it came
 /// first, live if it came after.
+///
+/// Values that are replaced or removed are released after the registry lock, never under it:
+/// their `deinit` may observe, cancel, post or remove retained values on the same hub.
 extension HubCore {
     /// Rounds a posting-thread registration replays outside the lock before it falls back to
     /// replaying the remainder after it became visible.
     static let maxReplayRounds = 8
 
     /// Stores `value` as the retained value for `subject` and returns the observers it reaches.
-    func retainAndSnapshot<N: TypedNotification>(_ value: N, subject: AnyObject?) -> Snapshot<N> {
-        buckets.withLock { buckets in
-            let bucket = bucket(of: N.self, in: &buckets)
-            bucket.retained.store(value, subject: subject)
-            return Snapshot(posting: bucket.posting, queued: bucket.queued)
+    func retainAndSnapshot<N: TypedNotification>(_ value: N, subject: AnyObject?) -> ObserverSnapshot? {
+        let (snapshot, released) = registry.state.withLock { state -> (ObserverSnapshot?, [N]) in
+            let bucket = bucket(of: N.self, in: &state)
+            let released = bucket.retained.store(value, subject: subject)
+            return (bucket.snapshot, released)
         }
+        withExtendedLifetime(released) {}  // released here, outside the lock
+        return snapshot
     }
 
     /// The value of `type` retained for `subject`.
     func retainedValue<N: TypedNotification>(of type: N.Type, subject: AnyObject?) -> N? {
-        buckets.withLock { buckets -> N? in
-            guard let bucket = buckets[ObjectIdentifier(type)] else { return nil }
+        registry.state.withLock { state -> N? in
+            guard let bucket = state.buckets[ObjectIdentifier(type)] else { return nil }
             return unsafeDowncast(bucket, to: Bucket<N>.self).retained.value(for: subject)
         }
     }
 
     /// Removes the value of `type` retained for `subject` and returns it.
     func removeRetainedValue<N: TypedNotification>(of type: N.Type, subject: AnyObject?) -> N? {
-        buckets.withLock { buckets -> N? in
-            guard let bucket = buckets[ObjectIdentifier(type)] else { return nil }
+        let (value, released) = registry.state.withLock { state -> (N?, N?) in
+            guard let bucket = state.buckets[ObjectIdentifier(type)] else { return (nil, nil) }
             return unsafeDowncast(bucket, to: Bucket<N>.self).retained.remove(for: subject)
         }
+        withExtendedLifetime(released) {}  // released here, outside the lock
+        return value
     }
 
     /// Removes every retained value of `type`; returns how many there were.
     func removeAllRetainedValues<N: TypedNotification>(of type: N.Type) -> Int {
-        buckets.withLock { buckets -> Int in
-            guard let bucket = buckets[ObjectIdentifier(type)] else { return 0 }
+        let (count, released) = registry.state.withLock { state -> (Int, [N]) in
+            guard let bucket = state.buckets[ObjectIdentifier(type)] else { return (0, []) }
             return unsafeDowncast(bucket, to: Bucket<N>.self).retained.removeAll()
         }
+        withExtendedLifetime(released) {}  // released here, outside the lock
+        return count
     }
 
     /// Registers `observer` and replays the retained values it matches, before any live post.
     ///
-    /// - An observer with a lane gets the replayed values in its lane before it becomes visible to
-    ///   posts, in the same critical section, so they run first, on its own target.
+    /// - An observer with a lane or a stream gets the replayed values in its lane or buffer before
+    ///   it becomes visible to posts, in the same critical section, so they come first.
     /// - A posting-thread observer has no lane: the replay runs right here, on the registering
     ///   thread. To keep it ahead of live posts, the observer becomes visible only once a check
     ///   under the lock shows that nothing was retained since the last values it replayed; values
@@ -58,16 +67,21 @@ extension HubCore {
     ///   constant retaining posts, it becomes visible together with the last values to replay,
     ///   which then may overlap a live post made on another thread.
     func addReplaying<N: TypedNotification>(_ observer: Observer<N>) {
-        if observer.lane != nil {
-            let (mustSchedule, retired) = buckets.withLock { buckets -> (Bool, RetiredLists) in
-                let bucket = bucket(of: N.self, in: &buckets)
+        let key = ObjectIdentifier(N.self)
+        if !observer.isPosting {
+            let (mustSchedule, dropped, replaced, generation) = registry.state.withLock {
+                state -> (Bool, [N], ObserverSnapshot?, UInt64) in
+                let bucket = bucket(of: N.self, in: &state)
                 let items = bucket.retained.replays(matching: observer.filters, after: 0).map {
                     QueuedItem(notification: $0.value, subjectID: $0.subjectID, group: nil)
                 }
-                let mustSchedule = observer.preload(items)
-                return (mustSchedule, bucket.add(observer))
+                let (mustSchedule, dropped) = observer.preload(items)
+                let replaced = bucket.add(observer)
+                state.generation += 1
+                return (mustSchedule, dropped, replaced, state.generation)
             }
-            retired.release()  // outside the lock
+            registry.didChange(key, generation: generation)
+            withExtendedLifetime((dropped, replaced)) {}  // released here, outside the locks
             if mustSchedule { observer.scheduleDrain() }
             return
         }
@@ -75,22 +89,24 @@ extension HubCore {
         var seen: UInt64 = 0
         var round = 0
         while true {
-            let (replays, latest, isAdded, retired) = buckets.withLock {
-                buckets -> ([RetainedValues<N>.Replay], UInt64, Bool, RetiredLists) in
-                let bucket = bucket(of: N.self, in: &buckets)
+            let (replays, latest, generation, replaced) = registry.state.withLock {
+                state -> ([RetainedValues<N>.Replay], UInt64, UInt64?, ObserverSnapshot?) in
+                let bucket = bucket(of: N.self, in: &state)
                 let latest = bucket.retained.lastSequence
                 let replays = bucket.retained.replays(matching: observer.filters, after: seen)
-                let addNow = replays.isEmpty || round >= Self.maxReplayRounds
-                let retired = addNow ? bucket.add(observer) : RetiredLists()
-                return (replays, latest, addNow, retired)
+                guard replays.isEmpty || round >= Self.maxReplayRounds else { return (replays, latest, nil, nil) }
+                let replaced = bucket.add(observer)
+                state.generation += 1
+                return (replays, latest, state.generation, replaced)
             }
-            retired.release()  // outside the lock
+            if let generation { registry.didChange(key, generation: generation) }
+            withExtendedLifetime(replaced) {}  // released here, outside the locks
             // No one else holds the observer yet, so only `isCancelledFlag` may be read here:
             // `isCancelled` could end a registration that is not in the registry.
             for replay in replays where !observer.isCancelledFlag {
                 _ = observer.invoke(replay.value, subjectID: replay.subjectID)
             }
-            if isAdded { return }
+            if generation != nil { return }
             seen = latest
             round += 1
         }

@@ -1,0 +1,233 @@
+/// The mailbox of one observer on an asynchronous target: its items, the decisions of its
+/// ``LaneStateMachine``, and the effects of those decisions.
+///
+/// Everything the state machine decides is decided under the lane's lock; everything it asks for
+/// (handing a job to the target, running handlers, destroying dropped items) happens after
+/// unlocking. Items are copied in on append and moved out, in batches, by the drain.
+///
+/// It also carries the rarely used parts of an observer: its target, its filters and a contextual
+/// handler. Posting-thread observers without filters or a contextual handler have no lane.
+final class Lane<N: TypedNotification>: Sendable {
+    let target: DeliveryTarget
+    let filters: Filters?
+    let contextual: (@Sendable (N, DeliveryContext) throws -> Void)?
+    /// The layout of one queued item of type `N`.
+    let layout = ItemQueue.Layout(of: N.self)
+
+    private struct Mailbox: Sendable {
+        var machine = LaneStateMachine()
+        var items = ItemQueue()
+    }
+
+    private let mailbox = Lock(Mailbox())
+
+    init(target: DeliveryTarget, filters: Filters?, contextual: (@Sendable (N, DeliveryContext) throws -> Void)?) {
+        self.target = target
+        self.filters = filters
+        self.contextual = contextual
+    }
+
+    // MARK: Appending
+
+    /// Appends a copy of `notification`, held under `hold` unless it is 0.
+    @inline(__always)
+    func append(
+        _ notification: UnsafePointer<N>, subjectID: ObjectIdentifier?, group: WaitGroup?, hold: UInt
+    ) -> LaneStateMachine.AppendAction {
+        mailbox.withLock { mailbox in
+            let action = mailbox.machine.append(hold: hold)
+            if action != .reject {
+                store(notification, subjectID: subjectID, group: group, in: &mailbox.items)
+            }
+            return action
+        }
+    }
+
+    /// Appends copies of `items`, which a drain may take at once (replayed values).
+    ///
+    /// - Returns: Whether the caller must hand a drain job to the target.
+    func append(_ items: [QueuedItem<N>]) -> Bool {
+        mailbox.withLock { mailbox in
+            var mustSchedule = false
+            for item in items {
+                switch mailbox.machine.append(hold: 0) {
+                case .reject: return false
+                case .store: break
+                case .storeAndSchedule: mustSchedule = true
+                }
+                withUnsafePointer(to: item.notification) {
+                    store($0, subjectID: item.subjectID, group: item.group, in: &mailbox.items)
+                }
+            }
+            return mustSchedule
+        }
+    }
+
+    /// Ends the hold of a post that has reached every lane.
+    ///
+    /// - Returns: Whether the caller must hand a drain job to the target.
+    @inline(__always)
+    func release(hold: UInt) -> Bool {
+        mailbox.withLock { $0.machine.release(hold: hold) }
+    }
+
+    /// Copies an item to the back of `items`. Call under the lane's lock.
+    @inline(__always)
+    private func store(
+        _ notification: UnsafePointer<N>, subjectID: ObjectIdentifier?, group: WaitGroup?, in items: inout ItemQueue
+    ) {
+        let layout = self.layout
+        let slot = items.appendSlot(layout) { Self.move(from: $0, to: $1, count: $2, layout) }
+        slot.storeBytes(of: subjectID.map { UInt(bitPattern: $0) } ?? 0, as: UInt.self)
+        let groupBits = group.map { UInt(bitPattern: Unmanaged.passRetained($0).toOpaque()) } ?? 0
+        slot.storeBytes(of: groupBits, toByteOffset: 8, as: UInt.self)
+        (slot + layout.payloadOffset).assumingMemoryBound(to: N.self).initialize(to: notification.pointee)
+    }
+
+    /// Moves `count` items between two buffers that do not overlap.
+    private static func move(
+        from source: UnsafeMutableRawPointer, to destination: UnsafeMutableRawPointer, count: Int,
+        _ layout: ItemQueue.Layout
+    ) {
+        if _isBitwiseTakable(N.self) {
+            destination.copyMemory(from: source, byteCount: count * layout.stride)
+            return
+        }
+        for index in 0..<count {
+            let from = source + index * layout.stride
+            let to = destination + index * layout.stride
+            to.copyMemory(from: from, byteCount: 16)
+            (to + layout.payloadOffset).assumingMemoryBound(to: N.self).moveInitialize(
+                from: (from + layout.payloadOffset).assumingMemoryBound(to: N.self), count: 1)
+        }
+    }
+
+    // MARK: Draining
+
+    /// The thread draining the lane right now, or 0.
+    var drainerThread: UInt {
+        mailbox.withLock { $0.machine.runner?.thread ?? 0 }
+    }
+
+    /// Runs the drain job handed to the target: at most one slice of items, each consumed by
+    /// `run` outside the lock.
+    ///
+    /// - Returns: Whether the job must be handed to the target again.
+    func runJob(on thread: UInt, _ run: (UnsafeMutableRawPointer) -> Void) -> Bool {
+        var batch = ItemQueue()
+        defer { batch.deallocate() }
+        var action = mailbox.withLock { mailbox in
+            let action = mailbox.machine.jobStarted(on: thread)
+            take(action, from: &mailbox.items, into: &batch)
+            return action
+        }
+        while case .run = action {
+            runBatch(&batch, run)
+            action = mailbox.withLock { mailbox in
+                let action = mailbox.machine.jobRanBatch()
+                take(action, from: &mailbox.items, into: &batch)
+                return action
+            }
+        }
+        return action == .reschedule
+    }
+
+    /// Drains every ready item on the calling thread, which is on the target, unless another
+    /// drain runs. Never sliced.
+    func runInline(on thread: UInt, _ run: (UnsafeMutableRawPointer) -> Void) {
+        var batch = ItemQueue()
+        defer { batch.deallocate() }
+        var count = mailbox.withLock { mailbox in
+            let count = mailbox.machine.inlineStarted(on: thread)
+            take(count.map(LaneStateMachine.DrainAction.run) ?? .stop, from: &mailbox.items, into: &batch)
+            return count
+        }
+        while count != nil {
+            runBatch(&batch, run)
+            count = mailbox.withLock { mailbox in
+                let count = mailbox.machine.inlineRanBatch()
+                take(count.map(LaneStateMachine.DrainAction.run) ?? .stop, from: &mailbox.items, into: &batch)
+                return count
+            }
+        }
+    }
+
+    /// Moves the items a drain action takes into `batch`. Call under the lane's lock.
+    @inline(__always)
+    private func take(_ action: LaneStateMachine.DrainAction, from items: inout ItemQueue, into batch: inout ItemQueue) {
+        guard case .run(let count) = action else { return }
+        let layout = self.layout
+        items.moveFront(count, into: &batch, layout) { Self.move(from: $0, to: $1, count: $2, layout) }
+        if items.isEmpty && items.capacity > Self.idleCapacity {
+            items.deallocate()  // the buffer of a burst; a small one is kept for the next post
+        }
+    }
+
+    /// Runs and consumes every item of `batch`, outside the lock.
+    @inline(__always)
+    private func runBatch(_ batch: inout ItemQueue, _ run: (UnsafeMutableRawPointer) -> Void) {
+        let layout = self.layout
+        var index = 0
+        while index < batch.count {  // a while loop: `for in` over a range costs witness calls here
+            run(batch.item(index, layout))
+            index += 1
+        }
+        batch.removeAllMoved(keepingCapacity: batch.capacity <= Self.idleCapacity * 4)
+    }
+
+    /// The most items an idle lane keeps room for.
+    static var idleCapacity: Int { 64 }
+
+    /// The job the target refused: the lane closes (see ``close()``).
+    func jobRefused() {
+        mailbox.withLock { $0.machine.jobRefused() }
+    }
+
+    // MARK: Closing
+
+    /// Closes the lane and takes out every item, for the caller to drop outside the lock.
+    func close() -> ItemQueue {
+        mailbox.withLock { mailbox in
+            _ = mailbox.machine.close()
+            defer { mailbox.items = ItemQueue() }
+            return mailbox.items
+        }
+    }
+
+    /// Destroys `items`, taken out of the lane, without running them, telling each waiting post
+    /// `outcome`. Call outside the lane's lock: destroying a payload can run any `deinit`.
+    ///
+    /// - Returns: The number of items dropped.
+    @discardableResult
+    func drop(_ items: inout ItemQueue, leaving outcome: DeliveryOutcome = .skipped) -> Int {
+        let count = items.count
+        for index in 0..<count {
+            let item = items.item(index, layout)
+            (item + layout.payloadOffset).assumingMemoryBound(to: N.self).deinitialize(count: 1)
+            Self.takeHeader(item).1?.leave(outcome)
+        }
+        items.deallocate()
+        return count
+    }
+
+    /// The subject identity and wait group of an item; the group's reference passes to the caller.
+    @inline(__always)
+    static func takeHeader(_ item: UnsafeMutableRawPointer) -> (ObjectIdentifier?, WaitGroup?) {
+        let subjectBits = item.load(as: UInt.self)
+        let groupBits = item.load(fromByteOffset: 8, as: UInt.self)
+        let subjectID = subjectBits == 0 ? nil : unsafeBitCast(subjectBits, to: ObjectIdentifier.self)
+        let group = UnsafeRawPointer(bitPattern: groupBits).map {
+            Unmanaged<WaitGroup>.fromOpaque($0).takeRetainedValue()
+        }
+        return (subjectID, group)
+    }
+
+    deinit {
+        // Items left when the last reference goes (a target that never ran the drain job).
+        var items = mailbox.withLock { mailbox in
+            defer { mailbox.items = ItemQueue() }
+            return mailbox.items
+        }
+        drop(&items)
+    }
+}

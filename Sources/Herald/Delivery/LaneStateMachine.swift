@@ -1,0 +1,201 @@
+/// The decisions of one ``Lane``: which items a drain may take, and when a drain job must be
+/// handed to the target. It holds counts, never items, and has no effects: ``Lane`` stores the
+/// items and acts on what each transition returns, after unlocking.
+///
+/// ## Items
+/// Items are numbered in the order they are appended. A post that reaches several lanes appends
+/// its item to each of them *held*, under a hold token of its own, and releases the holds once
+/// every lane has the item. A drain takes only the items before the first held one, so no handler
+/// can react to a post before the post has reached every lane: an effect posted by that handler is
+/// appended behind the cause in every lane.
+///
+/// ## Drains
+/// - A *job* is the drain handed to the target. It takes at most ``sliceLimit`` items, then gives
+///   the target back and is handed to it again, behind whatever the target queued meanwhile.
+/// - An *inline* drain runs on a thread that is already on the target (a waiting post on its own
+///   target, or a blocked waiter helping). It is never sliced: it takes every ready item, because
+///   the thread that runs it would otherwise wait for a job queued behind itself.
+/// - At most one drain runs at a time, and at most one job is with the target at a time.
+struct LaneStateMachine: Sendable {
+    /// The most items a drain job runs before it gives its target back.
+    static let sliceLimit = 128
+
+    /// A post's hold on one item.
+    private struct Hold: Sendable {
+        let token: UInt
+        let sequence: Int
+    }
+
+    /// Who drains right now.
+    enum Runner: Sendable, Equatable {
+        /// The job handed to the target, on the given thread.
+        case job(thread: UInt)
+        /// A thread that is on the target already, outside any job.
+        case inline(thread: UInt)
+
+        var thread: UInt {
+            switch self {
+            case .job(let thread), .inline(let thread): return thread
+            }
+        }
+    }
+
+    /// Items appended so far.
+    private(set) var appendedCount = 0
+    /// Items taken out so far, by drains or by ``close()``.
+    private(set) var takenCount = 0
+    /// The items still held, oldest first.
+    private var holds: [Hold] = []
+    /// Whether a drain job has been handed to the target and has not finished.
+    private(set) var isJobPending = false
+    /// The drain running now, if any.
+    private(set) var runner: Runner?
+    /// Items the running job may still take in its slice.
+    private var sliceRemaining = 0
+    /// Whether the lane has been closed: it accepts nothing more.
+    private(set) var isClosed = false
+
+    /// Items in the lane, held or not.
+    var count: Int { appendedCount - takenCount }
+
+    /// Items a drain may take now: those before the first held one.
+    var readyCount: Int { (holds.first?.sequence ?? appendedCount) - takenCount }
+
+    /// Items still held.
+    var heldCount: Int { holds.count }
+
+    // MARK: Appending
+
+    enum AppendAction: Equatable {
+        /// The lane is closed; the item must not be stored.
+        case reject
+        /// Store the item.
+        case store
+        /// Store the item, then hand a drain job to the target.
+        case storeAndSchedule
+    }
+
+    /// An item arrives.
+    ///
+    /// - Parameter hold: The poster's hold token, or 0 for an item a drain may take at once.
+    mutating func append(hold: UInt) -> AppendAction {
+        if isClosed { return .reject }
+        if hold != 0 {
+            holds.append(Hold(token: hold, sequence: appendedCount))
+        }
+        appendedCount += 1
+        return claimJob() ? .storeAndSchedule : .store
+    }
+
+    /// A post has reached every lane: its hold on this lane ends.
+    ///
+    /// - Returns: Whether the caller must hand a drain job to the target.
+    mutating func release(hold: UInt) -> Bool {
+        guard let index = holds.firstIndex(where: { $0.token == hold }) else { return false }
+        holds.remove(at: index)
+        return claimJob()
+    }
+
+    /// Marks a job as pending when one is needed and none is pending or running.
+    private mutating func claimJob() -> Bool {
+        guard !isClosed, !isJobPending, runner == nil, readyCount > 0 else { return false }
+        isJobPending = true
+        return true
+    }
+
+    // MARK: Draining
+
+    enum DrainAction: Equatable {
+        /// Take the given number of items from the front of the lane and run them.
+        case run(Int)
+        /// Give the target back and hand the job to it again.
+        case reschedule
+        /// Stop.
+        case stop
+    }
+
+    /// The job handed to the target starts on `thread`.
+    mutating func jobStarted(on thread: UInt) -> DrainAction {
+        precondition(isJobPending, "Herald: a lane job started that was not scheduled")
+        guard runner == nil, !isClosed, readyCount > 0 else {
+            // An inline drain runs (and takes what comes), or there is nothing to run.
+            isJobPending = false
+            return .stop
+        }
+        runner = .job(thread: thread)
+        sliceRemaining = Self.sliceLimit
+        return takeForJob()
+    }
+
+    /// The job ran the items it took.
+    mutating func jobRanBatch() -> DrainAction {
+        precondition(runner?.isJob == true, "Herald: a lane batch ended outside its job")
+        if sliceRemaining == 0 && !isClosed && readyCount > 0 {
+            runner = nil
+            return .reschedule  // still pending
+        }
+        return takeForJob()
+    }
+
+    private mutating func takeForJob() -> DrainAction {
+        let count = min(readyCount, sliceRemaining)
+        guard !isClosed, count > 0 else {
+            runner = nil
+            isJobPending = false
+            return .stop
+        }
+        sliceRemaining -= count
+        takenCount += count
+        return .run(count)
+    }
+
+    /// A thread that is on the target wants to drain the lane itself.
+    ///
+    /// - Returns: How many items to run, or `nil` if another drain runs or nothing is ready.
+    mutating func inlineStarted(on thread: UInt) -> Int? {
+        guard runner == nil, !isClosed, readyCount > 0 else { return nil }
+        runner = .inline(thread: thread)
+        let count = readyCount
+        takenCount += count
+        return count
+    }
+
+    /// The inline drain ran the items it took.
+    ///
+    /// - Returns: How many more items to run, or `nil` when the drain ends.
+    mutating func inlineRanBatch() -> Int? {
+        precondition(runner?.isJob == false, "Herald: an inline batch ended outside its drain")
+        let count = readyCount
+        guard !isClosed, count > 0 else {
+            runner = nil
+            return nil
+        }
+        takenCount += count
+        return count
+    }
+
+    // MARK: Closing
+
+    /// The observation ended, or its target refused the job: nothing more is accepted.
+    ///
+    /// - Returns: The number of items to drop, all of them in the lane.
+    mutating func close() -> Int {
+        let dropped = count
+        isClosed = true
+        takenCount = appendedCount
+        holds.removeAll()
+        return dropped
+    }
+
+    /// A job the target refused is no longer pending.
+    mutating func jobRefused() {
+        isJobPending = false
+    }
+}
+
+extension LaneStateMachine.Runner {
+    fileprivate var isJob: Bool {
+        if case .job = self { return true }
+        return false
+    }
+}

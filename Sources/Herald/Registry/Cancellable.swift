@@ -1,0 +1,12 @@
+/// Something an ``Observation`` token ends: a Herald observer, or a closure given by the user.
+///
+/// A class without stored properties rather than a protocol, so that a token holds one pointer
+/// instead of an existential.
+class Cancellable: @unchecked Sendable {  // No state of its own; subclasses make their own choice.
+    /// Ends the registration. Calling it again does nothing.
+    func cancel() {}
+    /// Whether the registration has ended.
+    var isCancelled: Bool { true }
+    /// Whether letting go of the last token ends the registration.
+    var cancelsWithToken: Bool { true }
+}

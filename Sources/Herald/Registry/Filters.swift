@@ -1,0 +1,56 @@
+/// What a contextual handler learns about the delivery besides the notification.
+///
+/// Exposed as SPI for `HeraldTesting`'s recorder; not public API.
+@_spi(Testing)
+public struct DeliveryContext: Sendable {
+    /// The identity of the post's subject, if it had one.
+    public let subjectID: ObjectIdentifier?
+    /// The target the delivery runs on.
+    public let target: DeliveryTarget
+}
+
+/// The handler of one observer.
+enum Handler<N: TypedNotification>: Sendable {
+    case plain(@Sendable (N) throws -> Void)
+    case contextual(@Sendable (N, DeliveryContext) throws -> Void)
+}
+
+/// The optional `from:` subject and `owner:` of an observer, both held weakly.
+///
+/// Both references are written once, in `init`, and only read afterwards; the Swift runtime makes
+/// loading a weak reference thread-safe. Herald only compares the subject's identity and never
+/// calls into either object, so holding them here does not share their state between threads.
+final class Filters: @unchecked Sendable {
+    private(set) weak var subject: AnyObject?
+    private(set) weak var owner: AnyObject?
+    let hasSubject: Bool
+    let hasOwner: Bool
+
+    init(subject: AnyObject?, owner: AnyObject?) {
+        self.subject = subject
+        self.owner = owner
+        self.hasSubject = subject != nil
+        self.hasOwner = owner != nil
+    }
+
+    /// Whether an object the registration depends on has been deallocated.
+    var isDead: Bool {
+        (hasOwner && owner == nil) || (hasSubject && subject == nil)
+    }
+
+    /// Whether a post with `postedSubject` matches. The poster keeps `postedSubject` alive, so a
+    /// weak reference that still loads to the same address is the very same object.
+    func matches(_ postedSubject: AnyObject?) -> Bool {
+        guard hasSubject else { return true }
+        guard let postedSubject, let subject else { return false }
+        return subject === postedSubject
+    }
+}
+
+/// One queued delivery (a replayed value).
+struct QueuedItem<N: TypedNotification>: Sendable {
+    let notification: N
+    let subjectID: ObjectIdentifier?
+    let group: WaitGroup?
+}
+

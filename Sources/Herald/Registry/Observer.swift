@@ -1,0 +1,372 @@
+import Synchronization
+
+/// The parts of a registration that a post reads without knowing the notification type.
+///
+/// Posts scan snapshots of `AnyObserver` (see ``ObserverSnapshot``) with code that is not generic,
+/// so an unspecialised post asks the runtime for no generic metadata. Only the final step, handing
+/// the notification to the handler, lane or stream, is a call into the generic ``Observer``.
+class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the atomic flag.
+    let core: HubCore
+    /// The index of the registration site (see ``SourceLocation/site(_:)``).
+    private let site: UInt32
+    private let cancelled = Atomic<Bool>(false)
+    /// `Flags` bits.
+    let flags: UInt8
+
+    enum Flags {
+        static let hasFilters: UInt8 = 1 << 0
+        static let hasOwner: UInt8 = 1 << 1
+        static let isPosting: UInt8 = 1 << 2
+        static let isContextual: UInt8 = 1 << 3
+        static let isStream: UInt8 = 1 << 4
+    }
+
+    init(core: HubCore, location: SourceLocation, flags: UInt8) {
+        self.core = core
+        self.site = location.siteIndex
+        self.flags = flags
+    }
+
+    /// Where the observer was registered.
+    var location: SourceLocation { SourceLocation.site(site) }
+
+    override var cancelsWithToken: Bool { flags & Flags.hasOwner == 0 }
+
+    /// Whether the observer runs on the posting thread, inside `post`.
+    @inline(__always)
+    final var isPosting: Bool { flags & Flags.isPosting != 0 }
+
+    /// Whether the observer feeds a ``NotificationSequence``.
+    @inline(__always)
+    final var isStream: Bool { flags & Flags.isStream != 0 }
+
+    // MARK: Cancellation
+
+    /// Whether ``cancel()`` has run, without checking the owner or subject.
+    var isCancelledFlag: Bool { cancelled.load(ordering: .acquiring) }
+
+    override var isCancelled: Bool {
+        if cancelled.load(ordering: .acquiring) { return true }
+        if flags & Flags.hasFilters != 0, filtersAreDead {
+            cancel()
+            return true
+        }
+        return false
+    }
+
+    /// Ends the registration. Once this returns, the handler is not started again; a call already
+    /// running on another thread may finish.
+    override func cancel() {
+        guard markCancelled() else { return }
+        didCancel()
+    }
+
+    /// Sets the cancelled flag; returns `false` if it was already set.
+    final func markCancelled() -> Bool {
+        !cancelled.exchange(true, ordering: .acquiringAndReleasing)
+    }
+
+    /// Removes the registration from the registry and drops what is queued for it.
+    func didCancel() {}
+
+    /// Whether an object the registration depends on has been deallocated.
+    var filtersAreDead: Bool { false }
+
+    /// Whether a post with `subject` passes the filters; called only when there are filters.
+    func filtersMatch(_ subject: AnyObject?) -> Bool { true }
+
+    /// Whether a post with `subject` should reach this observer right now.
+    @inline(__always)
+    final func accepts(_ subject: AnyObject?) -> Bool {
+        if cancelled.load(ordering: .acquiring) { return false }
+        if flags & Flags.hasFilters == 0 { return true }
+        if filtersAreDead {
+            cancel()
+            return false
+        }
+        return filtersMatch(subject)
+    }
+
+    // MARK: Type-erased delivery
+
+    /// Calls the handler with the notification at `payload`, on the calling thread; a failure is
+    /// reported to the hub's error handler.
+    func deliver(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) {}
+
+    /// Calls the handler like ``deliver(_:subjectID:)`` and returns the failure, if any.
+    func deliverReporting(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) -> ObserverFailure? { nil }
+
+    /// Appends a copy of the notification at `payload` to the observer's lane or stream, held
+    /// under `hold` unless it is 0 (see ``LaneStateMachine``).
+    ///
+    /// - Returns: `false` if the observation has ended and nothing was appended.
+    func enqueue(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?, group: WaitGroup?, hold: UInt) -> Bool {
+        false
+    }
+
+    /// Ends the hold `hold` on the item the same post appended; does nothing if there is none.
+    func release(hold: UInt) {}
+
+    /// Where the handler runs.
+    var target: DeliveryTarget { .posting }
+
+    /// The thread draining the lane right now, or 0.
+    var drainerThread: UInt { 0 }
+
+    /// Drains the lane on the calling thread, which must be on the target, unless another drain
+    /// runs. Never sliced.
+    func drainInline() {}
+}
+
+/// One registration: a handler and, for asynchronous targets, filters or a contextual handler,
+/// a ``Lane``; or the feed of a ``NotificationSequence``.
+final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  // Immutable; see AnyObserver.
+    /// The handler; unused when `extras` holds a contextual one, or for a stream.
+    private let handler: @Sendable (N) throws -> Void
+    /// Target, filters, contextual handler and mailbox; `nil` for a plain posting-thread observer.
+    private let extras: Lane<N>?
+    /// The buffer of the ``NotificationSequence`` this observer feeds, if it feeds one.
+    let stream: NotificationSequence<N>.Storage?
+
+    init(core: HubCore, target: DeliveryTarget, filters: Filters?, location: SourceLocation, handler: Handler<N>) {
+        var flags: UInt8 = 0
+        if filters != nil { flags |= Flags.hasFilters }
+        if filters?.hasOwner == true { flags |= Flags.hasOwner }
+        if target.isPosting { flags |= Flags.isPosting }
+        switch handler {
+        case .plain(let body):
+            self.handler = body
+            self.extras =
+                target.isPosting && filters == nil ? nil : Lane(target: target, filters: filters, contextual: nil)
+        case .contextual(let body):
+            flags |= Flags.isContextual
+            self.handler = { _ in }
+            self.extras = Lane(target: target, filters: filters, contextual: body)
+        }
+        self.stream = nil
+        super.init(core: core, location: location, flags: flags)
+    }
+
+    /// An observer that feeds `stream`, on the posting thread.
+    init(core: HubCore, stream: NotificationSequence<N>.Storage, filters: Filters?, location: SourceLocation) {
+        var flags = Flags.isStream
+        if filters != nil { flags |= Flags.hasFilters }
+        self.handler = { _ in }
+        self.extras = filters.map { Lane(target: .posting, filters: $0, contextual: nil) }
+        self.stream = stream
+        super.init(core: core, location: location, flags: flags)
+    }
+
+    /// Where the handler runs.
+    override var target: DeliveryTarget { extras?.target ?? .posting }
+    /// The `from:` subject and `owner:`, if any.
+    var filters: Filters? { extras?.filters }
+    /// The mailbox, for an observer on an asynchronous target.
+    var lane: Lane<N>? { flags & (Flags.isPosting | Flags.isStream) != 0 ? nil : extras }
+
+    override var filtersAreDead: Bool { extras?.filters?.isDead ?? false }
+
+    override func filtersMatch(_ subject: AnyObject?) -> Bool { extras?.filters?.matches(subject) ?? true }
+
+    override func didCancel() {
+        end(leaving: .skipped)
+    }
+
+    /// Removes the registration and drops its queued items, telling their waiters `outcome`.
+    ///
+    /// - Returns: The number of items dropped.
+    @discardableResult
+    private func end(leaving outcome: DeliveryOutcome) -> Int {
+        core.remove(self)
+        if let stream { stream.finish() }
+        guard let lane else { return 0 }
+        var dropped = lane.close()
+        return lane.drop(&dropped, leaving: outcome)  // outside the lane's lock
+    }
+
+    /// The target refused the drain job and will never run work again (for example a
+    /// ``DeliveryThread`` that was shut down). The observation ends, and every queued delivery is
+    /// dropped: each one is reported to the hub's error handler, and its waiter, if any, is told
+    /// it was refused. Later posts find no observer and are counted as unobserved.
+    private func targetRefused(_ error: any Error) {
+        let failure = makeFailure(error)
+        guard markCancelled() else {
+            core.report(failure)
+            return
+        }
+        let dropped = end(leaving: .refused(failure))
+        for _ in 0..<max(dropped, 1) {
+            core.report(failure)
+        }
+    }
+
+    override func deliver(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) {
+        guard flags & Flags.isContextual == 0 else {
+            return deliverContextual(payload, subjectID: subjectID)
+        }
+        do {
+            try N._heraldCall(handler, with: payload)
+        } catch {
+            report(error)
+        }
+    }
+
+    /// ``deliver(_:subjectID:)`` for a contextual handler; kept out of the plain path.
+    @inline(never)
+    private func deliverContextual(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) {
+        _ = invoke(payload.assumingMemoryBound(to: N.self).pointee, subjectID: subjectID)
+    }
+
+    override func deliverReporting(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) -> ObserverFailure? {
+        invoke(payload.assumingMemoryBound(to: N.self).pointee, subjectID: subjectID)
+    }
+
+    /// Reports a handler's error to the hub and returns it as a failure.
+    @discardableResult
+    @inline(never)
+    private func report(_ error: any Error) -> ObserverFailure {
+        let failure = makeFailure(error)
+        core.report(failure)
+        return failure
+    }
+
+    /// A failure of this observer, with its registration site.
+    private func makeFailure(_ error: any Error) -> ObserverFailure {
+        let location = self.location
+        return ObserverFailure(
+            error: error,
+            notificationType: String(describing: N.self),
+            fileID: location.fileString,
+            line: Int(location.line)
+        )
+    }
+
+    // MARK: Calling the handler
+
+    /// Calls the handler; reports and returns the failure if it throws.
+    @inline(__always)
+    func invoke(_ notification: N, subjectID: ObjectIdentifier?) -> ObserverFailure? {
+        do {
+            if let contextual = extras?.contextual {
+                try contextual(notification, DeliveryContext(subjectID: subjectID, target: target))
+            } else {
+                try handler(notification)
+            }
+            return nil
+        } catch {
+            return report(error)
+        }
+    }
+
+    // MARK: The lane or stream
+
+    override func enqueue(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?, group: WaitGroup?, hold: UInt)
+        -> Bool
+    {
+        let notification = payload.assumingMemoryBound(to: N.self)
+        if let stream {
+            return stream.push(notification.pointee, hold: hold)
+        }
+        guard flags & Flags.isPosting == 0, let extras else { return false }
+        switch extras.append(notification, subjectID: subjectID, group: group, hold: hold) {
+        case .reject:
+            return false
+        case .store:
+            return true
+        case .storeAndSchedule:
+            scheduleDrain()
+            return true
+        }
+    }
+
+    override func release(hold: UInt) {
+        if let stream {
+            stream.release(hold: hold)
+            return
+        }
+        if let lane, lane.release(hold: hold) {
+            scheduleDrain()
+        }
+    }
+
+    /// Puts replayed values into the lane or stream of an observer that posts cannot see yet.
+    ///
+    /// Called under the registry lock, before the observer is added, so the items come before any
+    /// live post. It never calls out.
+    ///
+    /// - Returns: Whether ``scheduleDrain()`` must be called once the registry lock is released,
+    ///   and the values a bounded stream dropped, to be released after that lock too.
+    func preload(_ items: [QueuedItem<N>]) -> (mustSchedule: Bool, dropped: [N]) {
+        guard !items.isEmpty else { return (false, []) }
+        if let stream {
+            return (false, stream.preload(items.map(\.notification)))
+        }
+        guard let lane else { return (false, []) }
+        return (lane.append(items), [])
+    }
+
+    /// Hands the drain job to the target, once the lane's state machine asked for it.
+    ///
+    /// A target that will never run work again (a ``DeliveryThread`` that was shut down) rejects
+    /// the job. Nothing would ever drain the lane then, so the observation ends and what the lane
+    /// holds is dropped and reported at once (see ``targetRefused(_:)``).
+    func scheduleDrain() {
+        if let refusal = target.trySchedule({ [self] in runJob() }) {
+            lane?.jobRefused()
+            targetRefused(refusal)
+        }
+    }
+
+    /// The thread draining the lane right now, or 0.
+    override var drainerThread: UInt {
+        lane?.drainerThread ?? 0
+    }
+
+    /// The drain job handed to the target: one slice, then, if items are left, the job goes back
+    /// to the target behind whatever it queued meanwhile.
+    private func runJob() {
+        guard let lane else { return }
+        let isPlain = lane.contextual == nil
+        let layout = lane.layout
+        let again = lane.runJob(on: currentThreadID()) { item in run(item, isPlain: isPlain, layout) }
+        if again { scheduleDrain() }
+    }
+
+    override func drainInline() {
+        guard let lane else { return }
+        let isPlain = lane.contextual == nil
+        let layout = lane.layout
+        lane.runInline(on: currentThreadID()) { item in run(item, isPlain: isPlain, layout) }
+    }
+
+    /// Runs one item and consumes it (its payload is destroyed, its group released).
+    @inline(__always)
+    private func run(_ item: UnsafeMutableRawPointer, isPlain: Bool, _ layout: ItemQueue.Layout) {
+        let payload = (item + layout.payloadOffset).assumingMemoryBound(to: N.self)
+        let (subjectID, group) = Lane<N>.takeHeader(item)
+        if group == nil && isPlain {
+            // The common case: the handler reads the notification where it lies in the batch.
+            if !isCancelled {
+                do { try N._heraldCall(handler, with: payload) } catch { report(error) }
+            }
+            if !_isPOD(N.self) { payload.deinitialize(count: 1) }
+            return
+        }
+        let notification = payload.move()
+        guard !isCancelled else {
+            group?.leave(.skipped)
+            return
+        }
+        guard let group else {
+            _ = invoke(notification, subjectID: subjectID)
+            return
+        }
+        let failure: ObserverFailure?
+        if let waiter = group.waiter {
+            failure = Waiter.chain.withValue(waiter) { invoke(notification, subjectID: subjectID) }
+        } else {
+            failure = invoke(notification, subjectID: subjectID)
+        }
+        group.leave(failure.map(DeliveryOutcome.failed) ?? .delivered)
+    }
+}

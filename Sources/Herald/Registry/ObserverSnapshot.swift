@@ -1,0 +1,57 @@
+/// The observers of one notification type at one moment, in registration order: first those
+/// with a lane or a stream, then the posting-thread observers.
+///
+/// Immutable. A registration or cancellation publishes a new snapshot instead of changing one,
+/// and a post retains the snapshot it found for as long as it scans it, so observers added
+/// meanwhile do not receive that post, and nothing the post calls is freed under it. The snapshot
+/// owns one reference to each observer, so a scan touches no reference count but the snapshot's.
+final class ObserverSnapshot: @unchecked Sendable {  // Immutable once made.
+    private let elements: UnsafeMutablePointer<Unmanaged<AnyObserver>>
+    /// The observers with a lane or a stream; they come first.
+    private let queuedCount: Int
+    /// All observers.
+    let count: Int
+
+    /// A snapshot of `queued` observers followed by `posting` ones.
+    init(queued: some Collection<AnyObserver>, posting: some Collection<AnyObserver>) {
+        queuedCount = queued.count
+        count = queued.count + posting.count
+        elements = .allocate(capacity: count)
+        var index = 0
+        for observer in queued {
+            (elements + index).initialize(to: .passRetained(observer))
+            index += 1
+        }
+        for observer in posting {
+            (elements + index).initialize(to: .passRetained(observer))
+            index += 1
+        }
+    }
+
+    /// A snapshot with the same observers, in an object of its own (for another post shard).
+    func copy() -> ObserverSnapshot {
+        withObservers { queued, posting in
+            ObserverSnapshot(
+                queued: queued.lazy.map { $0.takeUnretainedValue() },
+                posting: posting.lazy.map { $0.takeUnretainedValue() })
+        }
+    }
+
+    /// Runs `body` with the observers with a lane or stream, then the posting-thread ones.
+    @inline(__always)
+    func withObservers<R>(
+        _ body: (UnsafeBufferPointer<Unmanaged<AnyObserver>>, UnsafeBufferPointer<Unmanaged<AnyObserver>>) throws -> R
+    ) rethrows -> R {
+        try body(
+            UnsafeBufferPointer(start: elements, count: queuedCount),
+            UnsafeBufferPointer(start: elements + queuedCount, count: count - queuedCount)
+        )
+    }
+
+    deinit {
+        for index in 0..<count {
+            elements[index].release()
+        }
+        elements.deallocate()
+    }
+}

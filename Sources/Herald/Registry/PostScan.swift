@@ -1,0 +1,139 @@
+/// What a waiting post (`postAndWait`, or its async form) asks of the scan, and what it learns.
+final class PostWait {
+    /// Counts the deliveries the post waits for.
+    let group: WaitGroup
+    /// The caller's isolation, to tell whether it runs on an observer's target.
+    let isolation: (any Actor)?
+    /// Whether the caller blocks its thread; `false` when it suspends.
+    let blocks: Bool
+    /// The calling thread.
+    let thread: UInt
+    /// Observers whose target the blocked caller occupies: it drains them itself.
+    var inline: [AnyObserver] = []
+    /// Observers whose drain is offered to the waiters up the caller's chain.
+    var help: [AnyObserver] = []
+    /// The posting-thread observers' outcome (and the streams').
+    var report = DeliveryReport()
+
+    init(group: WaitGroup, isolation: (any Actor)?, blocks: Bool) {
+        self.group = group
+        self.isolation = isolation
+        self.blocks = blocks
+        self.thread = currentThreadID()
+    }
+}
+
+extension HubCore {
+    /// Delivers a fire-and-forget post.
+    ///
+    /// - Parameters:
+    ///   - payload: The notification, of the type whose identity is `key`.
+    ///   - key: `ObjectIdentifier` of the notification type.
+    ///   - subject: The post's subject.
+    /// - Returns: Whether the post reached at least one observer.
+    @inline(__always)
+    func post(_ payload: UnsafeRawPointer, key: ObjectIdentifier, subject: AnyObject?) -> Bool {
+        guard let snapshot = registry.snapshot(for: key) else { return false }
+        return scan(snapshot, payload, subject: subject, wait: nil)
+    }
+
+    /// The one scan behind every post: hands the notification at `payload` to the observers of
+    /// `snapshot`.
+    ///
+    /// 1. It appends the notification to every lane and stream that accepts it. When there are
+    ///    several, each item is *held* (see ``LaneStateMachine``): no drain may take it yet.
+    /// 2. Once every lane and stream has it, it releases the holds; that is when drains are
+    ///    handed to their targets. So no handler can react to this post (and post an effect)
+    ///    before every lane has this post, and an effect always comes after its cause.
+    /// 3. A waiting post's help requests go out only now.
+    /// 4. Then the posting-thread observers run, in registration order.
+    ///
+    /// No lock is held while it appends, releases or calls a handler; only the lanes' own locks
+    /// for the length of an append or release.
+    ///
+    /// - Returns: Whether the post reached at least one observer.
+    @inline(never)  // keeps this scan out of generic callers, where it would run unspecialised
+    func scan(_ snapshot: ObserverSnapshot, _ payload: UnsafeRawPointer, subject: AnyObject?, wait: PostWait?) -> Bool {
+        snapshot.withObservers { queued, posting in
+            var reached = false
+            let subjectID = subject.map(ObjectIdentifier.init)
+            if queued.count == 1 {
+                reached = enqueue(queued[0], payload, subject: subject, subjectID: subjectID, hold: 0, wait: wait)
+            } else if !queued.isEmpty {
+                // The address of a byte on this stack frame names the post's holds: no other post
+                // running at the same time has the same.
+                withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 1) { token in
+                    let hold = UInt(bitPattern: token.baseAddress)
+                    for observer in queued
+                    where enqueue(observer, payload, subject: subject, subjectID: subjectID, hold: hold, wait: wait) {
+                        reached = true
+                    }
+                    for observer in queued {
+                        observer._withUnsafeGuaranteedRef { $0.release(hold: hold) }
+                    }
+                }
+            }
+            if let wait, !wait.help.isEmpty {
+                for observer in wait.help {
+                    Waiter.askChainForHelp {
+                        HelpRequest(target: observer.target) { observer.drainInline() }
+                    }
+                }
+                wait.help = []
+            }
+            for observer in posting {
+                observer._withUnsafeGuaranteedRef { observer in
+                    guard observer.accepts(subject) else { return }
+                    reached = true
+                    guard let wait else {
+                        observer.deliver(payload, subjectID: subjectID)
+                        return
+                    }
+                    wait.report.deliveredCount += 1
+                    if let failure = observer.deliverReporting(payload, subjectID: subjectID) {
+                        wait.report.failures.append(failure)
+                    }
+                }
+            }
+            return reached
+        }
+    }
+
+    /// Appends the notification to one observer's lane or stream, if it accepts it.
+    ///
+    /// - Returns: Whether it was appended.
+    @inline(__always)
+    private func enqueue(
+        _ unmanaged: Unmanaged<AnyObserver>, _ payload: UnsafeRawPointer, subject: AnyObject?,
+        subjectID: ObjectIdentifier?, hold: UInt, wait: PostWait?
+    ) -> Bool {
+        unmanaged._withUnsafeGuaranteedRef { observer in
+            guard observer.accepts(subject) else { return false }
+            guard let wait else {
+                return observer.enqueue(payload, subjectID: subjectID, group: nil, hold: hold)
+            }
+            if observer.isStream {
+                // A stream has its notification once it is buffered; nobody waits for the consumer.
+                guard observer.enqueue(payload, subjectID: subjectID, group: nil, hold: hold) else { return false }
+                wait.report.deliveredCount += 1
+                return true
+            }
+            let isCurrent = wait.blocks && observer.target.isCurrent(isolation: wait.isolation)
+            if isCurrent && observer.drainerThread == wait.thread {
+                // A handler posting to its own mailbox: waiting would never end, so enqueue only.
+                return observer.enqueue(payload, subjectID: subjectID, group: nil, hold: hold)
+            }
+            wait.group.enter()
+            guard observer.enqueue(payload, subjectID: subjectID, group: wait.group, hold: hold) else {
+                wait.group.withdraw()
+                return false
+            }
+            if isCurrent {
+                wait.inline.append(observer)
+            } else if wait.blocks {
+                wait.help.append(observer)
+            }
+            return true
+        }
+    }
+}

@@ -1,0 +1,256 @@
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#else
+#error("Herald supports Darwin, Glibc and Musl platforms")
+#endif
+
+/// The registrations of one notification type, and its retained values. Touched only under the
+/// registry lock.
+class AnyBucket: @unchecked Sendable {  // Mutated only under `Registry.state`'s lock.
+    /// Observers with a lane or a stream, in registration order.
+    var queued: ContiguousArray<AnyObserver> = []
+    /// Posting-thread observers, in registration order.
+    var posting: ContiguousArray<AnyObserver> = []
+    /// The snapshot that posts scan; replaced on every change.
+    var snapshot: ObserverSnapshot?
+
+    /// Adds `observer` at the end of its list and publishes a new snapshot.
+    ///
+    /// - Returns: The snapshot it replaces, to release once the lock is no longer held.
+    func add(_ observer: AnyObserver) -> ObserverSnapshot? {
+        if observer.isPosting {
+            posting.append(observer)
+        } else {
+            queued.append(observer)
+        }
+        return republish()
+    }
+
+    /// Takes `observer` out of its list and publishes a new snapshot.
+    ///
+    /// The old snapshot still holds the observer, so the observer (and whatever its handler
+    /// captures) is released with the returned snapshot, after the lock, never under it.
+    ///
+    /// - Returns: The snapshot it replaces, to release once the lock is no longer held.
+    /// - Complexity: O(*n*) in the observers of this type.
+    func remove(_ observer: AnyObserver) -> ObserverSnapshot? {
+        if observer.isPosting {
+            guard let index = posting.firstIndex(where: { $0 === observer }) else { return nil }
+            posting.remove(at: index)
+        } else {
+            guard let index = queued.firstIndex(where: { $0 === observer }) else { return nil }
+            queued.remove(at: index)
+        }
+        return republish()
+    }
+
+    private func republish() -> ObserverSnapshot? {
+        let old = snapshot
+        snapshot = queued.isEmpty && posting.isEmpty ? nil : ObserverSnapshot(queued: queued, posting: posting)
+        return old
+    }
+
+    /// Drops every registration and retained value.
+    ///
+    /// - Returns: What the bucket held, to release once the lock is no longer held.
+    func removeAll() -> [any Sendable] {
+        defer {
+            queued = []
+            posting = []
+            snapshot = nil
+        }
+        return [Box(queued), Box(posting), snapshot]
+    }
+}
+
+/// The bucket of notification type `N`.
+final class Bucket<N: TypedNotification>: AnyBucket, @unchecked Sendable {  // See AnyBucket.
+    /// The retained (sticky) values of this type, per subject. They outlive the observers.
+    var retained = RetainedValues<N>()
+
+    override func removeAll() -> [any Sendable] {
+        let values = retained
+        retained = RetainedValues<N>()
+        return super.removeAll() + [Box(values)]
+    }
+}
+
+/// A value carried out of a lock as an object, to be released after it.
+final class Box<Value>: @unchecked Sendable {  // Only moved out of a lock and dropped, never read.
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}
+
+/// The registry of a hub: one bucket per notification type, behind one lock, and the snapshots
+/// that posts read, cached per thread group.
+///
+/// ## Posts
+/// A post finds its type's snapshot in a *post shard*: a small table behind a lock of its own,
+/// chosen by the posting thread. It retains the snapshot under that lock, then scans it after
+/// unlocking. Threads that post at the same time mostly use different shards, so they do not
+/// contend on one lock or one reference count. A shard that has no current snapshot for a type
+/// fills its entry from the registry.
+///
+/// ## Registrations
+/// A registration or cancellation changes its bucket and publishes a new snapshot under the
+/// registry lock, then clears the type's entry in every shard, before it returns. Each change has
+/// a generation number, so a post that read the registry before a change cannot store its older
+/// snapshot in a shard after the change cleared it. Everything replaced (snapshots, and with them
+/// observers and their handlers) is released after unlocking.
+final class Registry: Sendable {
+    struct State: Sendable {
+        var buckets: [ObjectIdentifier: AnyBucket] = [:]
+        /// Incremented by every change of any bucket's observers.
+        var generation: UInt64 = 0
+    }
+
+    /// The buckets. Retained values live in the same buckets, under the same lock, so that a
+    /// retaining post and a replaying registration are atomic with respect to each other.
+    let state = Lock(State())
+
+    /// The number of post shards, a power of two.
+    private static let shardCount = 8
+    private let shards: [PostShard] = (0..<Registry.shardCount).map { _ in PostShard() }
+
+    /// The snapshot of the observers of type `key` that a post scans, or `nil` if there are none.
+    @inline(__always)
+    func snapshot(for key: ObjectIdentifier) -> ObserverSnapshot? {
+        let shard = shards[Self.shardIndex()]
+        let cached = shard.table.withLock { $0.lookup(key) }
+        if cached.isHit { return cached.snapshot }
+        return fill(shard, key)
+    }
+
+    /// Reads the registry's snapshot of `key` and caches a copy in `shard`.
+    @inline(never)
+    private func fill(_ shard: PostShard, _ key: ObjectIdentifier) -> ObserverSnapshot? {
+        let (generation, current) = state.withLock { ($0.generation, $0.buckets[key]?.snapshot) }
+        let copy = current?.copy()
+        let replaced = shard.table.withLock { $0.store(copy, for: key, generation: generation) }
+        withExtendedLifetime(replaced) {}  // released here, after the lock
+        return current
+    }
+
+    /// Clears the cached snapshots of `key` in every shard after the change numbered `generation`.
+    /// Call without holding a lock: the cleared snapshots are released here.
+    func didChange(_ key: ObjectIdentifier, generation: UInt64) {
+        for shard in shards {
+            let cleared = shard.table.withLock { $0.invalidate(key, generation: generation) }
+            withExtendedLifetime(cleared) {}  // released here, after the lock
+        }
+    }
+
+    /// Clears every shard (the hub is going away). Call without holding a lock.
+    func clearShards() {
+        for shard in shards {
+            let cleared = shard.table.withLock { table in
+                defer { table = SnapshotTable() }
+                return Box(table)
+            }
+            withExtendedLifetime(cleared) {}
+        }
+    }
+
+    /// The shard of the calling thread.
+    @inline(__always)
+    private static func shardIndex() -> Int {
+        let hashed = currentThreadID() &* 0x9E37_79B9_7F4A_7C15
+        return Int(truncatingIfNeeded: hashed >> UInt(UInt.bitWidth - shardCount.trailingZeroBitCount))
+    }
+}
+
+/// One post shard: a table from notification type to snapshot, behind its own lock.
+final class PostShard: Sendable {
+    let table = Lock(SnapshotTable())
+}
+
+/// A table from notification type to the snapshot a shard caches, with the generation of the
+/// change it reflects. Open addressing over the type's identity; entries are never removed, only
+/// cleared, and there is one per type ever posted from the shard.
+struct SnapshotTable: @unchecked Sendable {  // Lives behind a shard's lock.
+    struct Entry {
+        var key: UInt = 0
+        var generation: UInt64 = 0
+        var isValid = false
+        var snapshot: ObserverSnapshot?
+    }
+
+    private var entries = ContiguousArray<Entry>(repeating: Entry(), count: 8)
+    private var count = 0
+
+    struct Lookup: @unchecked Sendable {  // Carries a retained snapshot out of the shard's lock.
+        let isHit: Bool
+        let snapshot: ObserverSnapshot?
+    }
+
+    @inline(__always)
+    private func slot(of key: UInt) -> Int {
+        let shift = UInt(UInt.bitWidth - entries.count.trailingZeroBitCount)
+        return Int(truncatingIfNeeded: (key &* 0x9E37_79B9_7F4A_7C15) >> shift)
+    }
+
+    /// The index of `key`'s entry, or of the empty slot where it would go.
+    @inline(__always)
+    private func find(_ key: UInt) -> Int {
+        let mask = entries.count - 1
+        var index = slot(of: key)
+        while true {
+            let found = entries[index].key
+            if found == key || found == 0 { return index }
+            index = (index + 1) & mask
+        }
+    }
+
+    @inline(__always)
+    func lookup(_ key: ObjectIdentifier) -> Lookup {
+        let entry = entries[find(UInt(bitPattern: key))]
+        return Lookup(isHit: entry.isValid, snapshot: entry.snapshot)
+    }
+
+    /// Stores the registry's snapshot of `key` as of `generation`, unless a later change cleared
+    /// the entry already.
+    ///
+    /// - Returns: What it replaced, to release after the lock.
+    mutating func store(_ snapshot: ObserverSnapshot?, for key: ObjectIdentifier, generation: UInt64) -> ObserverSnapshot? {
+        let index = entryIndex(for: UInt(bitPattern: key))
+        guard entries[index].generation <= generation else { return snapshot }
+        let old = entries[index].snapshot
+        entries[index].generation = generation
+        entries[index].isValid = true
+        entries[index].snapshot = snapshot
+        return old
+    }
+
+    /// Clears `key`'s entry after the change numbered `generation`.
+    ///
+    /// - Returns: The snapshot it held, to release after the lock.
+    mutating func invalidate(_ key: ObjectIdentifier, generation: UInt64) -> ObserverSnapshot? {
+        let index = entryIndex(for: UInt(bitPattern: key))
+        let old = entries[index].snapshot
+        entries[index].generation = max(entries[index].generation, generation)
+        entries[index].isValid = false
+        entries[index].snapshot = nil
+        return old
+    }
+
+    /// The index of `key`'s entry, inserted if needed.
+    private mutating func entryIndex(for key: UInt) -> Int {
+        let index = find(key)
+        if entries[index].key == key { return index }
+        if (count + 1) * 2 > entries.count {
+            let old = entries
+            entries = ContiguousArray(repeating: Entry(), count: old.count * 2)
+            for entry in old where entry.key != 0 {
+                entries[find(entry.key)] = entry
+            }
+            return entryIndex(for: key)
+        }
+        entries[index].key = key
+        count += 1
+        return index
+    }
+}
