@@ -1,0 +1,164 @@
+import Testing
+
+@testable import Herald
+
+@Suite("LaneStateMachine")
+struct LaneStateMachineTests {
+    @Test("A held item is not taken; its release schedules the drain")
+    func heldItemWaitsForRelease() {
+        var machine = LaneStateMachine()
+        do {
+            let result = machine.append(hold: 7)
+            #expect(result == .store)
+        }
+        #expect(machine.readyCount == 0)
+        do {
+            let result = machine.append(hold: 0)
+            #expect(result == .store)
+        }  // behind the held one: not ready either
+        #expect(machine.readyCount == 0)
+        do {
+            let result = machine.release(hold: 7)
+            #expect(result)
+        }
+        #expect(machine.readyCount == 2)
+        do {
+            let result = machine.jobStarted(on: 1)
+            #expect(result == .run(2))
+        }
+        do {
+            let result = machine.jobRanBatch()
+            #expect(result == .stop)
+        }
+        #expect(!machine.isJobPending)
+    }
+
+    @Test("Items before the first held one are ready; a later release frees the rest")
+    func interleavedHolds() {
+        var machine = LaneStateMachine()
+        do {
+            let result = machine.append(hold: 1)
+            #expect(result == .store)
+        }
+        do {
+            let result = machine.append(hold: 2)
+            #expect(result == .store)
+        }
+        do {
+            let result = machine.release(hold: 2)
+            #expect(!result)
+        }  // the first item is still held
+        #expect(machine.readyCount == 0)
+        do {
+            let result = machine.release(hold: 1)
+            #expect(result)
+        }
+        #expect(machine.readyCount == 2)
+    }
+
+    @Test("A job runs at most one slice, then asks to be rescheduled")
+    func jobIsSliced() {
+        var machine = LaneStateMachine()
+        let total = LaneStateMachine.sliceLimit + 10
+        do {
+            let result = machine.append(hold: 0)
+            #expect(result == .storeAndSchedule)
+        }
+        for _ in 1..<total {
+            let result = machine.append(hold: 0)
+            #expect(result == .store)
+        }
+        do {
+            let result = machine.jobStarted(on: 1)
+            #expect(result == .run(LaneStateMachine.sliceLimit))
+        }
+        do {
+            let result = machine.jobRanBatch()
+            #expect(result == .reschedule)
+        }
+        #expect(machine.isJobPending)
+        do {
+            let result = machine.append(hold: 0)
+            #expect(result == .store)
+        }  // the job is pending: no second one
+        do {
+            let result = machine.jobStarted(on: 1)
+            #expect(result == .run(11))
+        }
+        do {
+            let result = machine.jobRanBatch()
+            #expect(result == .stop)
+        }
+    }
+
+    @Test("Items appended while a job runs are taken by that job, within its slice")
+    func jobTakesWhatArrives() {
+        var machine = LaneStateMachine()
+        do {
+            let result = machine.append(hold: 0)
+            #expect(result == .storeAndSchedule)
+        }
+        do {
+            let result = machine.jobStarted(on: 1)
+            #expect(result == .run(1))
+        }
+        do {
+            let result = machine.append(hold: 0)
+            #expect(result == .store)
+        }
+        do {
+            let result = machine.jobRanBatch()
+            #expect(result == .run(1))
+        }
+        do {
+            let result = machine.jobRanBatch()
+            #expect(result == .stop)
+        }
+    }
+
+    @Test("An inline drain takes everything ready, unsliced; a job that starts meanwhile stops")
+    func inlineDrain() {
+        var machine = LaneStateMachine()
+        let total = LaneStateMachine.sliceLimit * 3
+        do {
+            let result = machine.append(hold: 0)
+            #expect(result == .storeAndSchedule)
+        }
+        for _ in 1..<total { _ = machine.append(hold: 0) }
+        do {
+            let result = machine.inlineStarted(on: 5)
+            #expect(result == total)
+        }
+        #expect(machine.runner == .inline(thread: 5))
+        do {
+            let result = machine.jobStarted(on: 6)
+            #expect(result == .stop)
+        }
+        do {
+            let result = machine.inlineRanBatch()
+            #expect(result == nil)
+        }
+        #expect(machine.runner == nil)
+        #expect(!machine.isJobPending)
+    }
+
+    @Test("Closing drops every item, held or not, and rejects later ones")
+    func close() {
+        var machine = LaneStateMachine()
+        _ = machine.append(hold: 0)
+        _ = machine.append(hold: 3)
+        do {
+            let result = machine.close()
+            #expect(result == 2)
+        }
+        do {
+            let result = machine.append(hold: 0)
+            #expect(result == .reject)
+        }
+        do {
+            let result = machine.release(hold: 3)
+            #expect(!result)
+        }
+        #expect(machine.count == 0)
+    }
+}
