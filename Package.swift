@@ -31,7 +31,7 @@ let package = Package(
             dependencies: ["Herald"],
             swiftSettings: swiftSettings
         ),
-        // The soak (issue #8): not a product; `swift run -c release herald-soak --count N`.
+        // The soak: not a product; `swift run -c release herald-soak --count N`.
         .executableTarget(
             name: "herald-soak",
             dependencies: ["Herald"],
@@ -41,6 +41,20 @@ let package = Package(
             name: "HeraldTests",
             dependencies: ["Herald", "CHerald", "herald-runloop-probe", "herald-demo"],
             exclude: [],
+            swiftSettings: swiftSettings
+        ),
+        // The Swift blocks of README.md and the DocC articles, compiled and run as tests;
+        // Scripts/check-doc-snippets.py keeps them identical to the documents.
+        .testTarget(
+            name: "DocSnippetTests",
+            dependencies: ["Herald", "HeraldTesting"],
+            swiftSettings: swiftSettings
+        ),
+        // The README's Quick Start, as a user pastes it into main.swift.
+        .executableTarget(
+            name: "herald-quick-start",
+            dependencies: ["Herald"],
+            path: "Examples/QuickStart",
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -22,7 +22,7 @@ struct LockFreeRegistryTests {
     func registrationOrderAcrossGrowth() {
         let hub = NotificationHub()
         let log = Log()
-        var tokens: [Observation] = []
+        var tokens: [ObservationToken] = []
         for index in 0..<37 {
             tokens.append(hub.observe(Ping.self) { _ in log.add("\(index)") })
         }
@@ -35,7 +35,7 @@ struct LockFreeRegistryTests {
     func membershipAtPostTime() {
         let hub = NotificationHub()
         let log = Log()
-        let added = Locked<[Observation]>([])
+        let added = Locked<[ObservationToken]>([])
         let first = hub.observe(Ping.self) { note in
             log.add("first \(note.value)")
             let token = hub.observe(Ping.self) { note in log.add("late \(note.value)") }
@@ -52,7 +52,7 @@ struct LockFreeRegistryTests {
     func cancelAndCompact() {
         let hub = NotificationHub()
         let log = Log()
-        var tokens: [Observation] = []
+        var tokens: [ObservationToken] = []
         for index in 0..<100 {
             tokens.append(hub.observe(Ping.self) { _ in log.add("\(index)") })
         }
@@ -71,7 +71,7 @@ struct LockFreeRegistryTests {
     func cancelEverythingFromAHandler() {
         let hub = NotificationHub()
         let log = Log()
-        let tokens = Locked<[Observation]>([])
+        let tokens = Locked<[ObservationToken]>([])
         for index in 0..<40 {
             let token = hub.observe(Ping.self) { _ in
                 log.add("\(index)")
@@ -90,7 +90,7 @@ struct LockFreeRegistryTests {
     func manyTypes() {
         let hub = NotificationHub()
         let log = Log()
-        var tokens: [Observation] = []
+        var tokens: [ObservationToken] = []
         func register<T: TypedNotification>(_ type: T.Type, _ name: String) {
             tokens.append(hub.observe(type) { _ in log.add(name) })
         }
@@ -198,7 +198,7 @@ struct WaitingPostTests {
         let queue = DispatchQueue(label: "test.deliver")
         let seen = Locked<[Int]>([])
         let token = hub.observe(Ping.self, on: .queue(queue)) { note in seen.withLock { $0.append(note.value) } }
-        let report = await hub.deliver(Ping(value: 8))
+        let report = await hub.postAndWait(Ping(value: 8))
         #expect(report.deliveredCount == 1)
         #expect(seen.withLock { $0 } == [8])
         withExtendedLifetime(token) {}

@@ -22,7 +22,7 @@ struct ReclamationTests {
     final class HeldPost<Notification: TypedNotification>: Sendable {
         let entered = DispatchSemaphore(value: 0)
         let proceed = DispatchSemaphore(value: 0)
-        let token: Observation
+        let token: ObservationToken
 
         init(on hub: NotificationHub, _ type: Notification.Type) {
             let entered = entered
@@ -44,7 +44,7 @@ struct ReclamationTests {
         let calls = Locked(0)
         var captured: Captured? = Captured()
         let probe = WeakProbe(captured!)
-        var token: Observation? = hub.observe(Ping.self) { [captured] _ in
+        var token: ObservationToken? = hub.observe(Ping.self) { [captured] _ in
             withExtendedLifetime(captured) { calls.withLock { $0 += 1 } }
         }
         captured = nil
@@ -67,7 +67,7 @@ struct ReclamationTests {
     func otherTypesDoNotHoldBack() async {
         let hub = NotificationHub()
         let held = HeldPost(on: hub, Other.self)
-        var token: Observation?
+        var token: ObservationToken?
         let probe = Self.observeWithProbe(on: hub, into: &token)
 
         async let post: Void = onNewThread { hub.post(Other()) }
@@ -84,7 +84,7 @@ struct ReclamationTests {
         let hub = NotificationHub()
         var captured: Captured? = Captured()
         let probe = WeakProbe(captured!)
-        let victim = Locked<Observation?>(hub.observe(Ping.self) { [captured] _ in withExtendedLifetime(captured) {} })
+        let victim = Locked<ObservationToken?>(hub.observe(Ping.self) { [captured] _ in withExtendedLifetime(captured) {} })
         captured = nil
         let releasedDuringPost = Locked<Bool?>(nil)
         let killer = hub.observe(Ping.self) { _ in
@@ -112,7 +112,7 @@ struct ReclamationTests {
             hub.post(Other())
         }
         #expect(counter.withLock { $0 } == 32)
-        var token: Observation?
+        var token: ObservationToken?
         let probe = Self.observeWithProbe(on: hub, into: &token)
         token = nil
         #expect(probe.isReleased)
@@ -142,7 +142,7 @@ struct ReclamationTests {
         ]
         var captured: Captured? = Captured()
         let probe = WeakProbe(captured!)
-        var token: Observation? = hub.observe(C.self) { [captured] _ in withExtendedLifetime(captured) {} }
+        var token: ObservationToken? = hub.observe(C.self) { [captured] _ in withExtendedLifetime(captured) {} }
         captured = nil
 
         async let post: Void = onNewThread { hub.post(A()) }
@@ -192,7 +192,7 @@ struct ReclamationTests {
 
     /// Registers an observer of `Ping` whose handler alone holds an object, and returns a probe on
     /// that object.
-    static func observeWithProbe(on hub: NotificationHub, into token: inout Observation?) -> WeakProbe<Captured> {
+    static func observeWithProbe(on hub: NotificationHub, into token: inout ObservationToken?) -> WeakProbe<Captured> {
         let captured = Captured()
         token = hub.observe(Ping.self) { [captured] _ in withExtendedLifetime(captured) {} }
         return WeakProbe(captured)
@@ -219,7 +219,7 @@ struct ReclamationTests {
                 proceed.wait()  // `depth` + 1 sections open on this thread
             }
         }
-        var token: Observation?
+        var token: ObservationToken?
         let probe = Self.observeWithProbe(on: hub, into: &token)
 
         async let post: Void = onNewThread { hub.post(Level(remaining: depth)) }
@@ -261,7 +261,7 @@ struct ReclamationTests {
             entered.signal()
             proceed.wait()
         }
-        var token: Observation?
+        var token: ObservationToken?
         let probe = Self.observeWithProbe(on: hub, into: &token)
 
         async let post: Void = onNewThread { hub.post(Level(remaining: levelsAbove)) }
