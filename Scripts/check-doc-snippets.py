@@ -7,7 +7,7 @@ compile them (the table below). A region runs from `// snippet: begin` to `// sn
 declares a type and then uses it is split so that the uses can sit in a function). A file without
 markers is one region, whole. Each part is compared with its common indentation removed and
 blank lines left out, and a
-leading `fileprivate ` on a line of the compiled copy is ignored (it keeps the examples of several
+`private ` or `fileprivate ` at the start of a file-scope line of the compiled copy is ignored (it keeps the examples of several
 documents from clashing in one module).
 
 It also fails on a block that throws away an observation token (`_ = ….observe(` and the like):
@@ -86,7 +86,7 @@ def regions_of(source):
         elif marker.startswith("// snippet:"):
             sys.exit(f"{source}:{number}: unknown marker {marker!r}")
         elif part is not None:
-            part.append(re.sub(r"^(\s*)fileprivate ", r"\1", line))
+            part.append(re.sub(r"^(fileprivate|private) ", "", line))
     return regions
 
 

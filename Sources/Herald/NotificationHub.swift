@@ -341,7 +341,6 @@ public final class NotificationHub: Sendable {
     ///   - isolation: The caller's actor isolation; leave the default.
     /// - Returns: What happened: how many observers ran, and the errors they threw (which also
     ///   went to ``errorHandler``).
-    @_disfavoredOverload  // an `await` in top-level code must pick the async form
     @available(*, noasync, message: "this postAndWait blocks the calling thread; use `await hub.postAndWait(_:from:)`, which suspends instead")
     @discardableResult
     public func postAndWait<N: TypedNotification>(
@@ -372,7 +371,6 @@ public final class NotificationHub: Sendable {
     ///   - isolation: The caller's actor isolation; leave the default.
     /// - Returns: What happened, as for `postAndWait(_:from:)`.
     /// - Throws: ``DeliveryTimeout`` if some observer had not finished within `timeout`.
-    @_disfavoredOverload
     @available(
         *, noasync,
         message: "this postAndWait blocks the calling thread; use `try await hub.postAndWait(_:from:timeout:)`, which suspends instead"
