@@ -41,6 +41,20 @@ let package = Package(
             exclude: [],
             swiftSettings: swiftSettings
         ),
+        // The Swift blocks of README.md and the DocC articles, compiled and run as tests;
+        // Scripts/check-doc-snippets.py keeps them identical to the documents.
+        .testTarget(
+            name: "DocSnippetTests",
+            dependencies: ["Herald", "HeraldTesting"],
+            swiftSettings: swiftSettings
+        ),
+        // The README's Quick Start, as a user pastes it into main.swift.
+        .executableTarget(
+            name: "herald-quick-start",
+            dependencies: ["Herald"],
+            path: "Examples/QuickStart",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "HeraldTestingTests",
             dependencies: ["HeraldTesting", "Herald"],

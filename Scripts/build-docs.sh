@@ -1,26 +1,33 @@
 #!/usr/bin/env bash
-# Builds Herald's DocC documentation with the toolchain's own docc, no plugin:
-# extract the symbol graphs with the compiler, then `docc convert --warnings-as-errors`.
-# Also checks that the landing page's Topics name every public top-level symbol.
+# Builds the DocC documentation of Herald and HeraldTesting with the toolchain's own docc, no
+# plugin: extract the symbol graphs with the compiler, then `docc convert --warnings-as-errors`.
+# Also checks that each landing page's Topics name every public top-level symbol of its module.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scratch=.build-docs
 graphs="$scratch/symbol-graphs"
 mkdir -p "$graphs"  # kept between runs: the compiler only rewrites graphs when it recompiles
-swift build --scratch-path "$scratch" --target Herald \
+swift build --scratch-path "$scratch" --target HeraldTesting \
     -Xswiftc -emit-symbol-graph \
     -Xswiftc -emit-symbol-graph-dir -Xswiftc "$graphs" \
     -Xswiftc -emit-extension-block-symbols \
     -Xswiftc -symbol-graph-minimum-access-level -Xswiftc public
-docc convert Sources/Herald/Herald.docc \
-    --additional-symbol-graph-dir "$graphs" \
-    --output-dir "$scratch/Herald.doccarchive" \
-    --fallback-display-name Herald \
-    --fallback-bundle-identifier org.swift.herald \
-    --warnings-as-errors
 
-# Every public top-level type and protocol must appear in the landing page's Topics.
-missing=$(python3 - "$graphs/Herald.symbols.json" Sources/Herald/Herald.docc/Herald.md <<'PY'
+for module in Herald HeraldTesting; do
+    # Each catalog gets only its own module's graphs (and its extensions of other modules).
+    own="$scratch/graphs-$module"
+    rm -rf "$own" && mkdir -p "$own"
+    cp "$graphs/$module.symbols.json" "$own/"
+    cp "$graphs/$module@"*.symbols.json "$own/" 2>/dev/null || true
+    docc convert "Sources/$module/$module.docc" \
+        --additional-symbol-graph-dir "$own" \
+        --output-dir "$scratch/$module.doccarchive" \
+        --fallback-display-name "$module" \
+        --fallback-bundle-identifier "org.swift.$module" \
+        --warnings-as-errors
+
+    # Every public top-level type, protocol and function must appear in the landing page's Topics.
+    missing=$(python3 - "$own/$module.symbols.json" "Sources/$module/$module.docc/$module.md" <<'PY'
 import json, re, sys
 graph = json.load(open(sys.argv[1]))
 landing = open(sys.argv[2]).read()
@@ -29,11 +36,12 @@ names = sorted({s["pathComponents"][0] for s in graph["symbols"]
                 if s["kind"]["identifier"] in kinds and len(s["pathComponents"]) == 1
                 and s["accessLevel"] == "public" and not s["pathComponents"][0].startswith("_")})
 linked = set(re.findall(r"``([A-Za-z_][A-Za-z0-9_]*)", landing))
-print(" ".join(n for n in names if n not in linked))
+print(" ".join(n for n in names if n.split("(")[0] not in linked))
 PY
 )
-if [ -n "$missing" ]; then
-    echo "error: Herald.docc/Herald.md does not list these public symbols under ## Topics: $missing" >&2
-    exit 1
-fi
-echo "Documentation built at $scratch/Herald.doccarchive with every public symbol under Topics"
+    if [ -n "$missing" ]; then
+        echo "error: $module.docc/$module.md does not list these public symbols under ## Topics: $missing" >&2
+        exit 1
+    fi
+    echo "Documentation of $module built at $scratch/$module.doccarchive with every public symbol under Topics"
+done

@@ -158,7 +158,7 @@ public final class BackgroundQueue: Sendable {
     /// Queues `work`, then suspends until it has finished, and returns its value.
     ///
     /// ```swift
-    /// let digest = try await BackgroundQueue.shared.perform(priority: .high) { try sha256(of: file) }
+    /// let digest = try await BackgroundQueue.shared.performAndWait(priority: .high) { try sha256(of: file) }
     /// ```
     ///
     /// Cancelling the calling Swift task cancels the background task: if its work has not started,
@@ -171,7 +171,7 @@ public final class BackgroundQueue: Sendable {
     /// - Returns: What `work` returns.
     /// - Throws: `CancellationError` if the task was cancelled before its work started, or the error
     ///   `work` threw.
-    public func perform<Value: Sendable>(
+    public func performAndWait<Value: Sendable>(
         priority: BackgroundTaskPriority = .normal,
         after dependencies: [any BackgroundTaskDependency] = [],
         _ work: @escaping @Sendable () throws -> Value

@@ -77,7 +77,7 @@ public final class BackgroundTask<Value: Sendable>: BackgroundTaskDependency, Ha
     /// ```
     ///
     /// It suspends without blocking a thread. Cancelling the awaiting Swift task does not cancel
-    /// this background task (use ``BackgroundQueue/perform(priority:after:_:)`` for that). It never
+    /// this background task (use ``BackgroundQueue/performAndWait(priority:after:_:)`` for that). It never
     /// suspends forever for a cancelled task; it suspends for as long as the work and its
     /// dependencies take, forever if one of them never finishes.
     ///

@@ -4,7 +4,7 @@
 /// Herald only needs two things from an executor:
 /// - ``enqueue(_:)`` runs a job later, on the executor, in the order jobs were enqueued;
 /// - ``isCurrent`` says whether the calling code already runs on the executor, so that waiting
-///   calls such as ``NotificationHub/postAndWait(_:from:isolation:)`` can run inline instead of
+///   calls such as `postAndWait(_:from:)` can run inline instead of
 ///   waiting for themselves.
 ///
 /// Herald never enqueues more than one job at a time per observer, so an executor that runs jobs

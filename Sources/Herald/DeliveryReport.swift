@@ -1,7 +1,7 @@
 /// What happened to one waiting post: how many observers ran, and what they threw.
 ///
-/// ``NotificationHub/postAndWait(_:from:isolation:)`` and ``NotificationHub/deliver(_:from:isolation:)``
-/// return a report once every observer has run. The failures it lists also went to the hub's
+/// The waiting posts (`postAndWait(_:from:)`, blocking
+/// or `async`) return a report once every observer has run. The failures it lists also went to the hub's
 /// ``NotificationHub/errorHandler``.
 ///
 /// ```swift
@@ -43,6 +43,12 @@ public struct DeliveryReport: Sendable, Equatable, CustomStringConvertible {
         deliveredCount += other.deliveredCount
         skippedCount += other.skippedCount
         failures += other.failures
+    }
+
+    func merging(_ other: DeliveryReport) -> DeliveryReport {
+        var sum = self
+        sum.merge(other)
+        return sum
     }
 }
 

@@ -10,7 +10,7 @@ extension DeliveryTarget {
     ///
     /// ```swift
     /// DeliveryTarget.queue(database).perform { store.vacuum() }
-    /// DeliveryTarget.main.perform { MainActor.assumeIsolated { statusLabel.text = "Saved" } }
+    /// DeliveryTarget.mainQueue.perform { MainActor.assumeIsolated { statusLabel.text = "Saved" } }
     /// ```
     ///
     /// `perform` never runs `work` before it returns, so the caller's state is never re-entered.
@@ -56,7 +56,7 @@ extension DeliveryTarget {
     ///
     /// `performAndWait` always completes `work` before it returns. When the caller already runs
     /// on this target (main to main, a queue to itself, an executor to itself), `work` runs inline
-    /// instead of waiting for itself, so `DeliveryTarget.main.performAndWait` from the main queue
+    /// instead of waiting for itself, so `DeliveryTarget.mainQueue.performAndWait` from the main queue
     /// never traps or deadlocks.
     ///
     /// ## When it can block forever
@@ -132,7 +132,7 @@ extension MainActor {
         isolation: (any Actor)? = #isolation,
         _ work: @MainActor () throws(E) -> T
     ) throws(E) -> T {
-        let outcome = DeliveryTarget.main.performAndWait(isolation: isolation) { () -> Result<T, E> in
+        let outcome = DeliveryTarget.mainQueue.performAndWait(isolation: isolation) { () -> Result<T, E> in
             MainActor.assumeIsolated { () -> Result<T, E> in
                 do throws(E) {
                     return .success(try work())

@@ -7,7 +7,8 @@ import Foundation
 ///
 /// ```swift
 /// hub.observe(UserCreated.self) { note in … }                          // the posting thread
-/// hub.observe(UserCreated.self, on: .main) { note in … }               // the main queue
+/// hub.observe(UserCreated.self, on: MainActor.shared) { note in … }   // the main actor (@MainActor handler)
+/// hub.observe(UserCreated.self, on: .mainQueue) { note in … }          // the main queue, nonisolated handler
 /// hub.observe(UserCreated.self, on: .queue(database)) { note in … }    // a DispatchQueue
 /// hub.observe(UserCreated.self, on: .operationQueue(imports)) { … }    // an OperationQueue
 /// hub.observe(UserCreated.self, on: .executor(myLoop)) { … }           // a custom executor
@@ -18,7 +19,7 @@ import Foundation
 /// - Every other target gives each observer its own serial mailbox: deliveries to one observer
 ///   run one at a time and in post order, even on a concurrent queue or an `OperationQueue` that
 ///   runs several operations at once. A burst of posts is drained by one job, not one job per post.
-/// - ``main`` is the main dispatch queue, which is also the `MainActor`'s executor. On Linux a
+/// - ``mainQueue`` is the main dispatch queue, which is also the `MainActor`'s executor. On Linux a
 ///   worker thread may drain it (under `dispatchMain()`, an async `main`, or Swift Testing);
 ///   Herald recognises it by a queue-specific value, never by `Thread.isMainThread` alone.
 public struct DeliveryTarget: Sendable, Equatable, CustomStringConvertible {
@@ -27,6 +28,7 @@ public struct DeliveryTarget: Sendable, Equatable, CustomStringConvertible {
         case main
         case queue(DispatchQueue, QueueToken)
         case operationQueue(OperationQueue)
+        case thread(DeliveryThread)
         case executor(any DeliveryExecutor)
         case actor(any Actor)
     }
@@ -40,16 +42,30 @@ public struct DeliveryTarget: Sendable, Equatable, CustomStringConvertible {
     /// The posting thread: the handler runs synchronously inside `post`, before `post` returns.
     public static let posting = DeliveryTarget(kind: .posting)
 
-    /// The main dispatch queue, which is the `MainActor`'s executor.
-    public static let main = DeliveryTarget(kind: .main)
+    /// The main dispatch queue, which is the `MainActor`'s executor, for a handler that is not
+    /// isolated to the main actor.
+    ///
+    /// Use it where the target is a value chosen at run time, for example a view model that takes
+    /// its target as a parameter so that a test can pass a stand-in. When the handler itself must
+    /// be `@MainActor`, observe with `on: MainActor.shared` instead: the compiler then checks the
+    /// handler's isolation.
+    public static let mainQueue = DeliveryTarget(kind: .main)
+
+    /// Not available: say which of the two you mean.
+    @available(
+        *, unavailable,
+        message:
+            "for a @MainActor handler observe with `on: MainActor.shared`; for a nonisolated handler on the main queue use `.mainQueue`; to run main-actor work use MainActor.perform / performAndWait / perform(after:)"
+    )
+    public static var main: DeliveryTarget { mainQueue }
 
     /// A dispatch queue, serial or concurrent.
     ///
-    /// - Parameter queue: The queue to deliver on. `DispatchQueue.main` is the same as ``main``.
+    /// - Parameter queue: The queue to deliver on. `DispatchQueue.main` is the same as ``mainQueue``.
     /// - Returns: A target that runs work on `queue`.
     public static func queue(_ queue: DispatchQueue) -> DeliveryTarget {
         let token = QueueIdentity.token(for: queue)
-        if token === QueueIdentity.mainToken { return .main }
+        if token === QueueIdentity.mainToken { return .mainQueue }
         return DeliveryTarget(kind: .queue(queue, token))
     }
 
@@ -87,6 +103,7 @@ public struct DeliveryTarget: Sendable, Equatable, CustomStringConvertible {
         case .main: return QueueIdentity.isMain
         case .queue(_, let token): return QueueIdentity.isCurrent(token)
         case .operationQueue(let queue): return OperationQueue.current === queue
+        case .thread(let thread): return thread.isCurrent
         case .executor(let executor): return executor.isCurrent
         case .actor(let actor): return isolation === actor
         }
@@ -99,6 +116,7 @@ public struct DeliveryTarget: Sendable, Equatable, CustomStringConvertible {
         case .main: DispatchQueue.main.async(execute: job)
         case .queue(let queue, _): queue.async(execute: job)
         case .operationQueue(let queue): queue.addOperation(job)
+        case .thread(let thread): thread.submit(job)
         case .executor(let executor): executor.enqueue(job)
         case .actor(let actor): Task { await runIsolated(to: actor, job) }
         }
@@ -107,8 +125,10 @@ public struct DeliveryTarget: Sendable, Equatable, CustomStringConvertible {
     /// Runs `job` later on this target, or returns why the target will never run it (a shut-down
     /// ``DeliveryThread`` or another executor that refuses work).
     func trySchedule(_ job: @escaping @Sendable () -> Void) -> (any Error)? {
-        if case .executor(let executor) = kind {
-            return executor.tryEnqueue(job)
+        switch kind {
+        case .thread(let thread): return thread.trySubmit(job)
+        case .executor(let executor): return executor.tryEnqueue(job)
+        default: break
         }
         schedule(job)
         return nil
@@ -125,6 +145,8 @@ public struct DeliveryTarget: Sendable, Equatable, CustomStringConvertible {
             queue.asyncAfter(deadline: delay.deadlineFromNow, execute: job)
         case .operationQueue(let queue):
             DispatchQueue.global().asyncAfter(deadline: delay.deadlineFromNow) { queue.addOperation(job) }
+        case .thread(let thread):
+            thread.submit(after: delay, job)
         case .executor(let executor):
             executor.enqueue(after: delay, job)
         case .actor(let actor):
@@ -142,6 +164,7 @@ public struct DeliveryTarget: Sendable, Equatable, CustomStringConvertible {
         case .main: return "main"
         case .queue(let queue, _): return "queue(\(queue.label))"
         case .operationQueue(let queue): return "operationQueue(\(queue.name ?? "unnamed"))"
+        case .thread(let thread): return "thread(\(thread.name))"
         case .executor(let executor): return "executor(\(type(of: executor)))"
         case .actor(let actor): return "actor(\(type(of: actor)))"
         }
@@ -153,6 +176,7 @@ public struct DeliveryTarget: Sendable, Equatable, CustomStringConvertible {
         case (.posting, .posting), (.main, .main): return true
         case (.queue(_, let a), .queue(_, let b)): return a === b
         case (.operationQueue(let a), .operationQueue(let b)): return a === b
+        case (.thread(let a), .thread(let b)): return a === b
         case (.executor(let a), .executor(let b)): return a === b
         case (.actor(let a), .actor(let b)): return a === b
         default: return false

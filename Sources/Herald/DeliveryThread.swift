@@ -40,7 +40,7 @@ import Synchronization
 ///   of work and once per notification.
 /// - It is built from a `Mutex` and a semaphore, not from a run loop, and behaves the same on
 ///   Linux and Apple platforms.
-public final class DeliveryThread: DeliveryExecutor, SerialExecutor, CustomStringConvertible {
+public final class DeliveryThread: SerialExecutor, CustomStringConvertible {
     /// The name of the thread, also set as the OS thread's `Thread.current.name` (on Linux cut to
     /// 15 bytes there).
     public let name: String
@@ -123,7 +123,7 @@ public final class DeliveryThread: DeliveryExecutor, SerialExecutor, CustomStrin
     /// - Parameter work: The work to run on this thread.
     /// - Complexity: Amortised O(1).
     public func perform(_ work: @escaping @Sendable () -> Void) {
-        enqueue(work)
+        submit(work)
     }
 
     /// Runs `work` on this thread once `delay` has passed, never earlier.
@@ -144,7 +144,7 @@ public final class DeliveryThread: DeliveryExecutor, SerialExecutor, CustomStrin
     ///   - work: The work to run on this thread.
     /// - Complexity: O(*t*) in the number of delayed items pending.
     public func perform(after delay: Duration, _ work: @escaping @Sendable () -> Void) {
-        enqueue(after: delay, work)
+        submit(after: delay, work)
     }
 
     /// Runs `work` on this thread and waits for its result.
@@ -160,7 +160,7 @@ public final class DeliveryThread: DeliveryExecutor, SerialExecutor, CustomStrin
     /// `work` runs inline (also while a shut-down thread drains its queue). It takes part in Herald's
     /// waiting machinery: when work running on behalf of this call waits for this caller's own
     /// thread (A waits for B, which waits for A, between two `DeliveryThread`s, or with
-    /// ``DeliveryTarget/performAndWait(isolation:_:)`` and ``NotificationHub/postAndWait(_:from:isolation:)``),
+    /// ``DeliveryTarget/performAndWait(isolation:_:)`` and `postAndWait(_:from:)`),
     /// the blocked caller runs that work, so the chain completes.
     ///
     /// ## When it can block forever
@@ -258,12 +258,10 @@ public final class DeliveryThread: DeliveryExecutor, SerialExecutor, CustomStrin
         }
     }
 
-    // MARK: - DeliveryExecutor
+    // MARK: - Submitting work (the delivery target's side)
 
-    /// Schedules `job` to run later on this thread; the same as ``perform(_:)``.
-    ///
-    /// - Parameter job: The work to run on this thread.
-    public func enqueue(_ job: @escaping @Sendable () -> Void) {
+    /// Schedules `job` to run later on this thread; rejected work goes to the `rejectionHandler`.
+    func submit(_ job: @escaping @Sendable () -> Void) {
         if !core.submit(.block(job)) {
             core.reject(DeliveryThreadError(code: .shutDown, threadName: name))
         }
@@ -275,22 +273,13 @@ public final class DeliveryThread: DeliveryExecutor, SerialExecutor, CustomStrin
     /// observation that needed it ends, the error goes to the hub's
     /// ``NotificationHub/errorHandler`` (not to this thread's `rejectionHandler`), and a waiting
     /// post gets the failure in its report instead of waiting forever.
-    ///
-    /// - Parameter job: The work to run on this thread.
-    /// - Returns: `nil` if `job` will run; a ``DeliveryThreadError`` if the thread no longer accepts work.
-    public func tryEnqueue(_ job: @escaping @Sendable () -> Void) -> (any Error)? {
+    func trySubmit(_ job: @escaping @Sendable () -> Void) -> (any Error)? {
         core.submit(.block(job)) ? nil : DeliveryThreadError(code: .shutDown, threadName: name)
     }
 
-    /// Schedules `job` to run on this thread once `delay` has passed; the same as
-    /// ``perform(after:_:)``.
-    ///
-    /// The thread keeps its own timers: no dispatch queue or run loop is involved.
-    ///
-    /// - Parameters:
-    ///   - delay: The minimum time to wait.
-    ///   - job: The work to run on this thread.
-    public func enqueue(after delay: Duration, _ job: @escaping @Sendable () -> Void) {
+    /// Schedules `job` to run on this thread once `delay` has passed. The thread keeps its own
+    /// timers: no dispatch queue or run loop is involved.
+    func submit(after delay: Duration, _ job: @escaping @Sendable () -> Void) {
         if !core.submit(after: delay, job) {
             core.reject(DeliveryThreadError(code: .shutDown, threadName: name))
         }
@@ -367,15 +356,15 @@ extension DeliveryTarget {
     ///
     /// After the thread is shut down, a notification for an observer on it ends that observation:
     /// the ``DeliveryThreadError`` goes to the hub's ``NotificationHub/errorHandler``, and
-    /// ``NotificationHub/postAndWait(_:from:isolation:)`` returns with the failure in its report.
+    /// `postAndWait(_:from:)` returns with the failure in its report.
     /// ``perform(_:)`` calls are rejected and reported to the thread's `rejectionHandler`.
     /// ``performAndWait(isolation:_:)`` through the target cannot throw that error, so it waits
     /// forever; use ``DeliveryThread/performAndWait(isolation:_:)``, which throws.
     ///
     /// - Parameter thread: The thread to run on.
-    /// - Returns: A target that runs work on `thread`; the same as `.executor(thread)`.
+    /// - Returns: A target that runs work on `thread`. The target keeps the thread alive.
     public static func thread(_ thread: DeliveryThread) -> DeliveryTarget {
-        .executor(thread)
+        DeliveryTarget(kind: .thread(thread))
     }
 }
 

@@ -1,36 +1,34 @@
 /// Retained ("sticky") notifications: the latest value of a type, kept for observers that come later.
 ///
-/// A post made with `retain: true` is delivered as usual and also kept as the latest value of its
+/// A post made with ``NotificationHub/postAndRetain(_:from:)`` is delivered as usual and also kept as the latest value of its
 /// type for its subject. An observer registered with `replayLatest: true` receives that value
 /// first, on its own target, and then every later post, with no gap and no duplicate, even when
 /// a post races with the registration.
 ///
 /// ```swift
-/// hub.post(ConnectionState.online, retain: true)             // before anyone listens
+/// hub.postAndRetain(ConnectionState.online)                   // before anyone listens
 ///
-/// let token = hub.observe(ConnectionState.self, on: .main, replayLatest: true) { state in
+/// let token = hub.observe(ConnectionState.self, on: .mainQueue, replayLatest: true) { state in
 ///     banner.show(state)                                       // .online first, then changes
 /// }
 /// ```
 extension NotificationHub {
     // MARK: - Posting
 
-    /// Posts a notification and, when `retain` is `true`, keeps it as the latest value of its type
-    /// for `subject`.
+    /// Posts a notification and keeps it as the latest value of its type for `subject`.
     ///
-    /// The post is delivered exactly like ``post(_:from:)``. With `retain: true` the value also
-    /// replaces the one retained for the same subject (or for no subject), and observers
+    /// The post is delivered exactly like ``post(_:from:)``. The value also replaces the one retained for the same subject (or for no subject), and observers
     /// registered later with `replayLatest: true` receive it first. Storing the value and choosing
     /// the observers happen atomically, so a registration that races with this post either
     /// replays this value or receives it live, never both and never neither.
     ///
     /// ```swift
-    /// hub.post(ConnectionState.online, retain: true)
-    /// hub.post(DocumentState.saved, from: document, retain: true)   // retained for `document`
+    /// hub.postAndRetain(ConnectionState.online)
+    /// hub.postAndRetain(DocumentState.saved, from: document)   // retained for `document`
     /// ```
     ///
     /// A retaining post that reaches no observer is not counted in ``unobservedPostCount``: it is
-    /// kept, not lost. A post without `retain` leaves the retained value as it is.
+    /// kept, not lost. A plain ``post(_:from:)`` leaves the retained value as it is.
     ///
     /// The hub keeps the value until it is replaced, removed with
     /// ``removeRetainedValue(of:from:)``, or the hub is deallocated. It does not retain
@@ -44,13 +42,8 @@ extension NotificationHub {
     /// - Parameters:
     ///   - notification: The notification.
     ///   - subject: The object the notification is about, or `nil`.
-    ///   - retain: Whether to keep `notification` as the latest value of its type for `subject`.
     /// - Complexity: O(*n*) in the observers of this type, plus amortised O(1) to retain.
-    public func post<N: TypedNotification>(_ notification: N, from subject: AnyObject? = nil, retain: Bool) {
-        guard retain else {
-            post(notification, from: subject)
-            return
-        }
+    public func postAndRetain<N: TypedNotification>(_ notification: N, from subject: AnyObject? = nil) {
         send(notification, from: subject, to: core.retainAndSnapshot(notification, subject: subject))
     }
 

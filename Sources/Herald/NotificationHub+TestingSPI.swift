@@ -33,7 +33,7 @@ extension NotificationHub {
         fileID: StaticString = #fileID,
         line: UInt = #line,
         _ handler: @escaping @Sendable (N, DeliveryContext) throws -> Void
-    ) -> Observation {
+    ) -> ObservationToken {
         register(
             target: target, subject: subject, owner: nil, fileID: fileID, line: line, replayLatest: replayLatest,
             handler: .contextual(handler))

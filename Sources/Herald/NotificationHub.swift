@@ -53,7 +53,7 @@ public final class NotificationHub: Sendable {
     ///     The hub holds it weakly; when it is deallocated, the observation ends.
     ///   - target: Where the handler runs. The default, ``DeliveryTarget/posting``, runs it
     ///     synchronously inside `post`.
-    ///   - replayLatest: Whether to start with the values retained by ``post(_:from:retain:)``:
+    ///   - replayLatest: Whether to start with the values retained by ``postAndRetain(_:from:)``:
     ///     on an asynchronous target they run first, in order, before any later post; on the
     ///     posting thread they run inside this call. No retaining post is missed or delivered
     ///     twice, even one racing with this call.
@@ -70,7 +70,7 @@ public final class NotificationHub: Sendable {
         fileID: StaticString = #fileID,
         line: UInt = #line,
         _ handler: @escaping @Sendable (N) throws -> Void
-    ) -> Observation {
+    ) -> ObservationToken {
         register(
             target: target, subject: subject, owner: nil, fileID: fileID, line: line, replayLatest: replayLatest,
             handler: .plain(handler))
@@ -90,7 +90,7 @@ public final class NotificationHub: Sendable {
     ///   - type: The notification type to observe.
     ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
     ///   - mainActor: `MainActor.shared`.
-    ///   - replayLatest: Whether to start with the values retained by ``post(_:from:retain:)``:
+    ///   - replayLatest: Whether to start with the values retained by ``postAndRetain(_:from:)``:
     ///     on an asynchronous target they run first, in order, before any later post; on the
     ///     posting thread they run inside this call. No retaining post is missed or delivered
     ///     twice, even one racing with this call.
@@ -106,9 +106,9 @@ public final class NotificationHub: Sendable {
         fileID: StaticString = #fileID,
         line: UInt = #line,
         _ handler: @escaping @MainActor @Sendable (N) throws -> Void
-    ) -> Observation {
+    ) -> ObservationToken {
         register(
-            target: .main, subject: subject, owner: nil, fileID: fileID, line: line, replayLatest: replayLatest,
+            target: .mainQueue, subject: subject, owner: nil, fileID: fileID, line: line, replayLatest: replayLatest,
             handler: .plain { note in try MainActor.assumeIsolated { try handler(note) } }
         )
     }
@@ -126,7 +126,7 @@ public final class NotificationHub: Sendable {
     ///   - type: The notification type to observe.
     ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
     ///   - actor: The actor to deliver on. The hub retains it for as long as the observation lasts.
-    ///   - replayLatest: Whether to start with the values retained by ``post(_:from:retain:)``:
+    ///   - replayLatest: Whether to start with the values retained by ``postAndRetain(_:from:)``:
     ///     on an asynchronous target they run first, in order, before any later post; on the
     ///     posting thread they run inside this call. No retaining post is missed or delivered
     ///     twice, even one racing with this call.
@@ -142,7 +142,7 @@ public final class NotificationHub: Sendable {
         fileID: StaticString = #fileID,
         line: UInt = #line,
         _ handler: @escaping @Sendable (isolated A, N) throws -> Void
-    ) -> Observation {
+    ) -> ObservationToken {
         register(
             target: DeliveryTarget(kind: .actor(actor)), subject: subject, owner: nil, fileID: fileID, line: line, replayLatest: replayLatest,
             handler: .plain { note in try actor.assumeIsolated { actor in try handler(actor, note) } }
@@ -166,7 +166,7 @@ public final class NotificationHub: Sendable {
     ///   - owner: The object whose lifetime bounds the observation.
     ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
     ///   - target: Where the handler runs.
-    ///   - replayLatest: Whether to start with the values retained by ``post(_:from:retain:)``:
+    ///   - replayLatest: Whether to start with the values retained by ``postAndRetain(_:from:)``:
     ///     on an asynchronous target they run first, in order, before any later post; on the
     ///     posting thread they run inside this call. No retaining post is missed or delivered
     ///     twice, even one racing with this call.
@@ -184,7 +184,7 @@ public final class NotificationHub: Sendable {
         fileID: StaticString = #fileID,
         line: UInt = #line,
         _ handler: @escaping @Sendable (Owner, N) throws -> Void
-    ) -> Observation {
+    ) -> ObservationToken {
         register(
             target: target, subject: subject, owner: owner, fileID: fileID, line: line, replayLatest: replayLatest,
             handler: .plain { [weak owner] note in
@@ -201,7 +201,7 @@ public final class NotificationHub: Sendable {
     ///   - owner: The object whose lifetime bounds the observation, held weakly.
     ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
     ///   - mainActor: `MainActor.shared`.
-    ///   - replayLatest: Whether to start with the values retained by ``post(_:from:retain:)``:
+    ///   - replayLatest: Whether to start with the values retained by ``postAndRetain(_:from:)``:
     ///     on an asynchronous target they run first, in order, before any later post; on the
     ///     posting thread they run inside this call. No retaining post is missed or delivered
     ///     twice, even one racing with this call.
@@ -219,9 +219,9 @@ public final class NotificationHub: Sendable {
         fileID: StaticString = #fileID,
         line: UInt = #line,
         _ handler: @escaping @MainActor @Sendable (Owner, N) throws -> Void
-    ) -> Observation {
+    ) -> ObservationToken {
         register(
-            target: .main, subject: subject, owner: owner, fileID: fileID, line: line, replayLatest: replayLatest,
+            target: .mainQueue, subject: subject, owner: owner, fileID: fileID, line: line, replayLatest: replayLatest,
             handler: .plain { [weak owner] note in
                 guard let owner else { return }
                 try MainActor.assumeIsolated { try handler(owner, note) }
@@ -237,7 +237,7 @@ public final class NotificationHub: Sendable {
         line: UInt,
         replayLatest: Bool = false,
         handler: Handler<N>
-    ) -> Observation {
+    ) -> ObservationToken {
         let filters = subject == nil && owner == nil ? nil : Filters(subject: subject, owner: owner)
         let observer = Observer<N>(
             core: core, target: target, filters: filters,
@@ -248,7 +248,7 @@ public final class NotificationHub: Sendable {
         } else {
             core.add(observer)
         }
-        return Observation(registration: observer, cancelsOnDeinit: owner == nil)
+        return ObservationToken(registration: observer, cancelsOnDeinit: owner == nil)
     }
 
     // MARK: - Posting
@@ -315,7 +315,7 @@ public final class NotificationHub: Sendable {
     /// never runs work again (a suspended queue or operation queue, a main queue that nothing
     /// drains, a custom executor that drops jobs) or is blocked on something the caller holds
     /// outside Herald (a lock, a semaphore, `DispatchQueue.sync`). Use
-    /// ``postAndWait(_:from:timeout:isolation:)`` to bound the wait.
+    /// `postAndWait(_:from:timeout:)` to bound the wait.
     ///
     /// It does not block in the cases it can see: the caller on an observer's own target (main to
     /// main, a queue, an operation queue, an executor, a ``DeliveryThread`` or an actor to itself)
@@ -331,7 +331,7 @@ public final class NotificationHub: Sendable {
     ///   - isolation: The caller's actor isolation; leave the default.
     /// - Returns: What happened: how many observers ran, and the errors they threw (which also
     ///   went to ``errorHandler``).
-    @available(*, noasync, message: "postAndWait blocks the calling thread", renamed: "deliver(_:from:)")
+    @available(*, noasync, message: "this postAndWait blocks the calling thread; use `await hub.postAndWait(_:from:)`, which suspends instead")
     @discardableResult
     public func postAndWait<N: TypedNotification>(
         _ notification: N,
@@ -359,9 +359,12 @@ public final class NotificationHub: Sendable {
     ///   - subject: The object the notification is about (see ``post(_:from:)``).
     ///   - timeout: The longest time to wait.
     ///   - isolation: The caller's actor isolation; leave the default.
-    /// - Returns: What happened, as for ``postAndWait(_:from:isolation:)``.
+    /// - Returns: What happened, as for `postAndWait(_:from:)`.
     /// - Throws: ``DeliveryTimeout`` if some observer had not finished within `timeout`.
-    @available(*, noasync, message: "postAndWait blocks the calling thread", renamed: "deliver(_:from:)")
+    @available(
+        *, noasync,
+        message: "this postAndWait blocks the calling thread; use `try await hub.postAndWait(_:from:timeout:)`, which suspends instead"
+    )
     @discardableResult
     public func postAndWait<N: TypedNotification>(
         _ notification: N,
@@ -381,17 +384,19 @@ public final class NotificationHub: Sendable {
     /// Posts a notification and suspends until every observer has run, blocking no thread.
     ///
     /// ```swift
-    /// let report = await hub.deliver(UserCreated(userID: 7, status: 201))
+    /// let report = await hub.postAndWait(UserCreated(userID: 7, status: 201))
     /// ```
     ///
+    /// This is the form that an `async` caller gets; the blocking form is unavailable there.
     /// Posting-thread observers run in the caller's isolation before the first suspension.
     ///
     /// ## When it can suspend forever
     /// It never blocks a thread, so it cannot deadlock its caller's target, but it stays suspended
     /// for as long as some observer's target does not run its delivery: forever if that target
     /// never runs work again (a suspended queue, a main queue that nothing drains, a custom
-    /// executor that drops jobs). A ``DeliveryThread`` that was shut down rejects the delivery,
-    /// which is reported and counted in ``DeliveryReport/skippedCount``.
+    /// executor that drops jobs). Use the `async` `postAndWait(_:from:timeout:)`
+    /// to bound the wait. A ``DeliveryThread`` that was shut down rejects the delivery, which is
+    /// reported and counted in ``DeliveryReport/skippedCount``.
     ///
     /// - Parameters:
     ///   - notification: The notification.
@@ -399,21 +404,64 @@ public final class NotificationHub: Sendable {
     ///   - isolation: The caller's actor isolation; leave the default.
     /// - Returns: What happened: how many observers ran, and the errors they threw.
     @discardableResult
-    public func deliver<N: TypedNotification>(
+    public func postAndWait<N: TypedNotification>(
         _ notification: N,
         from subject: AnyObject? = nil,
         isolation: isolated (any Actor)? = #isolation
     ) async -> DeliveryReport {
+        let (group, report) = startAsyncWaitingPost(notification, subject: subject)
+        _ = await group.wait()
+        return report.merging(group.report)
+    }
+
+    /// Posts a notification and suspends until every observer has run or `timeout` has passed,
+    /// blocking no thread.
+    ///
+    /// ```swift
+    /// do {
+    ///     try await hub.postAndWait(FlushRequested(), timeout: .seconds(2))
+    /// } catch {
+    ///     log("flush still running: \(error)")  // DeliveryTimeout
+    /// }
+    /// ```
+    ///
+    /// On timeout the outstanding deliveries are not cancelled: each still runs exactly once,
+    /// later. Only the wait ends.
+    ///
+    /// - Parameters:
+    ///   - notification: The notification.
+    ///   - subject: The object the notification is about (see ``post(_:from:)``).
+    ///   - timeout: The longest time to wait.
+    ///   - isolation: The caller's actor isolation; leave the default.
+    /// - Returns: What happened: how many observers ran, and the errors they threw.
+    /// - Throws: ``DeliveryTimeout`` if some observer had not finished within `timeout`.
+    @discardableResult
+    public func postAndWait<N: TypedNotification>(
+        _ notification: N,
+        from subject: AnyObject? = nil,
+        timeout: Duration,
+        isolation: isolated (any Actor)? = #isolation
+    ) async throws(DeliveryTimeout) -> DeliveryReport {
+        let (group, report) = startAsyncWaitingPost(notification, subject: subject)
+        guard await group.wait(until: timeout.deadlineFromNow) else {
+            throw DeliveryTimeout(
+                timeout: timeout, notificationType: String(describing: N.self), pendingCount: group.pendingCount)
+        }
+        return report.merging(group.report)
+    }
+
+    /// Enqueues a post for the async waiting forms and runs its posting-thread observers.
+    private func startAsyncWaitingPost<N: TypedNotification>(
+        _ notification: N,
+        subject: AnyObject?
+    ) -> (WaitGroup, DeliveryReport) {
         let group = WaitGroup(waiter: nil)
-        let wait = PostWait(group: group, isolation: isolation, blocks: false)
+        let wait = PostWait(group: group, isolation: nil, blocks: false)
         withUnsafePointer(to: notification) { payload in
             scan(UnsafeRawPointer(payload), of: N.self, subject: subject, wait: wait)
         }
         group.arrive()
-        await group.wait()
-        var report = wait.report
-        report.merge(group.report)
-        return report
+        return (group, wait.report)
     }
 
     private struct WaitOutcome {

@@ -178,7 +178,7 @@ public struct NotificationSequence<N: TypedNotification>: AsyncSequence, Sendabl
             var waiters: [CheckedContinuation<N?, Never>] = []
             var droppedCount = 0
             var isFinished = false
-            var observation: Observation?
+            var observation: ObservationToken?
 
             /// Elements a consumer may take now.
             var readyCount: Int { (holds.first?.sequence ?? appendedCount) - removedCount }
@@ -220,7 +220,7 @@ public struct NotificationSequence<N: TypedNotification>: AsyncSequence, Sendabl
         }
 
         /// Keeps the observation that feeds this storage, or cancels it if the sequence already ended.
-        func attach(_ observation: Observation) {
+        func attach(_ observation: ObservationToken) {
             let isFinished = state.withLock { state -> Bool in
                 if !state.isFinished { state.observation = observation }
                 return state.isFinished
@@ -322,7 +322,7 @@ public struct NotificationSequence<N: TypedNotification>: AsyncSequence, Sendabl
         /// Ends the sequence: cancels the observation, discards the buffer, wakes every waiter.
         func finish() {
             let (waiters, observation, buffer) = state.withLock {
-                state -> ([CheckedContinuation<N?, Never>], Observation?, FIFOBuffer<N>) in
+                state -> ([CheckedContinuation<N?, Never>], ObservationToken?, FIFOBuffer<N>) in
                 if state.isFinished { return ([], nil, FIFOBuffer()) }
                 state.isFinished = true
                 defer {
@@ -372,7 +372,7 @@ extension NotificationHub {
     ///   - bufferingPolicy: What to keep when notifications arrive faster than they are consumed.
     ///     The default keeps everything.
     ///   - replayLatest: Whether to start with the retained values (see
-    ///     ``post(_:from:retain:)``).
+    ///     ``postAndRetain(_:from:)``).
     ///   - fileID: The file that registers, for ``registrations(of:)``; leave the default.
     ///   - line: The line that registers; leave the default.
     /// - Returns: The sequence. It is `Sendable`: make it in one task and consume it in another.
@@ -394,7 +394,7 @@ extension NotificationHub {
         } else {
             core.add(observer)
         }
-        let observation = Observation(registration: observer)
+        let observation = ObservationToken(registration: observer)
         storage.attach(observation)
         return NotificationSequence(storage: storage)
     }

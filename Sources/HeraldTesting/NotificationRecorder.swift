@@ -126,7 +126,7 @@ public final class NotificationRecorder<N: TypedNotification>: Sendable {
         var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
         /// Timeouts and cancellations that arrived while their waiter was not suspended.
         var interrupted: [UInt64: Interruption] = [:]
-        var observation: Observation?
+        var observation: ObservationToken?
     }
 
     private enum Interruption {
@@ -146,7 +146,7 @@ public final class NotificationRecorder<N: TypedNotification>: Sendable {
         stop()
     }
 
-    func attach(_ observation: Observation) {
+    func attach(_ observation: ObservationToken) {
         state.withLock { $0.observation = observation }
     }
 
@@ -216,7 +216,7 @@ public final class NotificationRecorder<N: TypedNotification>: Sendable {
     ///
     /// Callable from any thread, any number of times. The recorder also stops when deallocated.
     public func stop() {
-        let (observation, waiters) = state.withLock { state -> (Observation?, [CheckedContinuation<Void, Never>]) in
+        let (observation, waiters) = state.withLock { state -> (ObservationToken?, [CheckedContinuation<Void, Never>]) in
             state.isStopped = true
             defer {
                 state.observation = nil
@@ -413,7 +413,7 @@ extension NotificationHub {
     /// `registrations(of:)`. Recording stops when the recorder is deallocated or stopped.
     ///
     /// ## Threading
-    /// The recorder's observer runs on `target`. On ``DeliveryTarget/posting`` (the default) a
+    /// The recorder's observer runs on `target`. On `DeliveryTarget.posting` (the default) a
     /// notification is recorded before `post` returns.
     ///
     /// - Parameters:

@@ -11,12 +11,12 @@ import Musl
 
 /// A delivery target for tests: work waits in a queue until the test runs it, on the test's thread.
 ///
-/// Inject it where production code uses `.main` or a queue, and the code under test becomes
+/// Inject it where production code uses `.mainQueue` or a queue, and the code under test becomes
 /// synchronous and deterministic: no real main queue, no sleeps, no expectations with timeouts.
 ///
 /// ```swift
 /// let main = TestDeliveryTarget(name: "main")
-/// let model = ProfileViewModel(hub: hub, deliveringOn: main.target)   // `.main` in production
+/// let model = ProfileViewModel(hub: hub, deliveringOn: main.target)   // `.mainQueue` in production
 ///
 /// hub.post(ProfileLoaded(name: "Ada"))
 /// #expect(model.title == "Loading…")      // queued, not run yet
@@ -38,7 +38,7 @@ import Musl
 /// `postAndWait` or `performAndWait` made from inside a job to this same target runs inline
 /// instead of waiting. `enqueue` may be called from any thread. A waiting call made from another
 /// thread (`postAndWait`, `performAndWait`) blocks until the test runs the work, so call it from a
-/// job of this target, or use `deliver`.
+/// job of this target, or use the `async` `postAndWait`.
 public final class TestDeliveryTarget: DeliveryExecutor, CustomStringConvertible {
     private struct Job {
         let due: Duration
@@ -71,7 +71,7 @@ public final class TestDeliveryTarget: DeliveryExecutor, CustomStringConvertible
         self.name = name
     }
 
-    /// This target as a ``DeliveryTarget``, to pass where production code takes one.
+    /// This target as a `DeliveryTarget`, to pass where production code takes one.
     ///
     /// ```swift
     /// hub.observe(UserCreated.self, on: main.target) { note in … }

@@ -57,7 +57,7 @@ final class BettingAPIClient: Sendable {
 
     /// `POST /users`: creates a user, then posts ``UserCreated``.
     func createUser(named name: String) async throws -> Int {
-        try await queue.perform { [hub] in
+        try await queue.performAndWait { [hub] in
             let (status, userID) = Self.request("POST /users {\"name\": \"\(name)\"}", reply: (201, 7))
             hub.post(UserCreated(userID: userID, name: name, status: status))
             return userID
@@ -66,7 +66,7 @@ final class BettingAPIClient: Sendable {
 
     /// `POST /pools/:id/members`: joins a pool, then posts ``PoolJoined``.
     func joinPool(_ poolID: Int, userID: Int, stakeInCents: Int) async throws {
-        try await queue.perform { [hub] in
+        try await queue.performAndWait { [hub] in
             _ = Self.request("POST /pools/\(poolID)/members {\"user\": \(userID)}", reply: (200, 0))
             let pool = PoolJoined.Pool(id: poolID, title: "World Cup final", members: 12)
             hub.post(PoolJoined(userID: userID, pool: pool, stakeInCents: stakeInCents))
@@ -104,7 +104,7 @@ final class BetSlipView {
 @MainActor
 final class PoolScreen {
     private(set) var title = "Sign up"
-    private var observations: Set<Observation> = []
+    private var observations: Set<ObservationToken> = []
 
     init(hub: NotificationHub) {
         hub.observe(UserCreated.self, on: MainActor.shared) { [weak self] user in

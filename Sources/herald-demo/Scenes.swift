@@ -70,7 +70,7 @@ enum Demo {
             handled.increment()
         }
 
-        try await api.queue.perform {
+        try await api.queue.performAndWait {
             say("API", "post(OddsChanged 2.50) …")
             hub.post(OddsChanged(poolID: 42, odds: 2.5))
             say("API", "… post returned; the UI had handled \(handled.count) of 1")
@@ -103,7 +103,7 @@ enum Demo {
         }
         let frames = await socket.frames
         // The socket's work ran on the network thread; a plain closure can go there too:
-        let bytes = try await BackgroundQueue.shared.perform {
+        let bytes = try await BackgroundQueue.shared.performAndWait {
             try network.performAndWait {
                 say("NET", "flush: \(frames.count) frames, \(frames.joined().utf8.count) bytes")
                 return frames.joined().utf8.count
@@ -120,7 +120,7 @@ enum Demo {
     @MainActor
     static func performAndWaitOnMain() async throws {
         let view = BetSlipView()
-        try await BackgroundQueue(name: BettingAPIClient.queueName).perform {
+        try await BackgroundQueue(name: BettingAPIClient.queueName).performAndWait {
             let target = Frame(x: 0, y: 560, width: 390, height: 284)
             say("API", "MainActor.performAndWait { set frame \(target), isHidden = false } …")
             let (frame, isVisible) = MainActor.performAndWait {
@@ -142,9 +142,9 @@ enum Demo {
         let hub = NotificationHub()
         let center = NotificationCenter()  // NotificationCenter.default in an app
         let api = try BettingAPIClient(hub: hub)
-        var observations: Set<Observation> = []
-        hub.forward(UserCreated.self, to: center).store(in: &observations)
-        hub.forward(UserCreated.self, from: center).store(in: &observations)
+        var observations: Set<ObservationToken> = []
+        hub.forward(UserCreated.self, toCenter: center).store(in: &observations)
+        hub.forward(UserCreated.self, fromCenter: center).store(in: &observations)
 
         // Legacy code, unchanged: it reads the user info by string keys.
         let legacyCount = Tally()
@@ -164,7 +164,7 @@ enum Demo {
         say("UI", "the API client posts to the hub …")
         _ = try await api.createUser(named: "Ada")
         await Task.yield()  // the main-actor delivery was queued before we resumed
-        try await BackgroundQueue(name: BettingAPIClient.queueName).perform {
+        try await BackgroundQueue(name: BettingAPIClient.queueName).performAndWait {
             say("LEGACY", "legacy code posts on the NotificationCenter …")
             center.post(name: UserCreated.notificationName, object: nil,
                         userInfo: ["userID": 8, "name": "Grace", "status": 201])
@@ -185,7 +185,7 @@ enum Demo {
         hub.errorHandler = { failure in
             say("ERR", "error handler: \(failure.error) from the \(failure.notificationType) observer at \(failure.fileID):\(failure.line)")
         }
-        var observations: Set<Observation> = []
+        var observations: Set<ObservationToken> = []
         hub.observe(BetPlaced.self) { bet in
             say("LEDGER", "recorded bet of $\(bet.amountInCents / 100) by user #\(bet.userID)")
         }
@@ -199,7 +199,7 @@ enum Demo {
         }
         .store(in: &observations)
 
-        try await BackgroundQueue(name: BettingAPIClient.queueName).perform {
+        try await BackgroundQueue(name: BettingAPIClient.queueName).performAndWait {
             say("API", "postAndWait(BetPlaced $150) to 3 observers, the 2nd throws …")
             let report = hub.postAndWait(BetPlaced(userID: 7, amountInCents: 15_000))
             say("API", "… returned: \(report.deliveredCount) observers ran, \(report.failures.count) failed")

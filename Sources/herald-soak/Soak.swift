@@ -313,7 +313,7 @@ struct Targets: Sendable {
     func observe(
         _ hub: NotificationHub, _ kind: TargetKind, _ tracker: Tracker,
         subject: AnyObject? = nil, owner: Owner? = nil, throwEvery: Int = 0
-    ) -> Observation {
+    ) -> ObservationToken {
         let body: @Sendable (SoakPing) throws -> Void = { note in
             tracker.see(note)
             tracker.leave()
@@ -351,7 +351,7 @@ struct Targets: Sendable {
     }
 
     /// Observes `ChurnPing` on `kind`, counting into ``churnExactSeen``.
-    func observeChurn(_ hub: NotificationHub, _ kind: TargetKind) -> Observation {
+    func observeChurn(_ hub: NotificationHub, _ kind: TargetKind) -> ObservationToken {
         @Sendable func seen() { churnExactSeen.add(1, ordering: .relaxed) }
         switch kind {
         case .posting: return hub.observe(ChurnPing.self) { _ in seen() }
@@ -399,7 +399,7 @@ func runSoak(_ options: Options) -> Int32 {
 
     // Persistent observers: one per target, plus an owner-bound one, a subject-filtered one and a
     // throwing one.
-    var persistent: [(Tracker, Observation)] = []
+    var persistent: [(Tracker, ObservationToken)] = []
     for kind in TargetKind.allCases {
         let tracker = Tracker(
             name: kind.name, posters: posters, expectation: .everything, checksOverlap: kind != .posting)
@@ -465,7 +465,7 @@ func runSoak(_ options: Options) -> Int32 {
                 if seen != posts + 1 || report.deliveredCount != 1 { churnExactMismatches.add(1, ordering: .relaxed) }
             case 1, 3, 5, 7:
                 // A burst: eight observers on eight targets, cancelled at once, newest first.
-                var burst: [(Tracker, Observation)] = []
+                var burst: [(Tracker, ObservationToken)] = []
                 for offset in 0..<8 {
                     let burstKind = kinds[(round + offset) % kinds.count]
                     let tracker = Tracker(

@@ -207,7 +207,7 @@ struct NotificationRecorderTests {
     @Test("A recorder with replayLatest starts with the retained value")
     func replayLatest() {
         let hub = NotificationHub()
-        hub.post(Reading(thread: 0, index: 1), retain: true)
+        hub.postAndRetain(Reading(thread: 0, index: 1))
         let recorder = hub.record(Reading.self, replayLatest: true)
         hub.post(Reading(thread: 0, index: 2))
         #expect(recorder.values.map(\.index) == [1, 2])

@@ -1,7 +1,7 @@
 import Herald
 import Synchronization
 
-// A sample view model, written the way an app would write it: its observers run on `.main` in
+// A sample view model, written the way an app would write it: its observers run on `.mainQueue` in
 // production, and the target is injected so that tests can run them synchronously.
 
 struct ProfileLoaded: TypedNotification, Equatable {
@@ -32,9 +32,9 @@ final class ProfileViewModel: Sendable {
     private let hub: NotificationHub
     private let target: DeliveryTarget
     private let state = Mutex(State())
-    private let observations = Mutex<Set<Observation>>([])
+    private let observations = Mutex<Set<ObservationToken>>([])
 
-    init(hub: NotificationHub, deliveringOn target: DeliveryTarget = .main) {
+    init(hub: NotificationHub, deliveringOn target: DeliveryTarget = .mainQueue) {
         self.hub = hub
         self.target = target
         // A token kept by the model: the observation ends when the model is deallocated.

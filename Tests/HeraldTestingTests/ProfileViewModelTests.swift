@@ -73,7 +73,7 @@ struct ProfileViewModelTests {
         hub.expectRegistered(ProfileLoaded.self, on: main.target)
         hub.expectRegistered(ProfileRenamed.self, on: main.target)
         hub.expectRegistered(SessionEnded.self, on: main.target)
-        hub.expectNotRegistered(ProfileLoaded.self, on: .main)
+        hub.expectNotRegistered(ProfileLoaded.self, on: .mainQueue)
 
         #expect(model != nil)
         model = nil

@@ -8,7 +8,7 @@ private struct Alarm: TypedNotification {}
 
 /// A component that registers correctly: its token ends the observation on deinit.
 private final class Siren: Sendable {
-    private let token: Observation
+    private let token: ObservationToken
 
     init(hub: NotificationHub, on target: DeliveryTarget) {
         token = hub.observe(Alarm.self, on: target) { _ in }
@@ -17,7 +17,7 @@ private final class Siren: Sendable {
 
 /// A component whose handler captures it strongly: it is never deallocated.
 private final class LeakySiren: Sendable {
-    private let token = Mutex<Observation?>(nil)
+    private let token = Mutex<ObservationToken?>(nil)
 
     init(hub: NotificationHub) {
         let observation = hub.observe(Alarm.self) { _ in self.ring() }
@@ -53,7 +53,7 @@ struct RegistrationExpectationTests {
         let siren = Siren(hub: hub, on: .queue(queue))
         #expect(hub.expectRegistered(Alarm.self, on: .queue(queue)))
         #expect(hub.expectRegistered(Alarm.self))
-        #expect(hub.expectNotRegistered(Alarm.self, on: .main))
+        #expect(hub.expectNotRegistered(Alarm.self, on: .mainQueue))
         withExtendedLifetime(siren) {}
     }
 
@@ -62,7 +62,7 @@ struct RegistrationExpectationTests {
         let hub = NotificationHub()
         let siren = Siren(hub: hub, on: .posting)
         withKnownIssue {
-            #expect(!hub.expectRegistered(Alarm.self, on: .main))
+            #expect(!hub.expectRegistered(Alarm.self, on: .mainQueue))
         } matching: { issue in
             issue.comments.contains { comment in
                 comment.rawValue.contains("expected 1 registration for Alarm on main, found 0")

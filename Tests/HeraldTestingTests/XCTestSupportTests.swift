@@ -6,7 +6,7 @@ import XCTest
 private struct Beep: TypedNotification {}
 
 private final class Beeper: Sendable {
-    private let token: Observation
+    private let token: ObservationToken
 
     init(hub: NotificationHub, on target: DeliveryTarget) {
         token = hub.observe(Beep.self, on: target) { _ in }
@@ -31,7 +31,7 @@ final class XCTestSupportTests: XCTestCase {
         XCTAssertTrue(assertUnregistersOnDeinit(Beep.self, in: hub, on: main.target) { Beeper(hub: hub, on: main.target) })
         withExtendedLifetime(beeper) {}
         recorder.stop()
-        XCTAssertTrue(hub.assertNotRegistered(Beep.self, on: .main))
+        XCTAssertTrue(hub.assertNotRegistered(Beep.self, on: .mainQueue))
     }
 }
 #endif

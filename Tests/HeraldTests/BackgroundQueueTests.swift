@@ -136,7 +136,7 @@ struct BackgroundQueueTests {
 
     @Test func performReturnsTheValueAndCancelsWithTheCallingTask() async throws {
         let queue = try BackgroundQueue(name: "herald.test.perform", maxConcurrentTasks: 1)
-        #expect(try await queue.perform(priority: .high) { 6 * 7 } == 42)
+        #expect(try await queue.performAndWait(priority: .high) { 6 * 7 } == 42)
 
         let gate = DispatchSemaphore(value: 0)
         let started = DispatchSemaphore(value: 0)
@@ -145,13 +145,13 @@ struct BackgroundQueueTests {
             gate.wait()
         }
         let ran = Atomic<Bool>(false)
-        let caller = Task { try await queue.perform { ran.store(true, ordering: .relaxed) } }
+        let caller = Task { try await queue.performAndWait { ran.store(true, ordering: .relaxed) } }
         try await onThread { started.wait() }
         caller.cancel()
         await #expect(throws: CancellationError.self) { try await caller.value }
         gate.signal()
         try await blocker.value
-        try await queue.perform {}  // everything enqueued before has started by now
+        try await queue.performAndWait {}  // everything enqueued before has started by now
         let didRun = ran.load(ordering: .relaxed)
         #expect(!didRun)
     }
@@ -187,7 +187,7 @@ struct BackgroundQueueTests {
             seen.withLock { $0.append(note.percent) }
         }
         defer { observation.cancel() }
-        _ = await hub.deliver(ImportProgress(percent: 50))
+        _ = await hub.postAndWait(ImportProgress(percent: 50))
         #expect(seen.withLock { $0 } == [50])
     }
 

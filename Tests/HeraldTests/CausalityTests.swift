@@ -132,7 +132,7 @@ final class Places: Sendable {
 
     func observe(
         _ hub: NotificationHub, on place: CausalityTests.Place, _ body: @escaping @Sendable (Event) -> Void
-    ) -> Observation {
+    ) -> ObservationToken {
         switch place {
         case .mainActor: return hub.observe(Event.self, on: MainActor.shared) { body($0) }
         case .actor: return hub.observe(Event.self, on: sink) { _, event in body(event) }

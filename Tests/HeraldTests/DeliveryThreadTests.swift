@@ -367,7 +367,7 @@ struct DeliveryThreadTests {
         let thread = DeliveryThread(name: "closed", rejectionHandler: { _ in })
         let seen = Counter()
         let token = hub.observe(Ping.self, on: .thread(thread)) { _ in seen.increment() }
-        await hub.deliver(Ping(value: 1))
+        await hub.postAndWait(Ping(value: 1))
         #expect(seen.count == 1)
         await thread.shutdownGracefully()
 

@@ -22,11 +22,11 @@ struct Unconvertible: NotificationConvertible, Codable {
 
 /// Registers a legacy observer and removes it when the test is done with it.
 final class LegacyObserver: Sendable {
-    private let registration: Observation
+    private let registration: ObservationToken
 
     init(_ center: NotificationCenter, _ name: Notification.Name, _ block: @escaping @Sendable (Notification) -> Void) {
         let token = TokenBox(center.addObserver(forName: name, object: nil, queue: nil, using: block))
-        registration = Observation { center.removeObserver(token.token) }
+        registration = ObservationToken { center.removeObserver(token.token) }
     }
 
     private final class TokenBox: @unchecked Sendable {  // Immutable; removeObserver is thread-safe.
@@ -45,7 +45,7 @@ final class LegacyObserver: Sendable {
         let hub = NotificationHub()
         let center = NotificationCenter()
         let received = Log<LegacyUserChanged>()
-        let bridge = hub.forward(LegacyUserChanged.self, from: center)
+        let bridge = hub.forward(LegacyUserChanged.self, fromCenter: center)
         let observation = hub.observe(LegacyUserChanged.self) { received.append($0) }
 
         let profile = NSMutableDictionary()
@@ -76,7 +76,7 @@ final class LegacyObserver: Sendable {
         let failures = Log<ObserverFailure>()
         hub.errorHandler = { failures.append($0) }
         let received = Counter()
-        let bridge = hub.forward(Bridged.self, from: center)
+        let bridge = hub.forward(Bridged.self, fromCenter: center)
         let observation = hub.observe(Bridged.self) { _ in received.increment() }
 
         center.post(name: Bridged.notificationName, object: nil, userInfo: ["value": "seven"])
@@ -99,7 +99,7 @@ final class LegacyObserver: Sendable {
         let legacy = LegacyObserver(center, Bridged.notificationName) { note in
             values.append(note.userInfo?["value"] as? Int ?? -1)
         }
-        let bridge = hub.forward(Bridged.self, to: center)
+        let bridge = hub.forward(Bridged.self, toCenter: center)
 
         hub.post(Bridged(value: 42))
 
@@ -113,8 +113,8 @@ final class LegacyObserver: Sendable {
         let center = NotificationCenter()
         let hubSide = Log<Int>()
         let centerSide = Log<Int>()
-        let toCenter = hub.forward(Bridged.self, to: center)
-        let fromCenter = hub.forward(Bridged.self, from: center)
+        let toCenter = hub.forward(Bridged.self, toCenter: center)
+        let fromCenter = hub.forward(Bridged.self, fromCenter: center)
         let observation = hub.observe(Bridged.self) { hubSide.append($0.value) }
         let legacy = LegacyObserver(center, Bridged.notificationName) { note in
             centerSide.append(note.userInfo?["value"] as? Int ?? -1)
@@ -136,7 +136,7 @@ final class LegacyObserver: Sendable {
         let center = NotificationCenter()
         let hubSide = Log<Int>()
         let centerSide = Log<Int>()
-        let bridges = [hub.forward(Bridged.self, to: center), hub.forward(Bridged.self, from: center)]
+        let bridges = [hub.forward(Bridged.self, toCenter: center), hub.forward(Bridged.self, fromCenter: center)]
         let observation = hub.observe(Bridged.self) { hubSide.append($0.value) }
         let legacy = LegacyObserver(center, Bridged.notificationName) { note in
             centerSide.append(note.userInfo?["value"] as? Int ?? -1)
@@ -164,8 +164,8 @@ final class LegacyObserver: Sendable {
         let firstSide = Log<Int>()
         let secondSide = Log<Int>()
         let bridges = [
-            first.forward(Bridged.self, to: center), first.forward(Bridged.self, from: center),
-            second.forward(Bridged.self, to: center), second.forward(Bridged.self, from: center),
+            first.forward(Bridged.self, toCenter: center), first.forward(Bridged.self, fromCenter: center),
+            second.forward(Bridged.self, toCenter: center), second.forward(Bridged.self, fromCenter: center),
         ]
         let observations = [
             first.observe(Bridged.self) { firstSide.append($0.value) },
@@ -189,10 +189,10 @@ final class LegacyObserver: Sendable {
         let observation = hub.observe(Bridged.self) { _ in hubSide.increment() }
         let legacy = LegacyObserver(center, Bridged.notificationName) { _ in centerSide.increment() }
 
-        let fromCenter = hub.forward(Bridged.self, from: center)
+        let fromCenter = hub.forward(Bridged.self, fromCenter: center)
         fromCenter.cancel()
         #expect(fromCenter.isCancelled)
-        var toCenter: Observation? = hub.forward(Bridged.self, to: center)
+        var toCenter: ObservationToken? = hub.forward(Bridged.self, toCenter: center)
         #expect(toCenter != nil)
         toCenter = nil
 
@@ -213,7 +213,7 @@ final class LegacyObserver: Sendable {
         let other = NSObject()
         let fromSender = Counter()
         let fromAnyone = Counter()
-        let bridge = hub.forward(Bridged.self, from: center)
+        let bridge = hub.forward(Bridged.self, fromCenter: center)
         let observations = [
             hub.observe(Bridged.self, from: sender) { _ in fromSender.increment() },
             hub.observe(Bridged.self) { _ in fromAnyone.increment() },
@@ -233,7 +233,7 @@ final class LegacyObserver: Sendable {
         let center = NotificationCenter()
         let sender = NSObject()
         let received = Log<Int>()
-        let bridge = hub.forward(Bridged.self, from: center, object: sender)
+        let bridge = hub.forward(Bridged.self, fromCenter: center, object: sender)
         let observation = hub.observe(Bridged.self) { received.append($0.value) }
 
         center.post(name: Bridged.notificationName, object: NSObject(), userInfo: ["value": 1])
@@ -253,7 +253,7 @@ final class LegacyObserver: Sendable {
         let legacy = LegacyObserver(center, Bridged.notificationName) { note in
             objects.append((note.object as AnyObject?).map(ObjectIdentifier.init) == sessionID)
         }
-        let bridge = hub.forward(Bridged.self, to: center, from: session)
+        let bridge = hub.forward(Bridged.self, toCenter: center, from: session)
 
         hub.post(Bridged(value: 1))
         hub.post(Bridged(value: 2), from: session)
@@ -268,7 +268,7 @@ final class LegacyObserver: Sendable {
         let center = NotificationCenter()
         let failures = Log<ObserverFailure>()
         hub.errorHandler = { failures.append($0) }
-        let bridge = hub.forward(Unconvertible.self, to: center)
+        let bridge = hub.forward(Unconvertible.self, toCenter: center)
 
         hub.post(Unconvertible())
 
@@ -280,10 +280,10 @@ final class LegacyObserver: Sendable {
     func centerDoesNotRetainHub() {
         let center = NotificationCenter()
         weak var weakHub: NotificationHub?
-        var bridge: Observation?
+        var bridge: ObservationToken?
         do {
             let hub = NotificationHub()
-            bridge = hub.forward(Bridged.self, from: center)
+            bridge = hub.forward(Bridged.self, fromCenter: center)
             weakHub = hub
         }
         #expect(weakHub == nil)

@@ -53,7 +53,7 @@ struct NotificationHubTests {
                 running.subtract(1, ordering: .acquiringAndReleasing)
                 if done.increment() == count { continuation.finish() }
             }
-            let token: Observation
+            let token: ObservationToken
             switch targetName {
             case "serial queue":
                 token = hub.observe(Ping.self, on: .queue(DispatchQueue(label: "serial")), handler)
@@ -95,7 +95,7 @@ struct NotificationHubTests {
             for index in 0..<perThread { hub.post(Ping(value: thread * 1_000_000 + index)) }
         }
         // Posted after every thread finished, so it arrives after all of them (semantic 2).
-        await hub.deliver(Ping(value: -1))
+        await hub.postAndWait(Ping(value: -1))
         let values = seen.values
         #expect(values.count == 4 * perThread + 1)
         #expect(values.last == -1)
@@ -117,8 +117,8 @@ struct NotificationHubTests {
         let tokens = names.map { name in
             hub.observe(Ping.self, on: .queue(queue)) { note in log.append("\(name)\(note.value)") }
         }
-        await hub.deliver(Ping(value: 1))
-        await hub.deliver(Ping(value: 2))
+        await hub.postAndWait(Ping(value: 1))
+        await hub.postAndWait(Ping(value: 2))
         #expect(log.values == names.map { "\($0)1" } + names.map { "\($0)2" })
         withExtendedLifetime(tokens) {}
     }
@@ -129,7 +129,7 @@ struct NotificationHubTests {
     func observerAddedDuringPostMissesIt() {
         let hub = NotificationHub()
         let late = Log<Int>()
-        let added = Locked<[Observation]>([])
+        let added = Locked<[ObservationToken]>([])
         let first = hub.observe(Ping.self) { note in
             let token = hub.observe(Ping.self) { late.append($0.value) }
             let queued = hub.observe(Ping.self, on: .queue(DispatchQueue(label: "late"))) { late.append($0.value) }
@@ -160,7 +160,7 @@ struct NotificationHubTests {
         gate.open()
         // A later observer on the same queue proves the queue drained past the cancelled lane.
         let after = hub.observe(Ping.self, on: .queue(queue)) { _ in }
-        await hub.deliver(Ping(value: -1))
+        await hub.postAndWait(Ping(value: -1))
         #expect(seen.count == 0)
         withExtendedLifetime(after) {}
     }
@@ -169,7 +169,7 @@ struct NotificationHubTests {
     func observerRemovedDuringPostIsSkipped() {
         let hub = NotificationHub()
         let called = Log<String>()
-        let victim = Locked<Observation?>(nil)
+        let victim = Locked<ObservationToken?>(nil)
         let first = hub.observe(Ping.self) { _ in
             called.append("first")
             victim.withLock { $0?.cancel() }
@@ -184,7 +184,7 @@ struct NotificationHubTests {
     func observationLifetime() {
         let hub = NotificationHub()
         let seen = Counter()
-        var bag = Set<Observation>()
+        var bag = Set<ObservationToken>()
         hub.observe(Ping.self) { _ in seen.increment() }.store(in: &bag)
         do {
             _ = hub.observe(Ping.self) { _ in seen.increment() }  // dropped at once
@@ -207,7 +207,7 @@ struct NotificationHubTests {
         let store = Store()
         let tokens = [
             hub.observe(Ping.self) { _ in seen.increment() },
-            hub.observe(Ping.self, on: .main) { _ in seen.increment() },
+            hub.observe(Ping.self, on: .mainQueue) { _ in seen.increment() },
             hub.observe(Ping.self, on: .queue(DispatchQueue(label: "q"))) { _ in seen.increment() },
             hub.observe(Ping.self, on: .operationQueue(OperationQueue())) { _ in seen.increment() },
             hub.observe(Ping.self, on: .executor(QueueExecutor(label: "e"))) { _ in seen.increment() },
@@ -232,7 +232,7 @@ struct NotificationHubTests {
         let hub = NotificationHub()
         let seen = Log<Bool>()
         let token = hub.observe(Ping.self, on: MainActor.shared) { _ in seen.append(MainQueueProbe.isOnMainQueue) }
-        let plain = hub.observe(Ping.self, on: .main) { _ in seen.append(MainQueueProbe.isOnMainQueue) }
+        let plain = hub.observe(Ping.self, on: .mainQueue) { _ in seen.append(MainQueueProbe.isOnMainQueue) }
         let count = await MainActor.run { () -> Int in
             hub.postAndWait(Ping(value: 1))
             return seen.count  // both ran before postAndWait returned
@@ -322,7 +322,7 @@ struct NotificationHubTests {
         #expect(timeout.notificationType == "Ping")
         #expect(seen.count == 0)
         gate.open()
-        await hub.deliver(Ping(value: 2))
+        await hub.postAndWait(Ping(value: 2))
         #expect(seen.count == 2)  // the late delivery ran exactly once, then the second one
         withExtendedLifetime(token) {}
     }
@@ -332,17 +332,17 @@ struct NotificationHubTests {
         let hub = NotificationHub()
         let seen = Counter()
         let tokens = [
-            hub.observe(Ping.self, on: .main) { _ in seen.increment() },
+            hub.observe(Ping.self, on: .mainQueue) { _ in seen.increment() },
             hub.observe(Ping.self, on: .queue(DispatchQueue(label: "d"))) { _ in seen.increment() },
             hub.observe(Ping.self) { _ in seen.increment() },
         ]
-        let report = await hub.deliver(Ping(value: 1))
+        let report = await hub.postAndWait(Ping(value: 1))
         #expect(seen.count == 3)
         #expect(report.deliveredCount == 3)
         // From the main actor too: awaiting frees the main queue for the main observer.
         let onMain = await MainActor.run { seen.count }
         #expect(onMain == 3)
-        _ = await Task { @MainActor in await hub.deliver(Ping(value: 2)) }.value
+        _ = await Task { @MainActor in await hub.postAndWait(Ping(value: 2)) }.value
         #expect(seen.count == 6)
         withExtendedLifetime(tokens) {}
     }
@@ -372,7 +372,7 @@ struct NotificationHubTests {
             if note.value == 1 { hub.post(Ping(value: 2)) }
         }
         hub.post(Ping(value: 1))
-        await hub.deliver(Ping(value: 3))
+        await hub.postAndWait(Ping(value: 3))
         #expect(log.values == [1, 2, 3])
         withExtendedLifetime([queued, trigger]) {}
     }
@@ -381,8 +381,8 @@ struct NotificationHubTests {
     func observeAndCancelFromHandler() async {
         let hub = NotificationHub()
         let seen = Log<String>()
-        let tokens = Locked<[Observation]>([])
-        let selfCancelling = Locked<Observation?>(nil)
+        let tokens = Locked<[ObservationToken]>([])
+        let selfCancelling = Locked<ObservationToken?>(nil)
         selfCancelling.withLock {
             $0 = hub.observe(Ping.self, on: .queue(DispatchQueue(label: "self-cancel"))) { note in
                 seen.append("once \(note.value)")
@@ -396,9 +396,9 @@ struct NotificationHubTests {
                 tokens.withLock { $0.append(token) }
             }
         }
-        await hub.deliver(Ping(value: 1))
-        await hub.deliver(Ping(value: 2))
-        await hub.deliver(Pong(value: 3))
+        await hub.postAndWait(Ping(value: 1))
+        await hub.postAndWait(Ping(value: 2))
+        await hub.postAndWait(Pong(value: 3))
         #expect(seen.values == ["once 1", "pong 3"])
         #expect(hub.observerCount(of: Ping.self) == 0)
     }
@@ -418,7 +418,7 @@ struct NotificationHubTests {
             hub.observe(Ping.self, on: .queue(DispatchQueue(label: "throws"))) { _ in throw Boom(code: -1) },
             hub.observe(Ping.self, on: .queue(DispatchQueue(label: "fine"))) { _ in seen.append("queued") },
         ]
-        let report = await hub.deliver(Ping(value: 9))
+        let report = await hub.postAndWait(Ping(value: 9))
         #expect(Set(seen.values) == ["before", "after", "queued"])
         #expect(report.deliveredCount == 5)
         #expect(report.failures.count == 2)
@@ -502,7 +502,7 @@ struct NotificationHubTests {
         hub.post(Ping(value: 1), from: other)
         hub.post(Ping(value: 2), from: mine)
         hub.post(Ping(value: 3))
-        await hub.deliver(Ping(value: 4), from: mine)
+        await hub.postAndWait(Ping(value: 4), from: mine)
         #expect(seen.values == [2, 4])
         withExtendedLifetime(token) {}
     }
@@ -532,7 +532,7 @@ struct NotificationHubTests {
         let hub = NotificationHub()
         let checks = Log<Bool>()
         let tokens = [
-            hub.observe(Ping.self, on: .main) { _ in checks.append(MainQueueProbe.isOnMainQueue) },
+            hub.observe(Ping.self, on: .mainQueue) { _ in checks.append(MainQueueProbe.isOnMainQueue) },
             hub.observe(Ping.self, on: .queue(.main)) { _ in checks.append(MainQueueProbe.isOnMainQueue) },
             hub.observe(Ping.self, on: MainActor.shared) { _ in
                 MainActor.assertIsolated()
@@ -540,16 +540,16 @@ struct NotificationHubTests {
             },
         ]
         await onNewThread { hub.post(Ping(value: 1)) }
-        await hub.deliver(Ping(value: 2))
+        await hub.postAndWait(Ping(value: 2))
         #expect(checks.values == Array(repeating: true, count: 6))
-        #expect(DeliveryTarget.queue(.main) == .main)
+        #expect(DeliveryTarget.queue(.main) == .mainQueue)
         withExtendedLifetime(tokens) {}
     }
 
     @Test("10. performAndWait on main from the main queue runs inline instead of trapping")
     func mainPerformAndWaitFromMain() async {
         let value = await MainActor.run {
-            DeliveryTarget.main.performAndWait { MainQueueProbe.isOnMainQueue ? 1 : 0 }
+            DeliveryTarget.mainQueue.performAndWait { MainQueueProbe.isOnMainQueue ? 1 : 0 }
         }
         #expect(value == 1)
         let fromBackground = await onNewThread {

@@ -225,7 +225,7 @@ struct NotificationSequenceTests {
     @Test("A sequence with replayLatest starts with the retained value")
     func replayLatest() async {
         let hub = NotificationHub()
-        hub.post(Tick(value: 1), retain: true)
+        hub.postAndRetain(Tick(value: 1))
         let ticks = hub.notifications(of: Tick.self, replayLatest: true)
         hub.post(Tick(value: 2))
         #expect(await collect(ticks, through: 2) == [1, 2])

@@ -43,7 +43,7 @@ struct PerformTests {
 
     @Test func aResultComputedOnTheMainQueueIsReturnedToABackgroundCaller() async throws {
         let (answer, ranOnMain, callerOnMain) = try await onThread {
-            let answer = DeliveryTarget.main.performAndWait { (6 * 7, MainQueueProbe.isOnMainQueue) }
+            let answer = DeliveryTarget.mainQueue.performAndWait { (6 * 7, MainQueueProbe.isOnMainQueue) }
             return (answer.0, answer.1, MainQueueProbe.isOnMainQueue)
         }
         #expect(answer == 42)
@@ -82,7 +82,7 @@ struct PerformTests {
 
     @Test @MainActor func performAndWaitOnMainFromTheMainActorRunsInline() {
         var steps = ["before"]
-        let value = DeliveryTarget.main.performAndWait {
+        let value = DeliveryTarget.mainQueue.performAndWait {
             steps.append("work")
             return 1
         }
@@ -99,7 +99,7 @@ struct PerformTests {
         let steps = await withCheckedContinuation { continuation in
             DispatchQueue.main.async {
                 var steps = ["before"]
-                DeliveryTarget.main.performAndWait { steps.append("work on main: \(MainQueueProbe.isOnMainQueue)") }
+                DeliveryTarget.mainQueue.performAndWait { steps.append("work on main: \(MainQueueProbe.isOnMainQueue)") }
                 steps.append("after")
                 continuation.resume(returning: steps)
             }
@@ -109,7 +109,7 @@ struct PerformTests {
 
     @Test func theMainDispatchQueuePassedAsAQueueIsTheMainTarget() async {
         // On Linux each read of `DispatchQueue.main` is a new wrapper object.
-        #expect(DeliveryTarget.queue(DispatchQueue.main) == .main)
+        #expect(DeliveryTarget.queue(DispatchQueue.main) == .mainQueue)
         let target = DeliveryTarget.queue(DispatchQueue.main)
         let steps = await withCheckedContinuation { continuation in
             DispatchQueue.main.async {
@@ -295,7 +295,7 @@ private struct TargetFixture: Sendable {
     init(_ kind: PerformTargetKind) {
         switch kind {
         case .main:
-            target = .main
+            target = .mainQueue
             isCurrent = { MainQueueProbe.isOnMainQueue }
             tearDown = {}
         case .queue:

@@ -11,12 +11,12 @@ import Testing
 struct ReleasePointTests {
     // MARK: Retained values
 
-    @Test("A retained value replaced by a retaining post is released after unlocking")
+    @Test("A retained value replaced by postAndRetain is released after unlocking")
     func retainedValueReplaced() async {
         let hub = NotificationHub()
         let releases = Releases()
-        hub.post(Sticky(user: HubUser(hub, releases)), retain: true)
-        hub.post(Sticky(user: nil), retain: true)
+        hub.postAndRetain(Sticky(user: HubUser(hub, releases)))
+        hub.postAndRetain(Sticky(user: nil))
         await releases.wait(for: 1)
         #expect(hub.observerCount(of: Side.self) == 0)
     }
@@ -25,7 +25,7 @@ struct ReleasePointTests {
     func retainedValueRemoved() async {
         let hub = NotificationHub()
         let releases = Releases()
-        hub.post(Sticky(user: HubUser(hub, releases)), retain: true)
+        hub.postAndRetain(Sticky(user: HubUser(hub, releases)))
         hub.removeRetainedValue(of: Sticky.self)
         await releases.wait(for: 1)
     }
@@ -35,8 +35,8 @@ struct ReleasePointTests {
         let hub = NotificationHub()
         let releases = Releases()
         let subject = Subject()
-        hub.post(Sticky(user: HubUser(hub, releases)), retain: true)
-        hub.post(Sticky(user: HubUser(hub, releases)), from: subject, retain: true)
+        hub.postAndRetain(Sticky(user: HubUser(hub, releases)))
+        hub.postAndRetain(Sticky(user: HubUser(hub, releases)), from: subject)
         #expect(hub.removeAllRetainedValues(of: Sticky.self) == 2)
         await releases.wait(for: 2)
     }
@@ -47,7 +47,7 @@ struct ReleasePointTests {
         let releases = Releases()
         do {
             let subject = Subject()
-            hub.post(Sticky(user: HubUser(hub, releases)), from: subject, retain: true)
+            hub.postAndRetain(Sticky(user: HubUser(hub, releases)), from: subject)
         }
         // The entry of the dead subject goes with the next sweep or removal.
         hub.removeAllRetainedValues(of: Sticky.self)
@@ -116,7 +116,7 @@ struct ReleasePointTests {
         hub.errorHandler = { _ in }
         let releases = Releases()
         let queue = DispatchQueue(label: "release-points.cancel")
-        var tokens: [Observation] = []
+        var tokens: [ObservationToken] = []
         for target in [DeliveryTarget.posting, .queue(queue)] {
             let user = HubUser(hub, releases)
             tokens.append(hub.observe(Sticky.self, on: target) { _ in _ = user })
@@ -136,7 +136,7 @@ struct ReleasePointTests {
         let posting = hub.observe(Sticky.self) { note in if note.user != nil { received.increment() } }
         let queued = hub.observe(Sticky.self, on: .queue(queue)) { note in if note.user != nil { received.increment() } }
         hub.post(Sticky(user: HubUser(hub, releases)))
-        await hub.deliver(Sticky(user: HubUser(hub, releases)))
+        await hub.postAndWait(Sticky(user: HubUser(hub, releases)))
         await releases.wait(for: 2)
         #expect(received.count == 4)
 
@@ -173,8 +173,8 @@ struct ReleasePointTests {
         do {
             let subject = HubUser(hub, releases)
             let token = hub.observe(Sticky.self, from: subject, on: .queue(queue)) { _ in }
-            hub.post(Sticky(user: nil), from: subject, retain: true)
-            _ = await hub.deliver(Sticky(user: nil), from: subject)
+            hub.postAndRetain(Sticky(user: nil), from: subject)
+            _ = await hub.postAndWait(Sticky(user: nil), from: subject)
             withExtendedLifetime(token) {}
         }
         await releases.wait(for: 1)
@@ -216,13 +216,13 @@ private final class HubUser: Sendable {
         let token = hub.observe(Side.self) { _ in observed.increment() }
         let failing = hub.observe(Side.self) { _ in throw Failure() }  // takes the error handler's lock
         hub.post(Side(value: 1))
-        hub.post(Side(value: 2), retain: true)
+        hub.postAndRetain(Side(value: 2))
         _ = hub.retainedValue(of: Side.self)
         hub.removeRetainedValue(of: Side.self)
-        hub.post(Side(value: 3), retain: true)
+        hub.postAndRetain(Side(value: 3))
         hub.removeAllRetainedValues(of: Side.self)
         hub.post(Sticky(user: nil))  // reaches the streams and observers of the type being released
-        hub.post(Sticky(user: nil), retain: true)
+        hub.postAndRetain(Sticky(user: nil))
         hub.post(Unheard())  // takes the unobserved-post handler's lock
         token.cancel()
         failing.cancel()

@@ -36,18 +36,18 @@ struct RetainedNotificationTests {
     func retainingPostKeepsLatestValue() {
         let hub = NotificationHub()
         #expect(hub.retainedValue(of: Level.self) == nil)
-        hub.post(Level(value: 1), retain: true)
+        hub.postAndRetain(Level(value: 1))
         #expect(hub.retainedValue(of: Level.self) == Level(value: 1))
-        hub.post(Level(value: 2), retain: true)
+        hub.postAndRetain(Level(value: 2))
         #expect(hub.retainedValue(of: Level.self) == Level(value: 2))
     }
 
     @Test("A post without retain leaves the retained value as it is")
     func plainPostDoesNotReplaceRetainedValue() {
         let hub = NotificationHub()
-        hub.post(Level(value: 1), retain: true)
+        hub.postAndRetain(Level(value: 1))
         hub.post(Level(value: 2))
-        hub.post(Level(value: 3), retain: false)
+        hub.post(Level(value: 3))
         #expect(hub.retainedValue(of: Level.self) == Level(value: 1))
     }
 
@@ -56,9 +56,9 @@ struct RetainedNotificationTests {
         let hub = NotificationHub()
         let first = PostSubject()
         let second = PostSubject()
-        hub.post(Level(value: 1), from: first, retain: true)
-        hub.post(Level(value: 2), from: second, retain: true)
-        hub.post(Level(value: 3), retain: true)
+        hub.postAndRetain(Level(value: 1), from: first)
+        hub.postAndRetain(Level(value: 2), from: second)
+        hub.postAndRetain(Level(value: 3))
         #expect(hub.retainedValue(of: Level.self, from: first) == Level(value: 1))
         #expect(hub.retainedValue(of: Level.self, from: second) == Level(value: 2))
         #expect(hub.retainedValue(of: Level.self) == Level(value: 3))
@@ -68,7 +68,7 @@ struct RetainedNotificationTests {
     @Test("A retained value can be removed, and is then not replayed")
     func removedValueIsNotReplayed() {
         let hub = NotificationHub()
-        hub.post(Level(value: 1), retain: true)
+        hub.postAndRetain(Level(value: 1))
         #expect(hub.removeRetainedValue(of: Level.self) == Level(value: 1))
         #expect(hub.removeRetainedValue(of: Level.self) == nil)
         #expect(hub.retainedValue(of: Level.self) == nil)
@@ -83,8 +83,8 @@ struct RetainedNotificationTests {
     func removeAllRetainedValues() {
         let hub = NotificationHub()
         let subject = PostSubject()
-        hub.post(Level(value: 1), retain: true)
-        hub.post(Level(value: 2), from: subject, retain: true)
+        hub.postAndRetain(Level(value: 1))
+        hub.postAndRetain(Level(value: 2), from: subject)
         #expect(hub.removeAllRetainedValues(of: Level.self) == 2)
         #expect(hub.retainedValue(of: Level.self) == nil)
         #expect(hub.retainedValue(of: Level.self, from: subject) == nil)
@@ -96,7 +96,7 @@ struct RetainedNotificationTests {
         let hub = NotificationHub()
         do {
             let doomed = PostSubject()
-            hub.post(Level(value: 1), from: doomed, retain: true)
+            hub.postAndRetain(Level(value: 1), from: doomed)
             #expect(hub.retainedValue(of: Level.self, from: doomed) == Level(value: 1))
         }
         // New objects are likely to reuse the freed address; none may see the old value.
@@ -119,7 +119,7 @@ struct RetainedNotificationTests {
         let hub = NotificationHub()
         let seen = Seen<Int>()
         let token = hub.observe(Level.self) { seen.append($0.value) }
-        hub.post(Level(value: 5), retain: true)
+        hub.postAndRetain(Level(value: 5))
         #expect(seen.all == [5])
         token.cancel()
     }
@@ -127,7 +127,7 @@ struct RetainedNotificationTests {
     @Test("A retaining post that no observer sees is kept, not counted as unobserved")
     func retainingPostIsNotUnobserved() {
         let hub = NotificationHub()
-        hub.post(Level(value: 1), retain: true)
+        hub.postAndRetain(Level(value: 1))
         #expect(hub.unobservedPostCount == 0)
         hub.post(Level(value: 2))
         #expect(hub.unobservedPostCount == 1)
@@ -136,7 +136,7 @@ struct RetainedNotificationTests {
     @Test("A posting-thread observer with replayLatest gets the retained value before observe returns")
     func postingObserverReplaysSynchronously() {
         let hub = NotificationHub()
-        hub.post(Level(value: 1), retain: true)
+        hub.postAndRetain(Level(value: 1))
         let seen = Seen<Int>()
         let token = hub.observe(Level.self, replayLatest: true) { seen.append($0.value) }
         #expect(seen.all == [1])
@@ -148,7 +148,7 @@ struct RetainedNotificationTests {
     @Test("A posting-thread replay runs before a retaining post made on another thread during the replay")
     func postingReplayStaysAheadOfConcurrentRetainingPost() {
         let hub = NotificationHub()
-        hub.post(Level(value: 0), retain: true)
+        hub.postAndRetain(Level(value: 0))
         let seen = Seen<Int>()
         let threads = Seen<Bool>()
         let token = RetainedNotificationTests.$isRegistering.withValue(true) {
@@ -159,7 +159,7 @@ struct RetainedNotificationTests {
                     // handler waits until that post has returned.
                     let done = DispatchSemaphore(value: 0)
                     DispatchQueue.global().async {
-                        hub.post(Level(value: 1), retain: true)
+                        hub.postAndRetain(Level(value: 1))
                         done.signal()
                     }
                     done.wait()
@@ -177,7 +177,7 @@ struct RetainedNotificationTests {
     @Test("Without replayLatest, the retained value is not delivered")
     func noReplayWithoutOptIn() {
         let hub = NotificationHub()
-        hub.post(Level(value: 1), retain: true)
+        hub.postAndRetain(Level(value: 1))
         let seen = Seen<Int>()
         let token = hub.observe(Level.self, replayLatest: false) { seen.append($0.value) }
         let plain = hub.observe(Level.self) { seen.append($0.value * 10) }
@@ -190,14 +190,14 @@ struct RetainedNotificationTests {
     func queueObserverReplaysFirstOnItsQueue() async {
         let hub = NotificationHub()
         let queue = DispatchQueue(label: "retained.queue")
-        hub.post(Level(value: 1), retain: true)
+        hub.postAndRetain(Level(value: 1))
         let seen = Seen<Int>()
         let token = hub.observe(Level.self, on: .queue(queue), replayLatest: true) { level in
             dispatchPrecondition(condition: .onQueue(queue))
             seen.append(level.value)
         }
-        await hub.deliver(Level(value: 2))
-        await hub.deliver(Level(value: 3))
+        await hub.postAndWait(Level(value: 2))
+        await hub.postAndWait(Level(value: 3))
         #expect(seen.all == [1, 2, 3])
         token.cancel()
     }
@@ -207,10 +207,10 @@ struct RetainedNotificationTests {
         let hub = NotificationHub()
         let first = PostSubject()
         let second = PostSubject()
-        hub.post(Level(value: 1), from: first, retain: true)
-        hub.post(Level(value: 2), retain: true)
-        hub.post(Level(value: 3), from: second, retain: true)
-        hub.post(Level(value: 4), from: first, retain: true)  // replaces 1
+        hub.postAndRetain(Level(value: 1), from: first)
+        hub.postAndRetain(Level(value: 2))
+        hub.postAndRetain(Level(value: 3), from: second)
+        hub.postAndRetain(Level(value: 4), from: first)  // replaces 1
         let seen = Seen<Int>()
         let token = hub.observe(Level.self, replayLatest: true) { seen.append($0.value) }
         #expect(seen.all == [2, 3, 4])
@@ -222,9 +222,9 @@ struct RetainedNotificationTests {
         let hub = NotificationHub()
         let first = PostSubject()
         let second = PostSubject()
-        hub.post(Level(value: 1), from: first, retain: true)
-        hub.post(Level(value: 2), from: second, retain: true)
-        hub.post(Level(value: 3), retain: true)
+        hub.postAndRetain(Level(value: 1), from: first)
+        hub.postAndRetain(Level(value: 2), from: second)
+        hub.postAndRetain(Level(value: 3))
         let seen = Seen<Int>()
         let token = hub.observe(Level.self, from: second, replayLatest: true) { seen.append($0.value) }
         #expect(seen.all == [2])
@@ -238,11 +238,11 @@ struct RetainedNotificationTests {
     func actorObserverReplays() async {
         let hub = NotificationHub()
         let store = LevelStore()
-        hub.post(Level(value: 1), retain: true)
+        hub.postAndRetain(Level(value: 1))
         let token = hub.observe(Level.self, on: store, replayLatest: true) { store, level in
             store.apply(level)
         }
-        await hub.deliver(Level(value: 2))
+        await hub.postAndWait(Level(value: 2))
         #expect(await store.values == [1, 2])
         token.cancel()
     }
@@ -250,13 +250,13 @@ struct RetainedNotificationTests {
     @Test("A main-actor observer with replayLatest gets the retained value on the main actor, first")
     func mainActorObserverReplays() async {
         let hub = NotificationHub()
-        hub.post(Level(value: 1), retain: true)
+        hub.postAndRetain(Level(value: 1))
         let seen = Seen<Int>()
         let token = hub.observe(Level.self, on: MainActor.shared, replayLatest: true) { level in
             MainActor.assertIsolated()
             seen.append(level.value)
         }
-        await hub.deliver(Level(value: 2))
+        await hub.postAndWait(Level(value: 2))
         #expect(seen.all == [1, 2])
         token.cancel()
     }
@@ -264,7 +264,7 @@ struct RetainedNotificationTests {
     @Test("An owner-bound observer with replayLatest replays, and ends when its owner is deallocated")
     func ownerObserverReplays() {
         let hub = NotificationHub()
-        hub.post(Level(value: 1), retain: true)
+        hub.postAndRetain(Level(value: 1))
         let seen = Seen<Int>()
         do {
             let owner = PostSubject()
@@ -284,7 +284,7 @@ struct RetainedNotificationTests {
         let hub = NotificationHub()
         let failures = Seen<ObserverFailure>()
         hub.errorHandler = { failures.append($0) }
-        hub.post(Level(value: 1), retain: true)
+        hub.postAndRetain(Level(value: 1))
         let token = hub.observe(Level.self, replayLatest: true) { _ in throw Broken() }
         #expect(failures.all.count == 1)
         #expect(failures.all.first?.notificationType == "Level")
@@ -300,9 +300,9 @@ struct RetainedNotificationTests {
         let postCount = 8
         for iteration in 0..<1_000 {
             let hub = NotificationHub()
-            hub.post(Level(value: 0), retain: true)
+            hub.postAndRetain(Level(value: 0))
             let seen = Seen<Int>()
-            let token = Mutex<Observation?>(nil)
+            let token = Mutex<ObservationToken?>(nil)
             let arrived = Atomic<Int>(0)
             DispatchQueue.concurrentPerform(iterations: 2) { side in
                 // Start both sides together. The spin is bounded, so a lone worker still finishes.
@@ -311,7 +311,7 @@ struct RetainedNotificationTests {
                 while arrived.load(ordering: .relaxed) < 2 && spins < 1_000_000 { spins += 1 }
                 if side == 0 {
                     for value in 1...postCount {
-                        hub.post(Level(value: value), retain: true)
+                        hub.postAndRetain(Level(value: value))
                     }
                 } else {
                     let target: DeliveryTarget = kind == .posting ? .posting : .queue(queue)
@@ -323,7 +323,7 @@ struct RetainedNotificationTests {
             }
             // Both sides are done; a waiting post drains the observer's mailbox up to here.
             let sentinel = postCount + 1
-            await hub.deliver(Level(value: sentinel))
+            await hub.postAndWait(Level(value: sentinel))
             let values = seen.all
             // Each value at most once, never an older one after a newer one, ending with the
             // sentinel, and never missing the latest retained value.

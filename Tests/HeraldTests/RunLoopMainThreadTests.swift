@@ -15,7 +15,7 @@ struct RunLoopMainThreadTests {
             "PASS postAndWait from a background thread returned after the main observer ran",
             "PASS MainActor.performAndWait from a background thread ran on the main thread",
             "PASS postAndWait from a main-queue block ran inline",
-            "PASS DeliveryTarget.main.performAndWait from the main queue ran inline",
+            "PASS DeliveryTarget.mainQueue.performAndWait from the main queue ran inline",
             "PASS postAndWait from a RunLoop timer on the main thread ran inline",
             "ALL PASSED",
         ] {

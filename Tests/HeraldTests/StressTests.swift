@@ -66,7 +66,7 @@ struct StressTests {
         operations.maxConcurrentOperationCount = 4
         return [
             ("posting", .posting),
-            ("main", .main),
+            ("main", .mainQueue),
             ("serial queue", .queue(DispatchQueue(label: "stress.serial"))),
             ("concurrent queue", .queue(DispatchQueue(label: "stress.concurrent", attributes: .concurrent))),
             ("operation queue x4", .operationQueue(operations)),
@@ -77,7 +77,7 @@ struct StressTests {
 
     static func observe(
         _ hub: NotificationHub, _ tracker: Tracker, target: DeliveryTarget?, store: Store
-    ) -> Observation {
+    ) -> ObservationToken {
         guard let target else {
             return hub.observe(Ping.self, on: store) { _, note in
                 tracker.see(note, overlapCheck: true)
@@ -141,7 +141,7 @@ struct StressTests {
         stop.store(true, ordering: .relaxed)
         await churn.value
         // Posted after every poster finished: when it has reached everyone, so has everything else.
-        let report = await hub.deliver(Ping(value: -1))
+        let report = await hub.postAndWait(Ping(value: -1))
         #expect(report.deliveredCount == persistent.count)
 
         for tracker in persistent {

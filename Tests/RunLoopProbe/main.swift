@@ -49,8 +49,8 @@ Thread {
         // 3. Inside a main-queue block: postAndWait and performAndWait run inline.
         hub.postAndWait(Tick(value: 4))
         check(delivered(4) == true, "postAndWait from a main-queue block ran inline")
-        let inline = DeliveryTarget.main.performAndWait { 42 }
-        check(inline == 42, "DeliveryTarget.main.performAndWait from the main queue ran inline")
+        let inline = DeliveryTarget.mainQueue.performAndWait { 42 }
+        check(inline == 42, "DeliveryTarget.mainQueue.performAndWait from the main queue ran inline")
 
         // 4. From a run-loop timer on the main thread.
         let timer = Timer(timeInterval: 0.001, repeats: false) { _ in

@@ -37,10 +37,10 @@ final class Sink: Sendable {
 }
 
 /// Registers one posting-thread observer on each of `count` distinct notification types.
-func observeOtherTypes(_ count: Int, on hub: NotificationHub, sink: Sink) -> [Observation] {
+func observeOtherTypes(_ count: Int, on hub: NotificationHub, sink: Sink) -> [ObservationToken] {
     var bits = 0
     while 1 << bits < count { bits += 1 }
-    var tokens: [Observation] = []
+    var tokens: [ObservationToken] = []
     func walk<T: TypedNotification>(_ type: T.Type, depth: Int, number: Int) {
         if depth == bits {
             if number < count { tokens.append(hub.observe(type) { _ in sink.add(1) }) }

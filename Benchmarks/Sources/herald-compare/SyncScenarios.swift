@@ -298,7 +298,7 @@ struct SyncScenarios {
 }
 
 /// Registers a posting-thread observer for a type known only at run time.
-private func observeAny<N: TypedNotification>(_ hub: NotificationHub, _ type: N.Type, sink: Sink) -> Observation {
+private func observeAny<N: TypedNotification>(_ hub: NotificationHub, _ type: N.Type, sink: Sink) -> ObservationToken {
     hub.observe(type) { _ in sink.add(1) }
 }
 

@@ -10,7 +10,7 @@ extension NotificationHub {
     /// that observers registered with `from:` match it.
     ///
     /// ```swift
-    /// let bridge = hub.forward(UserCreated.self, from: .default)
+    /// let bridge = hub.forward(UserCreated.self, fromCenter: .default)
     /// // legacy code, unchanged:
     /// NotificationCenter.default.post(
     ///     name: UserCreated.notificationName, object: nil, userInfo: ["userID": 7, "status": 201])
@@ -27,7 +27,7 @@ extension NotificationHub {
     ///
     /// ## Echoes
     /// Forwarding both ways for the same type between this hub and `center` (see
-    /// ``forward(_:to:from:fileID:line:)``) delivers each post exactly once on each side. While
+    /// ``forward(_:toCenter:from:fileID:line:)``) delivers each post exactly once on each side. While
     /// Herald is posting into the hub a notification that came from `center`, the hub's forwarding
     /// to that same center ignores posts of `N` made on that thread, and the other way round.
     /// Consequently, a post of the same type made synchronously by an observer *during* a forwarded
@@ -41,15 +41,15 @@ extension NotificationHub {
     ///   - fileID: The file that sets up forwarding, for error reports; leave the default.
     ///   - line: The line that sets up forwarding, for error reports; leave the default.
     /// - Returns: The observation. Forwarding stops when you cancel it or let go of it; once
-    ///   ``Observation/cancel()`` returns, no further notification is forwarded. The center holds
+    ///   ``ObservationToken/cancel()`` returns, no further notification is forwarded. The center holds
     ///   the hub weakly.
     public func forward<N: NotificationConvertible>(
         _ type: N.Type,
-        from center: NotificationCenter,
+        fromCenter center: NotificationCenter,
         object: AnyObject? = nil,
         fileID: StaticString = #fileID,
         line: UInt = #line
-    ) -> Observation {
+    ) -> ObservationToken {
         let link = ForwardingLink(hub: self, center: center, type: type)
         let isCancelled = CancellationFlag()
         let location = (fileID: "\(fileID)", line: Int(line))
@@ -74,7 +74,7 @@ extension NotificationHub {
             }
         }
         let registration = CenterRegistration(center: center, token: token)
-        return Observation {
+        return ObservationToken {
             isCancelled.set()
             registration.remove()
         }
@@ -87,7 +87,7 @@ extension NotificationHub {
     /// `center`.
     ///
     /// ```swift
-    /// let bridge = hub.forward(UserCreated.self, to: .default)
+    /// let bridge = hub.forward(UserCreated.self, toCenter: .default)
     /// hub.post(UserCreated(userID: 7, status: 201))
     /// // → legacy observers of UserCreated.notificationName receive userInfo ["userID": 7, "status": 201]
     /// ```
@@ -102,7 +102,7 @@ extension NotificationHub {
     ///
     /// ## Echoes
     /// Forwarding both ways for the same type delivers each post once per side; see
-    /// ``forward(_:from:object:fileID:line:)``.
+    /// ``forward(_:fromCenter:object:fileID:line:)``.
     ///
     /// - Parameters:
     ///   - type: The notification type; it declares the name and the conversion.
@@ -115,11 +115,11 @@ extension NotificationHub {
     /// - Returns: The observation. Forwarding stops when you cancel it or let go of it.
     public func forward<N: NotificationConvertible>(
         _ type: N.Type,
-        to center: NotificationCenter,
+        toCenter center: NotificationCenter,
         from subject: AnyObject? = nil,
         fileID: StaticString = #fileID,
         line: UInt = #line
-    ) -> Observation {
+    ) -> ObservationToken {
         let link = ForwardingLink(hub: self, center: center, type: type)
         let weakSubject = WeakSubject(subject)
         let center = CenterReference(center)
@@ -231,7 +231,7 @@ final class CenterRegistration: @unchecked Sendable {  // Immutable; removeObser
         self.token = token
     }
 
-    /// Removes the observer. ``Observation`` calls this at most once, which matters on Linux,
+    /// Removes the observer. ``ObservationToken`` calls this at most once, which matters on Linux,
     /// where a second `removeObserver` can remove a newer observer that reused the token.
     func remove() {
         center.removeObserver(token)

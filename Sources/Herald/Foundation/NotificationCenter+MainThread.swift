@@ -28,7 +28,7 @@ extension NotificationCenter {
     ///   `DispatchQueue.main.sync`, so it does not deadlock there.
     /// - Waiting uses Herald's waiting machinery: if the main queue is itself blocked in a Herald
     ///   wait for the caller (``DeliveryTarget/performAndWait(isolation:_:)``,
-    ///   ``NotificationHub/postAndWait(_:from:isolation:)``, ``DeliveryThread/performAndWait(isolation:_:)``),
+    ///   `postAndWait(_:from:)`, ``DeliveryThread/performAndWait(isolation:_:)``),
     ///   the blocked main queue runs the post, so the nested wait completes.
     /// - `Notification` is not `Sendable`: its `object` and `userInfo` may hold anything. The
     ///   parameter is `sending`, so the compiler checks that the caller hands the notification
@@ -53,7 +53,7 @@ extension NotificationCenter {
         } else if waitUntilDone {
             // The closure is not escaping and the caller is blocked until it ran: nothing shares
             // the notification meanwhile.
-            DeliveryTarget.main.performAndWait(isolation: nil) { post(notification) }
+            DeliveryTarget.mainQueue.performAndWait(isolation: nil) { post(notification) }
         } else {
             let handOver = HandOver(notification)
             DispatchQueue.main.async { [self] in

@@ -24,8 +24,8 @@ import Foundation
 /// implements ``init(notification:)`` and ``makeNotification(object:)`` itself, and can still use
 /// ``UserInfoKey`` to read and write the entries.
 ///
-/// ``NotificationHub/forward(_:from:object:fileID:line:)`` and
-/// ``NotificationHub/forward(_:to:from:fileID:line:)`` use these conversions
+/// ``NotificationHub/forward(_:fromCenter:object:fileID:line:)`` and
+/// ``NotificationHub/forward(_:toCenter:from:fileID:line:)`` use these conversions
 /// to bridge a hub and a `NotificationCenter`.
 ///
 /// ## Threading

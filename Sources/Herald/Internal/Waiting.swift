@@ -119,11 +119,11 @@ final class WaitGroup: Sendable {
         var delivered = 0
         var skipped = 0
         var failures: [ObserverFailure] = []
-        var continuation: CheckedContinuation<Void, Never>?
+        var continuation: CheckedContinuation<Bool, Never>?
         var isComplete = false
     }
 
-    /// The blocked thread to wake, for `postAndWait`; `nil` for `deliver`.
+    /// The blocked thread to wake, for the blocking `postAndWait`; `nil` for the async one.
     let waiter: Waiter?
     private let state = Lock(State())
 
@@ -164,15 +164,29 @@ final class WaitGroup: Sendable {
         if state.withLock({ Self.release(&$0) }) { wake() }
     }
 
-    /// Suspends until every delivery has been recorded.
-    func wait() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+    /// Suspends until every delivery has been recorded, or until `deadline`.
+    ///
+    /// - Returns: Whether every delivery was recorded (`false`: the deadline passed first).
+    func wait(until deadline: DispatchTime = .distantFuture) async -> Bool {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
             let resumeNow = state.withLock { state -> Bool in
                 if state.isComplete { return true }
                 state.continuation = continuation
                 return false
             }
-            if resumeNow { continuation.resume() }
+            if resumeNow {
+                continuation.resume(returning: true)
+                return
+            }
+            guard deadline != .distantFuture else { return }
+            DispatchQueue.global().asyncAfter(deadline: deadline) { [self] in
+                // Whoever takes the continuation resumes it: the timer or the last delivery.
+                let timedOut = state.withLock { state -> CheckedContinuation<Bool, Never>? in
+                    defer { state.continuation = nil }
+                    return state.continuation
+                }
+                timedOut?.resume(returning: false)
+            }
         }
     }
 
@@ -205,11 +219,11 @@ final class WaitGroup: Sendable {
             waiter.finish()
             return
         }
-        let continuation = state.withLock { state -> CheckedContinuation<Void, Never>? in
+        let continuation = state.withLock { state -> CheckedContinuation<Bool, Never>? in
             defer { state.continuation = nil }
             return state.continuation
         }
-        continuation?.resume()
+        continuation?.resume(returning: true)
     }
 }
 

@@ -1,4 +1,4 @@
-/// Something an ``Observation`` token ends: a Herald observer, or a closure given by the user.
+/// Something an ``ObservationToken`` ends: a Herald observer, or a closure given by the user.
 ///
 /// A class without stored properties rather than a protocol, so that a token holds one pointer
 /// instead of an existential.

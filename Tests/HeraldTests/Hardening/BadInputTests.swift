@@ -63,7 +63,7 @@ struct BadInputTests {
         let failures = Log<ObserverFailure>()
         hub.errorHandler = { failures.append($0) }
         let received = Log<Shipment>()
-        let bridge = hub.forward(Shipment.self, from: center)
+        let bridge = hub.forward(Shipment.self, fromCenter: center)
         let observation = hub.observe(Shipment.self) { received.append($0) }
         for (index, testCase) in Self.malformed.enumerated() {
             center.post(name: Shipment.notificationName, object: nil, userInfo: testCase.userInfo)
@@ -97,7 +97,7 @@ struct BadInputTests {
         let failures = Counter()
         hub.errorHandler = { _ in failures.increment() }
         let received = Counter()
-        let bridge = hub.forward(Shipment.self, from: center)
+        let bridge = hub.forward(Shipment.self, fromCenter: center)
         let observation = hub.observe(Shipment.self) { _ in received.increment() }
         center.post(other)  // a documented no-op: forwarding only observes Shipment's name
         center.post(name: Notification.Name(""), object: nil, userInfo: nil)
@@ -112,7 +112,7 @@ struct BadInputTests {
         let center = NotificationCenter()
         let failures = Log<ObserverFailure>()
         hub.errorHandler = { failures.append($0) }
-        let bridge = hub.forward(Shipment.self, from: center)
+        let bridge = hub.forward(Shipment.self, fromCenter: center)
         let observation = hub.observe(Shipment.self) { _ in Issue.record("a wrongly shaped notification arrived") }
         // The shape of another bridged type, posted under Shipment's name.
         let foreign = try UserInfoEncoder().encode(Bridged(value: 3))
@@ -135,7 +135,7 @@ struct BadInputTests {
         let fromSession = Log<Int>()
         let fromAnyone = Log<Int>()
         let tokens = [
-            hub.forward(Bridged.self, from: center, object: session),  // only `session`'s posts
+            hub.forward(Bridged.self, fromCenter: center, object: session),  // only `session`'s posts
             hub.observe(Bridged.self, from: session) { fromSession.append($0.value) },
             hub.observe(Bridged.self) { fromAnyone.append($0.value) },
         ]
@@ -157,7 +157,7 @@ struct BadInputTests {
         let fromSession = Counter()
         let fromAnyone = Log<Int>()
         let tokens = [
-            hub.forward(Bridged.self, from: center),
+            hub.forward(Bridged.self, fromCenter: center),
             hub.observe(Bridged.self, from: session) { _ in fromSession.increment() },
             hub.observe(Bridged.self) { fromAnyone.append($0.value) },
         ]
@@ -178,7 +178,7 @@ struct BadInputTests {
         let legacy = Counter()
         let observer = LegacyObserver(center, Bridged.notificationName) { _ in legacy.increment() }
         var subject: Subject? = Subject()
-        let bridge = subject.map { hub.forward(Bridged.self, to: center, from: $0) }
+        let bridge = subject.map { hub.forward(Bridged.self, toCenter: center, from: $0) }
         hub.post(Bridged(value: 1), from: subject)
         subject = nil
         hub.post(Bridged(value: 2), from: nil)
@@ -231,7 +231,7 @@ struct BadInputTests {
         thread.perform(after: .seconds(Int64.max)) { Issue.record("ran a work item delayed for 292 billion years") }
         await threadRan.wait()
         await thread.shutdownGracefully()
-        await hub.deliver(Ping(value: 1))
+        await hub.postAndWait(Ping(value: 1))
         #expect(seen.count == 6)
         withExtendedLifetime(token) {}
     }
@@ -251,6 +251,6 @@ struct BadInputTests {
             #expect(throws: BackgroundQueueError.self) { _ = try BackgroundQueue(name: "odd", maxConcurrentTasks: size) }
         }
         let wide = try BackgroundQueue(name: "wide", maxConcurrentTasks: Int.max)
-        #expect(try await wide.perform { 42 } == 42)
+        #expect(try await wide.performAndWait { 42 } == 42)
     }
 }

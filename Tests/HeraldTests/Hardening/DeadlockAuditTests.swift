@@ -260,14 +260,14 @@ struct DeadlockAuditTests {
         let hub = NotificationHub()
         let seen = Log<Bool>()
         let tokens = [
-            hub.observe(Ping.self, on: .main) { _ in seen.append(MainQueueProbe.isOnMainQueue) },
+            hub.observe(Ping.self, on: .mainQueue) { _ in seen.append(MainQueueProbe.isOnMainQueue) },
             hub.observe(Ping.self, on: MainActor.shared) { _ in seen.append(MainQueueProbe.isOnMainQueue) },
         ]
         hub.postAndWait(Ping(value: 1))
         #expect(seen.count == 2)
         let report = try hub.postAndWait(Ping(value: 2), timeout: .milliseconds(1))  // inline: never times out
         #expect(report.deliveredCount == 2)
-        #expect(DeliveryTarget.main.performAndWait { MainQueueProbe.isOnMainQueue })
+        #expect(DeliveryTarget.mainQueue.performAndWait { MainQueueProbe.isOnMainQueue })
         #expect(MainActor.performAndWait { 3 } == 3)
         let center = NotificationCenter()
         let legacy = LegacyObserver(center, Notification.Name("audit.main")) { _ in
@@ -283,11 +283,11 @@ struct DeadlockAuditTests {
     func plainMainQueueBlock() async {
         let hub = NotificationHub()
         let seen = Counter()
-        let token = hub.observe(Ping.self, on: .main) { _ in seen.increment() }
+        let token = hub.observe(Ping.self, on: .mainQueue) { _ in seen.increment() }
         let count = await withCheckedContinuation { continuation in
             DispatchQueue.main.async {
                 hub.postAndWait(Ping(value: 1))
-                let value = DeliveryTarget.main.performAndWait { 1 }
+                let value = DeliveryTarget.mainQueue.performAndWait { 1 }
                 continuation.resume(returning: seen.count + value)
             }
         }
@@ -309,7 +309,7 @@ struct DeadlockAuditTests {
         #expect(timedOut)
         #expect(elapsed < .seconds(10))
         queue.resume()
-        await hub.deliver(Ping(value: 2))
+        await hub.postAndWait(Ping(value: 2))
         withExtendedLifetime(token) {}
     }
 }

@@ -37,7 +37,7 @@ struct FaultInjectionTests {
         }
         let posts = 1_000
         for value in 0..<posts - 1 { hub.post(Ping(value: value)) }
-        let report = await hub.deliver(Ping(value: posts - 1))
+        let report = await hub.postAndWait(Ping(value: posts - 1))
         let kinds = gated.count + 1
         #expect(report.deliveredCount == 2 * kinds)
         #expect(report.failures.count == kinds)
@@ -60,10 +60,10 @@ struct FaultInjectionTests {
         let gated = GatedTarget.all() + [GatedTarget("posting", .posting, isGated: false)]
         defer { gated.forEach { $0.finish() } }
         let calls = Locked<[String: Int]>([:])
-        var others: [Observation] = []
+        var others: [ObservationToken] = []
         let seenByOthers = Counter()
         for target in gated {
-            let token = Locked<Observation?>(nil)
+            let token = Locked<ObservationToken?>(nil)
             token.withLock { slot in
                 slot = hub.observe(Ping.self, on: target) { _ in
                     calls.withLock { $0[target.name, default: 0] += 1 }
@@ -78,7 +78,7 @@ struct FaultInjectionTests {
         }
         for value in 0..<100 { hub.post(Ping(value: value)) }
         gated.forEach { $0.open() }
-        let report = await hub.deliver(Ping(value: 100))
+        let report = await hub.postAndWait(Ping(value: 100))
         #expect(report.deliveredCount == gated.count, "only the observers that did not cancel")
         for target in gated {
             #expect(calls.withLock { $0[target.name] } == 1, "\(target.name)")
@@ -164,7 +164,7 @@ struct FaultInjectionTests {
         for target in [DeliveryTarget.posting, .queue(DispatchQueue(label: "registering"))] {
             let hub = NotificationHub()
             let posts = 100
-            let newcomers = Locked<[Observation]>([])
+            let newcomers = Locked<[ObservationToken]>([])
             let newcomerCalls = Locked<[Int: Int]>([:])  // registration post -> calls
             // Weak: with more than 64 observers of a type, a cancelled one is released with the next
             // batch, so a strong capture of the hub would outlive the test as a cycle.
@@ -177,7 +177,7 @@ struct FaultInjectionTests {
                 newcomers.withLock { $0.append(token) }
             }
             for value in 0..<posts {
-                await hub.deliver(Ping(value: value))
+                await hub.postAndWait(Ping(value: value))
             }
             let calls = newcomerCalls.withLock { $0 }
             for registeredDuring in 0..<posts {
@@ -206,7 +206,7 @@ struct FaultInjectionTests {
         let arrivals = Countdown(gated.count * (perTarget + 1) + expectedErrors)
         var hub: NotificationHub? = NotificationHub()
         let probe = hub.map(WeakProbe.init)
-        var tokens: [Observation] = []
+        var tokens: [ObservationToken] = []
         if let hub {
             hub.errorHandler = { _ in
                 errors.increment()
@@ -278,7 +278,7 @@ struct FaultInjectionTests {
         #expect(elapsed < .seconds(10))
         #expect(outcome?.pendingCount == 1)
         gated.open()
-        let report = await hub.deliver(Ping(value: count + 1))
+        let report = await hub.postAndWait(Ping(value: count + 1))
         #expect(report.deliveredCount == 1)
         let final = seen.withLock { $0 }
         #expect(final.count == count + 2)
@@ -321,7 +321,7 @@ struct FaultInjectionTests {
         doomed.cancel()  // cancel is final: its late delivery never runs
         blocked.resume()
         threadGate.signal()
-        await hub.deliver(Ping(value: 2))
+        await hub.postAndWait(Ping(value: 2))
         #expect(slow.count == 4, "each late delivery ran exactly once, then the next post")
         #expect(cancelled.count == 0)
         #expect(fast.count == 4)
@@ -516,7 +516,7 @@ struct FaultInjectionTests {
             for index in 0..<1_000 {
                 group.addTask {
                     do {
-                        let value = try await queue.perform {
+                        let value = try await queue.performAndWait {
                             ran.increment()
                             return index
                         }

@@ -90,7 +90,7 @@ final class GatedTarget: Sendable {
         let thread = DeliveryThread(name: "gated.thread")
         let threadGate = DispatchSemaphore(value: 0)
         return [
-            GatedTarget("main", .main, isGated: false),
+            GatedTarget("main", .mainQueue, isGated: false),
             GatedTarget("serial queue", .queue(serial), close: { serial.suspend() }, open: { serial.resume() }),
             GatedTarget(
                 "concurrent queue", .queue(concurrent), close: { concurrent.suspend() }, open: { concurrent.resume() }),
@@ -112,7 +112,7 @@ extension NotificationHub {
     /// Observes `N` on `gated`'s target, or on its actor.
     func observe<N: TypedNotification>(
         _ type: N.Type, on gated: GatedTarget, _ handler: @escaping @Sendable (N) throws -> Void
-    ) -> Observation {
+    ) -> ObservationToken {
         if let target = gated.target {
             return observe(type, on: target, handler)
         }

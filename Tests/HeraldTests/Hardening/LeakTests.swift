@@ -21,7 +21,7 @@ struct LeakTests {
     /// Every asynchronous kind of target, each with its own queue or executor.
     static func asynchronousTargets() -> [(String, DeliveryTarget)] {
         [
-            ("main", .main),
+            ("main", .mainQueue),
             ("serial queue", .queue(DispatchQueue(label: "leak.serial"))),
             ("concurrent queue", .queue(DispatchQueue(label: "leak.concurrent", attributes: .concurrent))),
             ("operation queue", .operationQueue(makeKeptOperationQueue())),
@@ -40,15 +40,15 @@ struct LeakTests {
         let keepers = (0..<3).map { _ in hub.observe(Ping.self, on: target) { _ in seen.increment() } }
         var captured: Captured? = Captured(id: 1)
         let probe = captured.map(WeakProbe.init)
-        var token: Observation? = captured.map { captured in
+        var token: ObservationToken? = captured.map { captured in
             hub.observe(Ping.self, on: target) { _ in _ = captured.id }
         }
         captured = nil
-        await hub.deliver(Ping(value: 1))
+        await hub.postAndWait(Ping(value: 1))
         #expect(probe?.isReleased == false, "the live observation holds its handler")
         token?.cancel()
         token = nil
-        await hub.deliver(Ping(value: 2))  // any drain job scheduled before the cancel has run
+        await hub.postAndWait(Ping(value: 2))  // any drain job scheduled before the cancel has run
         #expect(probe?.isReleased == true, "the hub still holds a cancelled observer's handler")
         #expect(hub.observerCount(of: Ping.self) == keepers.count)
         #expect(seen.count == 2 * keepers.count)
@@ -60,7 +60,7 @@ struct LeakTests {
         let hub = NotificationHub()
         let keepers = (0..<40).map { _ in hub.observe(Ping.self, on: .queue(DispatchQueue(label: "keep"))) { _ in } }
         var probes: [WeakProbe<Captured>] = []
-        var tokens: [Observation] = []
+        var tokens: [ObservationToken] = []
         for id in 0..<40 {
             let captured = Captured(id: id)
             probes.append(WeakProbe(captured))
@@ -111,7 +111,7 @@ struct LeakTests {
             probes.append(WeakProbe(parcel))
             hub.post(parcel)
         }
-        await hub.deliver(Parcel(id: -1))
+        await hub.postAndWait(Parcel(id: -1))
         #expect(probes.allSatisfy { $0.isReleased })
         withExtendedLifetime(tokens) {}
     }
@@ -123,7 +123,7 @@ struct LeakTests {
         var hub: NotificationHub? = NotificationHub()
         let hubProbe = hub.map(WeakProbe.init)
         let seen = Counter()
-        var tokens: [Observation] = []
+        var tokens: [ObservationToken] = []
         var captured: Captured? = Captured()
         let capturedProbe = captured.map(WeakProbe.init)
         if let hub, let captured {
@@ -166,8 +166,8 @@ struct LeakTests {
         let hub = NotificationHub()
         let others = (0..<20).map { _ in hub.observe(Ping.self) { _ in } }
         final class Owner: Sendable {
-            let observations: [Observation]
-            init(_ observations: [Observation]) { self.observations = observations }
+            let observations: [ObservationToken]
+            init(_ observations: [ObservationToken]) { self.observations = observations }
             deinit { for observation in observations { observation.cancel() } }
         }
         var owner: Owner? = Owner((0..<3).map { _ in hub.observe(Pong.self, on: .queue(DispatchQueue(label: "o"))) { _ in } })
@@ -197,7 +197,7 @@ struct LeakTests {
         owner = nil
         #expect(probe?.isReleased == true)
         gate.open()
-        await hub.deliver(Ping(value: 10))
+        await hub.postAndWait(Ping(value: 10))
         #expect(seen.count == 0)
         #expect(hub.observerCount(of: Ping.self) == 0)
     }
@@ -214,11 +214,12 @@ struct LeakTests {
         let filtered = subject.map { subject in hub.observe(Ping.self, from: subject, on: .queue(queue)) { _ in } }
         let stream = subject.map { subject in hub.notifications(of: Ping.self, from: subject) }
         gate.close(queue)
-        for value in 0..<10 { hub.post(Ping(value: value), from: subject, retain: value == 9) }
+        for value in 0..<9 { hub.post(Ping(value: value), from: subject) }
+        hub.postAndRetain(Ping(value: 9), from: subject)
         subject = nil
         #expect(probe?.isReleased == true)
         gate.open()
-        await hub.deliver(Ping(value: 10))
+        await hub.postAndWait(Ping(value: 10))
         #expect(seen.values == Array(0...10))
         #expect(filtered?.isCancelled == true)
         withExtendedLifetime((token, stream)) {}
@@ -253,7 +254,7 @@ struct LeakTests {
         }
         #expect(!probe.isReleased, "the late delivery still holds it")
         gate.open()
-        await hub.deliver(Parcel(id: 2))
+        await hub.postAndWait(Parcel(id: 2))
         #expect(seen.count == 2)
         #expect(probe.isReleased)
         withExtendedLifetime(token) {}
@@ -269,7 +270,7 @@ struct LeakTests {
         var delayedCapture: Captured? = Captured(id: 3)
         var handlerCapture: Captured? = Captured(id: 4)
         let probes = [ranCapture, rejectedCapture, delayedCapture, handlerCapture].compactMap { $0.map(WeakProbe.init) }
-        var token: Observation?
+        var token: ObservationToken?
         if let thread, let ranCapture, let delayedCapture, let handlerCapture {
             token = hub.observe(Ping.self, on: .thread(thread)) { _ in _ = handlerCapture.id }
             thread.perform { _ = ranCapture.id }

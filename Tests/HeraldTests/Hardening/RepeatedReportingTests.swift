@@ -67,7 +67,7 @@ struct RepeatedReportingTests {
         func cancelDepth(polls: Int) -> Int {
             let depth = Locked<Int>(0)
             let outer = Locked<UInt>(0)
-            let observation = Observation {
+            let observation = ObservationToken {
                 depth.withLock { $0 = Self.distance(from: outer.withLock { $0 }, to: stackAddress()) }
             }
             for _ in 0..<polls {

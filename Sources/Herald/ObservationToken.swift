@@ -4,7 +4,7 @@ import Synchronization
 ///
 /// ```swift
 /// final class LoginModel {
-///     private var observations = Set<Observation>()
+///     private var observations = Set<ObservationToken>()
 ///
 ///     init(hub: NotificationHub) {
 ///         hub.observe(UserCreated.self, on: MainActor.shared) { note in … }
@@ -21,7 +21,7 @@ import Synchronization
 /// ``cancel()`` may be called from any thread, including from inside the handler. Once it returns,
 /// the handler is not started again, not even for notifications already queued for it. A call
 /// that is already running on another thread at that moment is not interrupted and may finish.
-public final class Observation: Hashable, Sendable {
+public final class ObservationToken: Hashable, Sendable {
     // One reference and nothing else: a token is the smallest heap block (see DESIGN.md's memory
     // target). Whether it cancels on deinit is the registration's own `cancelsWithToken`.
     private let registration: Cancellable
@@ -34,7 +34,7 @@ public final class Observation: Hashable, Sendable {
     /// Creates an observation that calls `onCancel` once, when it is cancelled or deallocated.
     ///
     /// Use it to put your own registrations (a `NotificationCenter` token, a timer) in the same
-    /// `Set<Observation>` as Herald's.
+    /// `Set<ObservationToken>` as Herald's.
     ///
     /// - Parameter onCancel: The work that ends your registration. It runs at most once.
     public init(onCancel: @escaping @Sendable () -> Void) {
@@ -69,11 +69,11 @@ public final class Observation: Hashable, Sendable {
     /// Keeps this observation alive in `set` until the set lets go of it.
     ///
     /// - Parameter set: The set that owns the observation.
-    public func store(in set: inout Set<Observation>) {
+    public func store(in set: inout Set<ObservationToken>) {
         set.insert(self)
     }
 
-    public static func == (lhs: Observation, rhs: Observation) -> Bool {
+    public static func == (lhs: ObservationToken, rhs: ObservationToken) -> Bool {
         lhs === rhs
     }
 

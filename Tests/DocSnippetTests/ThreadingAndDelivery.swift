@@ -1,0 +1,37 @@
+import Herald
+import Testing
+
+// The Swift blocks of Herald.docc/ThreadingAndDelivery.md, in order, compiled and run.
+
+private struct UserCreated: TypedNotification { let userID: Int }
+
+private actor UserStore {
+    private(set) var userIDs: [Int] = []
+    func apply(_ note: UserCreated) { userIDs.append(note.userID) }
+}
+
+@Suite("Threading and delivery examples")
+struct ThreadingAndDeliveryExamples {
+    @Test("A main-actor observer and an actor observer both receive the post")
+    @MainActor
+    func mainActorAndActor() async {
+        let hub = NotificationHub()
+        let loginView = View()
+        let store = UserStore()
+        // snippet: begin
+        let dismissal = hub.observe(UserCreated.self, on: MainActor.shared) { note in
+            loginView.dismiss()
+        }
+        // snippet: end
+        // snippet: begin
+        let storing = hub.observe(UserCreated.self, on: store) { store, note in
+            store.apply(note)
+        }
+        // snippet: end
+        let report = await hub.postAndWait(UserCreated(userID: 7))
+        #expect(report.deliveredCount == 2)
+        #expect(loginView.isHidden)
+        #expect(await store.userIDs == [7])
+        withExtendedLifetime((dismissal, storing)) {}
+    }
+}
