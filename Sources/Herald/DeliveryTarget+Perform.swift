@@ -70,29 +70,30 @@ extension DeliveryTarget {
     ///
     /// - Parameters:
     ///   - isolation: The caller's actor isolation; leave the default.
-    ///   - work: The work to run on this target.
+    ///   - work: The work to run on this target. It need not be `Sendable`, but it is `sending`:
+    ///     the caller hands it over, with whatever it captures, and gets the result back the same
+    ///     way, so no state is shared between the two threads. Return what the work produces
+    ///     rather than mutating the caller's variables from inside it.
     /// - Returns: What `work` returns.
     /// - Throws: What `work` throws.
     @available(*, noasync, message: "performAndWait blocks the calling thread; use perform(_:) with a continuation")
     public func performAndWait<T, E: Error>(
         isolation: (any Actor)? = #isolation,
-        _ work: () throws(E) -> T
-    ) throws(E) -> T {
+        _ work: sending @escaping () throws(E) -> T
+    ) throws(E) -> sending T {
         if isCurrent(isolation: isolation) {
             return try work()
         }
-        return try withoutActuallyEscaping(work) { (escapable: @escaping () throws(E) -> T) throws(E) -> T in
-            let call = BlockingCall(escapable)
-            let waiter = Waiter(isolation: isolation)
-            let job = OnceJob {
-                Waiter.chain.withValue(waiter) { call.run() }
-                waiter.finish()
-            }
-            schedule(job.run)
-            Waiter.askChainForHelp { HelpRequest(target: self, work: job.run) }
-            _ = waiter.wait()
-            return try call.result()
+        let call = BlockingCall(work)
+        let waiter = Waiter(isolation: isolation)
+        let job = OnceJob {
+            Waiter.chain.withValue(waiter) { call.run() }
+            waiter.finish()
         }
+        schedule(job.run)
+        Waiter.askChainForHelp { HelpRequest(target: self, work: job.run) }
+        _ = waiter.wait()
+        return try call.result()
     }
 }
 
@@ -132,12 +133,15 @@ extension MainActor {
         isolation: (any Actor)? = #isolation,
         _ work: @MainActor () throws(E) -> T
     ) throws(E) -> T {
-        let outcome = DeliveryTarget.mainQueue.performAndWait(isolation: isolation) { () -> Result<T, E> in
-            MainActor.assumeIsolated { () -> Result<T, E> in
-                do throws(E) {
-                    return .success(try work())
-                } catch {
-                    return .failure(error)
+        // A `@MainActor` closure is `Sendable`, so it may go to the main queue as it is.
+        let outcome = withoutActuallyEscaping(work) { work in
+            DeliveryTarget.mainQueue.performAndWait(isolation: isolation) { () -> Result<T, E> in
+                MainActor.assumeIsolated { () -> Result<T, E> in
+                    do throws(E) {
+                        return .success(try work())
+                    } catch {
+                        return .failure(error)
+                    }
                 }
             }
         }
@@ -170,38 +174,5 @@ extension MainActor {
     ///   - work: The work to run on the main actor.
     public static func perform(after delay: Duration, _ work: @escaping @MainActor @Sendable () -> Void) {
         DispatchQueue.main.asyncAfter(deadline: delay.deadlineFromNow) { MainActor.assumeIsolated { work() } }
-    }
-}
-
-/// A closure and its result, handed to another thread while the caller is blocked.
-///
-/// The caller does not touch the closure or its captures until the other thread has finished
-/// with them and signalled, so the two threads never access them at the same time.
-/// Internal, not private, so that ``DeliveryThread/performAndWait(isolation:_:)`` shares it.
-final class BlockingCall<T, E: Error>: @unchecked Sendable {
-    private var work: (() throws(E) -> T)?
-    private var outcome: Result<T, E>?
-
-    init(_ work: @escaping () throws(E) -> T) {
-        self.work = work
-    }
-
-    /// Runs the work and lets go of the closure, which must not outlive the caller's wait.
-    func run() {
-        guard let work else { return }
-        self.work = nil
-        do throws(E) {
-            outcome = .success(try work())
-        } catch {
-            outcome = .failure(error)
-        }
-    }
-
-    func result() throws(E) -> T {
-        switch outcome {
-        case .success(let value): return value
-        case .failure(let error): throw error
-        case nil: preconditionFailure("Herald: a completed wait has no result")
-        }
     }
 }

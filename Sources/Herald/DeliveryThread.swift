@@ -170,33 +170,33 @@ public final class DeliveryThread: SerialExecutor, CustomStringConvertible {
     ///
     /// - Parameters:
     ///   - isolation: The caller's actor isolation; leave the default.
-    ///   - work: The work to run on this thread. It need not be `Sendable`: the caller is blocked
-    ///     while it runs.
+    ///   - work: The work to run on this thread. It need not be `Sendable`, but it is `sending`:
+    ///     the caller hands it over, with whatever it captures, and gets the result back the
+    ///     same way, so no state is shared between the two threads. Return what the work
+    ///     produces rather than mutating the caller's variables from inside it.
     /// - Returns: What `work` returns.
     /// - Throws: ``DeliveryThreadError`` with code ``DeliveryThreadError/Code/shutDown`` if the thread
     ///   no longer accepts work (then `work` did not run), or else whatever `work` throws.
     @available(*, noasync, message: "performAndWait blocks the calling thread; pin an actor to the thread and await it")
     public func performAndWait<T>(
         isolation: (any Actor)? = #isolation,
-        _ work: () throws -> T
-    ) throws -> T {
+        _ work: sending @escaping () throws -> T
+    ) throws -> sending T {
         if isCurrent {
             return try work()
         }
-        return try withoutActuallyEscaping(work) { (escapable: @escaping () throws -> T) throws -> T in
-            let call = BlockingCall(escapable)
-            let waiter = Waiter(isolation: isolation)
-            let job = OnceJob {
-                Waiter.chain.withValue(waiter) { call.run() }
-                waiter.finish()
-            }
-            guard core.submit(.block(job.run)) else {
-                throw DeliveryThreadError(code: .shutDown, threadName: name)
-            }
-            Waiter.askChainForHelp { HelpRequest(target: .thread(self), work: job.run) }
-            _ = waiter.wait()
-            return try call.result()
+        let call = BlockingCall(work)
+        let waiter = Waiter(isolation: isolation)
+        let job = OnceJob {
+            Waiter.chain.withValue(waiter) { call.run() }
+            waiter.finish()
         }
+        guard core.submit(.block(job.run)) else {
+            throw DeliveryThreadError(code: .shutDown, threadName: name)
+        }
+        Waiter.askChainForHelp { HelpRequest(target: .thread(self), work: job.run) }
+        _ = waiter.wait()
+        return try call.result()
     }
 
     // MARK: - Shutting down

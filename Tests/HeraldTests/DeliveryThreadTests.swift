@@ -74,7 +74,7 @@ struct DeliveryThreadTests {
         let outcome = try await onThread {
             try thread.performAndWait { () throws -> [String] in
                 var steps = ["outer"]
-                try thread.performAndWait { steps.append("inner on thread: \(thread.isCurrent)") }
+                steps.append(try thread.performAndWait { "inner on thread: \(thread.isCurrent)" })
                 steps.append("after")
                 return steps
             }

@@ -83,9 +83,12 @@ struct PerformTests {
     @Test @MainActor func performAndWaitOnMainFromTheMainActorRunsInline() {
         var steps = ["before"]
         let value = DeliveryTarget.mainQueue.performAndWait {
-            steps.append("work")
-            return 1
+            // Inline: the work runs here, before performAndWait returns.
+            MainActor.assumeIsolated { () -> Int in
+                1
+            }
         }
+        steps.append("work")
         let other = MainActor.performAndWait {
             steps.append("main actor work")
             return 2
@@ -99,7 +102,7 @@ struct PerformTests {
         let steps = await withCheckedContinuation { continuation in
             DispatchQueue.main.async {
                 var steps = ["before"]
-                DeliveryTarget.mainQueue.performAndWait { steps.append("work on main: \(MainQueueProbe.isOnMainQueue)") }
+                steps.append(DeliveryTarget.mainQueue.performAndWait { "work on main: \(MainQueueProbe.isOnMainQueue)" })
                 steps.append("after")
                 continuation.resume(returning: steps)
             }
@@ -114,7 +117,7 @@ struct PerformTests {
         let steps = await withCheckedContinuation { continuation in
             DispatchQueue.main.async {
                 var steps = ["before"]
-                target.performAndWait { steps.append("work") }
+                steps.append(target.performAndWait { "work" })
                 steps.append("after")
                 continuation.resume(returning: steps)
             }
@@ -128,7 +131,7 @@ struct PerformTests {
         let steps = await withCheckedContinuation { continuation in
             queue.async {
                 var steps = ["before"]
-                target.performAndWait { steps.append("work") }
+                steps.append(target.performAndWait { "work" })
                 steps.append("after")
                 continuation.resume(returning: steps)
             }

@@ -51,9 +51,8 @@ extension NotificationCenter {
         if QueueIdentity.isMain {
             post(notification)
         } else if waitUntilDone {
-            // The closure is not escaping and the caller is blocked until it ran: nothing shares
-            // the notification meanwhile.
-            DeliveryTarget.mainQueue.performAndWait(isolation: nil) { post(notification) }
+            // The notification is handed over with the closure (`sending`): nothing shares it.
+            DeliveryTarget.mainQueue.performAndWait(isolation: nil) { [self] in post(notification) }
         } else {
             let handOver = HandOver(notification)
             DispatchQueue.main.async { [self] in
@@ -97,25 +96,5 @@ extension NotificationCenter {
         waitUntilDone: Bool = true
     ) {
         postOnMainThread(Notification(name: name, object: object, userInfo: userInfo), waitUntilDone: waitUntilDone)
-    }
-}
-
-/// A value handed from one thread to another, once.
-///
-/// The sender gives the value up (`sending`), and the receiver takes it out exactly once; the
-/// mutex makes the box `Sendable` without an unchecked promise.
-final class HandOver<Value>: Sendable {
-    private let slot: Mutex<Value?>
-
-    init(_ value: sending Value) {
-        slot = Mutex(value)
-    }
-
-    /// Takes the value out; `nil` if it was taken before.
-    func take() -> sending Value? {
-        slot.withLock { value in
-            let taken = value.take()
-            return taken
-        }
     }
 }
