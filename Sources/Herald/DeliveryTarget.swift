@@ -18,7 +18,8 @@ import Foundation
 /// - ``posting`` runs the handler synchronously inside `post`, on the caller's thread.
 /// - Every other target gives each observer its own serial mailbox: deliveries to one observer
 ///   run one at a time and in post order, even on a concurrent queue or an `OperationQueue` that
-///   runs several operations at once. A burst of posts is drained by one job, not one job per post.
+///   runs several operations at once. A burst of posts is drained by one job per slice of up to
+///   128 notifications, not one job per post; between slices the target runs its other work.
 /// - ``mainQueue`` is the main dispatch queue, which is also the `MainActor`'s executor. On Linux a
 ///   worker thread may drain it (under `dispatchMain()`, an async `main`, or Swift Testing);
 ///   Herald recognises it by a queue-specific value, never by `Thread.isMainThread` alone.
