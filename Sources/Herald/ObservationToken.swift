@@ -22,8 +22,8 @@ import Synchronization
 /// the handler is not started again, not even for notifications already queued for it. A call
 /// that is already running on another thread at that moment is not interrupted and may finish.
 public final class ObservationToken: Hashable, Sendable {
-    // One reference and nothing else: a token is the smallest heap block (see DESIGN.md's memory
-    // target). Whether it cancels on deinit is the registration's own `cancelsWithToken`.
+    // One reference and nothing else: a token is the smallest heap block. Whether it cancels on
+    // deinit is the registration's own `cancelsWithToken`.
     private let registration: Cancellable
 
     init(registration: Cancellable, cancelsOnDeinit: Bool = true) {

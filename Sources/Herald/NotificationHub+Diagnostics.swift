@@ -1,0 +1,68 @@
+import Synchronization
+
+/// Errors, diagnostics and introspection.
+extension NotificationHub {
+    // MARK: - Errors and diagnostics
+
+    /// Receives every error thrown by a handler of this hub, with the observer's location.
+    ///
+    /// The default writes one line to standard error. Replace it to log or to fail a test. It is
+    /// called on the thread where the handler threw, and never while Herald holds a lock.
+    public var errorHandler: @Sendable (ObserverFailure) -> Void {
+        get { core.errorHandlerValue }
+        set { core.errorHandlerValue = newValue }
+    }
+
+    /// Called for every post that reached no observer, when set. `nil` by default.
+    ///
+    /// It is called on the posting thread.
+    public var unobservedPostHandler: (@Sendable (UnobservedPost) -> Void)? {
+        get { core.unobservedHandlerValue }
+        set { core.unobservedHandlerValue = newValue }
+    }
+
+    /// The number of posts so far that reached no observer.
+    public var unobservedPostCount: Int {
+        core.unobservedCount.load(ordering: .relaxed)
+    }
+
+    // MARK: - Introspection
+
+    /// The number of live observations of `type`.
+    ///
+    /// Observations whose owner or subject has been deallocated are ended before counting.
+    ///
+    /// - Parameter type: The notification type.
+    /// - Returns: The number of observers a post of `type` could reach now.
+    /// - Complexity: O(*n*) in the observers of this type.
+    public func observerCount<N: TypedNotification>(of type: N.Type) -> Int {
+        core.observers(of: type).count
+    }
+
+    /// Whether any live observation of `type` exists.
+    ///
+    /// - Parameter type: The notification type.
+    /// - Returns: `true` if ``observerCount(of:)`` is greater than zero.
+    public func hasObservers<N: TypedNotification>(of type: N.Type) -> Bool {
+        observerCount(of: type) > 0
+    }
+
+    /// The live registrations for `type`: where each observer runs and where it was registered.
+    ///
+    /// Use it in tests to check that a component registered on the target you expect.
+    ///
+    /// - Parameter type: The notification type.
+    /// - Returns: One entry per live observation, posting-thread observers first, each group in
+    ///   registration order.
+    public func registrations<N: TypedNotification>(of type: N.Type) -> [Registration] {
+        core.observers(of: type).map { observer in
+            Registration(
+                target: observer.target,
+                fileID: observer.location.fileString,
+                line: Int(observer.location.line),
+                hasSubject: observer.filters?.hasSubject ?? false,
+                hasOwner: observer.filters?.hasOwner ?? false
+            )
+        }
+    }
+}

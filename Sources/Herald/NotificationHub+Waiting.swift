@@ -1,0 +1,217 @@
+import Dispatch
+
+/// Waiting posts: `postAndWait`, blocking or suspending, with or without a timeout.
+extension NotificationHub {
+    /// Posts a notification and returns once every observer has run, wherever it runs.
+    ///
+    /// ```swift
+    /// hub.postAndWait(CacheInvalidated())     // every cache is cleared when this returns
+    /// ```
+    ///
+    /// When the caller already runs on an observer's target (main to main, a queue to itself, an
+    /// executor to itself, an actor to itself), that observer runs inline instead of waiting for
+    /// itself. When a handler running on behalf of this call waits for the caller's own target
+    /// (a nested wait A → B → A), the blocked caller runs that work, so the chain completes.
+    ///
+    /// ## When it can block forever
+    /// It waits for every observer's target to run its delivery. It blocks forever if a target
+    /// never runs work again (a suspended queue or operation queue, a main queue that nothing
+    /// drains, a custom executor that drops jobs) or is blocked on something the caller holds
+    /// outside Herald (a lock, a semaphore, `DispatchQueue.sync`). Use
+    /// `postAndWait(_:from:timeout:)` to bound the wait.
+    ///
+    /// It does not block in the cases it can see: the caller on an observer's own target (main to
+    /// main, a queue, an operation queue, an executor, a ``DeliveryThread`` or an actor to itself)
+    /// runs that observer inline; a nested wait A → B → A, or longer chains back to A, is served by
+    /// the blocked caller; a post from inside a handler to that same observer (a re-entrant wait
+    /// on its own mailbox) is enqueued and not waited for, because waiting would never end; and a
+    /// ``DeliveryThread`` that was shut down rejects the delivery, which is reported and counted in
+    /// ``DeliveryReport/skippedCount``.
+    ///
+    /// - Parameters:
+    ///   - notification: The notification.
+    ///   - subject: The object the notification is about (see ``post(_:from:)``).
+    ///   - isolation: The caller's actor isolation; leave the default.
+    /// - Returns: What happened: how many observers ran, and the errors they threw (which also
+    ///   went to ``errorHandler``).
+    @available(*, noasync, message: "this postAndWait blocks the calling thread; use `await hub.postAndWait(_:from:)`, which suspends instead")
+    @discardableResult
+    public func postAndWait<N: TypedNotification>(
+        _ notification: N,
+        from subject: AnyObject? = nil,
+        isolation: (any Actor)? = #isolation
+    ) -> DeliveryReport {
+        waitingPost(notification, subject: subject, isolation: isolation, deadline: .distantFuture).report
+    }
+
+    /// Posts a notification and waits at most `timeout` for every observer to run.
+    ///
+    /// ```swift
+    /// do {
+    ///     try hub.postAndWait(FlushRequested(), timeout: .seconds(2))
+    /// } catch {
+    ///     log("flush still running: \(error)")  // DeliveryTimeout
+    /// }
+    /// ```
+    ///
+    /// On timeout the outstanding deliveries are not cancelled: each still runs exactly once,
+    /// later. Only the wait ends. This form never hangs, even when a target is blocked forever.
+    ///
+    /// - Parameters:
+    ///   - notification: The notification.
+    ///   - subject: The object the notification is about (see ``post(_:from:)``).
+    ///   - timeout: The longest time to wait.
+    ///   - isolation: The caller's actor isolation; leave the default.
+    /// - Returns: What happened, as for `postAndWait(_:from:)`.
+    /// - Throws: ``DeliveryTimeout`` if some observer had not finished within `timeout`.
+    @available(
+        *, noasync,
+        message: "this postAndWait blocks the calling thread; use `try await hub.postAndWait(_:from:timeout:)`, which suspends instead"
+    )
+    @discardableResult
+    public func postAndWait<N: TypedNotification>(
+        _ notification: N,
+        from subject: AnyObject? = nil,
+        timeout: Duration,
+        isolation: (any Actor)? = #isolation
+    ) throws(DeliveryTimeout) -> DeliveryReport {
+        let outcome = waitingPost(
+            notification, subject: subject, isolation: isolation, deadline: timeout.deadlineFromNow)
+        guard outcome.completed else {
+            throw DeliveryTimeout(
+                timeout: timeout, notificationType: String(describing: N.self), pendingCount: outcome.pendingCount)
+        }
+        return outcome.report
+    }
+
+    /// Posts a notification and suspends until every observer has run, blocking no thread.
+    ///
+    /// ```swift
+    /// let report = await hub.postAndWait(UserCreated(userID: 7, status: 201))
+    /// ```
+    ///
+    /// This is the form that an `async` caller gets; the blocking form is unavailable there.
+    /// Posting-thread observers run in the caller's isolation before the first suspension.
+    ///
+    /// ## When it can suspend forever
+    /// It never blocks a thread, so it cannot deadlock its caller's target, but it stays suspended
+    /// for as long as some observer's target does not run its delivery: forever if that target
+    /// never runs work again (a suspended queue, a main queue that nothing drains, a custom
+    /// executor that drops jobs). Use the `async` `postAndWait(_:from:timeout:)`
+    /// to bound the wait. A ``DeliveryThread`` that was shut down rejects the delivery, which is
+    /// reported and counted in ``DeliveryReport/skippedCount``.
+    ///
+    /// - Parameters:
+    ///   - notification: The notification.
+    ///   - subject: The object the notification is about (see ``post(_:from:)``).
+    ///   - isolation: The caller's actor isolation; leave the default.
+    /// - Returns: What happened: how many observers ran, and the errors they threw.
+    @discardableResult
+    public func postAndWait<N: TypedNotification>(
+        _ notification: N,
+        from subject: AnyObject? = nil,
+        isolation: isolated (any Actor)? = #isolation
+    ) async -> DeliveryReport {
+        let (group, report) = startAsyncWaitingPost(notification, subject: subject)
+        _ = await group.wait()
+        return report.merging(group.report)
+    }
+
+    /// Posts a notification and suspends until every observer has run or `timeout` has passed,
+    /// blocking no thread.
+    ///
+    /// ```swift
+    /// do {
+    ///     try await hub.postAndWait(FlushRequested(), timeout: .seconds(2))
+    /// } catch {
+    ///     log("flush still running: \(error)")  // DeliveryTimeout
+    /// }
+    /// ```
+    ///
+    /// On timeout the outstanding deliveries are not cancelled: each still runs exactly once,
+    /// later. Only the wait ends.
+    ///
+    /// - Parameters:
+    ///   - notification: The notification.
+    ///   - subject: The object the notification is about (see ``post(_:from:)``).
+    ///   - timeout: The longest time to wait.
+    ///   - isolation: The caller's actor isolation; leave the default.
+    /// - Returns: What happened: how many observers ran, and the errors they threw.
+    /// - Throws: ``DeliveryTimeout`` if some observer had not finished within `timeout`.
+    @discardableResult
+    public func postAndWait<N: TypedNotification>(
+        _ notification: N,
+        from subject: AnyObject? = nil,
+        timeout: Duration,
+        isolation: isolated (any Actor)? = #isolation
+    ) async throws(DeliveryTimeout) -> DeliveryReport {
+        let (group, report) = startAsyncWaitingPost(notification, subject: subject)
+        guard await group.wait(until: timeout.deadlineFromNow) else {
+            throw DeliveryTimeout(
+                timeout: timeout, notificationType: String(describing: N.self), pendingCount: group.pendingCount)
+        }
+        return report.merging(group.report)
+    }
+
+    /// Enqueues a post for the async waiting forms and runs its posting-thread observers.
+    private func startAsyncWaitingPost<N: TypedNotification>(
+        _ notification: N,
+        subject: AnyObject?
+    ) -> (WaitGroup, DeliveryReport) {
+        let group = WaitGroup(waiter: nil)
+        let wait = PostWait(group: group, isolation: nil, blocks: false)
+        withUnsafePointer(to: notification) { payload in
+            scan(UnsafeRawPointer(payload), of: N.self, subject: subject, wait: wait)
+        }
+        group.arrive()
+        return (group, wait.report)
+    }
+
+    private struct WaitOutcome {
+        var completed: Bool
+        var pendingCount: Int
+        var report: DeliveryReport
+    }
+
+    private func waitingPost<N: TypedNotification>(
+        _ notification: N,
+        subject: AnyObject?,
+        isolation: (any Actor)?,
+        deadline: DispatchTime
+    ) -> WaitOutcome {
+        withUnsafePointer(to: notification) { payload in
+            waitingPost(
+                UnsafeRawPointer(payload), of: N.self, subject: subject, isolation: isolation, deadline: deadline)
+        }
+    }
+
+    /// The body of the waiting posts; not generic, so it runs without generic metadata lookups.
+    private func waitingPost(
+        _ payload: UnsafeRawPointer,
+        of type: any TypedNotification.Type,
+        subject: AnyObject?,
+        isolation: (any Actor)?,
+        deadline: DispatchTime
+    ) -> WaitOutcome {
+        let waiter = Waiter(isolation: isolation)
+        let group = WaitGroup(waiter: waiter)
+        let wait = PostWait(group: group, isolation: isolation, blocks: true)
+        scan(payload, of: type, subject: subject, wait: wait)
+        for observer in wait.inline {
+            observer.drainInline()
+        }
+        group.arrive()
+        let completed = waiter.wait(until: deadline)
+        var report = wait.report
+        report.merge(group.report)
+        return WaitOutcome(completed: completed, pendingCount: group.pendingCount, report: report)
+    }
+
+    /// Runs the scan of a waiting post and counts an unobserved post.
+    private func scan(_ payload: UnsafeRawPointer, of type: any TypedNotification.Type, subject: AnyObject?, wait: PostWait) {
+        let reached = core.registry.snapshot(for: ObjectIdentifier(type)).map {
+            core.scan($0, payload, subject: subject, wait: wait)
+        } ?? false
+        if !reached { core.noteUnobserved(type, hadSubject: subject != nil) }
+    }
+}

@@ -1,0 +1,54 @@
+extension NotificationHub {
+    /// An asynchronous sequence of the notifications of type `N` posted from now on.
+    ///
+    /// ```swift
+    /// for await note in hub.notifications(of: UserCreated.self) {
+    ///     print("user \(note.userID) created")
+    /// }
+    /// ```
+    ///
+    /// The observation starts when this method returns, not when iteration starts, so a post made
+    /// right after it is not missed. With a bounded `bufferingPolicy`, a consumer that falls behind
+    /// loses notifications, and each one lost is counted in
+    /// ``NotificationSequence/droppedCount``: nothing is dropped silently.
+    ///
+    /// ## Threading
+    /// The hub observes on the posting thread: a post appends to the buffer (or hands the
+    /// notification to a waiting consumer) and returns; it never waits for the consumer. The
+    /// consumer runs in its own task. Cancelling that task ends the sequence and cancels the
+    /// observation, so ``observerCount(of:)`` goes back down.
+    ///
+    /// - Parameters:
+    ///   - type: The notification type.
+    ///   - subject: If not `nil`, only posts made with this object as subject are delivered (held
+    ///     weakly).
+    ///   - bufferingPolicy: What to keep when notifications arrive faster than they are consumed.
+    ///     The default keeps everything.
+    ///   - replayLatest: Whether to start with the retained values (see
+    ///     ``postAndRetain(_:from:)``).
+    ///   - fileID: The file that registers, for ``registrations(of:)``; leave the default.
+    ///   - line: The line that registers; leave the default.
+    /// - Returns: The sequence. It is `Sendable`: make it in one task and consume it in another.
+    /// - Complexity: Each post costs amortised O(1) for the sequence.
+    public func notifications<N: TypedNotification>(
+        of type: N.Type,
+        from subject: AnyObject? = nil,
+        bufferingPolicy: NotificationBufferingPolicy = .unbounded,
+        replayLatest: Bool = false,
+        fileID: StaticString = #fileID,
+        line: UInt = #line
+    ) -> NotificationSequence<N> {
+        let storage = NotificationSequence<N>.Storage(policy: bufferingPolicy)
+        let observer = Observer<N>(
+            core: core, stream: storage, filters: subject.map { Filters(subject: $0, owner: nil) },
+            location: SourceLocation(fileID: fileID, line: UInt32(clamping: line)))
+        if replayLatest {
+            core.addReplaying(observer)
+        } else {
+            core.add(observer)
+        }
+        let observation = ObservationToken(registration: observer)
+        storage.attach(observation)
+        return NotificationSequence(storage: storage)
+    }
+}
