@@ -14,12 +14,7 @@ final class Lane<N: TypedNotification>: Sendable {
     /// The layout of one queued item of type `N`.
     let layout = ItemQueue.Layout(of: N.self)
 
-    private struct Mailbox: Sendable {
-        var machine = LaneStateMachine()
-        var items = ItemQueue()
-    }
-
-    private let mailbox = Lock(Mailbox())
+    private let mailbox = Lock(LaneMailbox())
 
     init(target: DeliveryTarget, filters: Filters?, contextual: (@Sendable (N, DeliveryContext) throws -> Void)?) {
         self.target = target
@@ -158,8 +153,8 @@ final class Lane<N: TypedNotification>: Sendable {
         guard case .run(let count) = action else { return }
         let layout = self.layout
         items.moveFront(count, into: &batch, layout) { Self.move(from: $0, to: $1, count: $2, layout) }
-        if items.isEmpty && items.capacity > Self.idleCapacity {
-            items.deallocate()  // the buffer of a burst; a small one is kept for the next post
+        if items.isEmpty && items.capacity > Self.keptCapacity {
+            items.deallocate()  // the buffer of a large burst; a smaller one is kept for the next posts
         }
     }
 
@@ -172,11 +167,12 @@ final class Lane<N: TypedNotification>: Sendable {
             run(batch.item(index, layout))
             index += 1
         }
-        batch.removeAllMoved(keepingCapacity: batch.capacity <= Self.idleCapacity * 4)
+        batch.removeAllMoved(keepingCapacity: batch.capacity <= Self.keptCapacity)
     }
 
-    /// The most items an idle lane keeps room for.
-    static var idleCapacity: Int { 64 }
+    /// The most items a lane, or a drain's batch, keeps room for once it is empty, so that a burst
+    /// does not allocate a buffer per batch.
+    static var keptCapacity: Int { 1024 }
 
     /// The job the target refused: the lane closes (see ``close()``).
     func jobRefused() {
@@ -230,4 +226,11 @@ final class Lane<N: TypedNotification>: Sendable {
         }
         drop(&items)
     }
+}
+
+/// The state of a lane behind its lock: the decisions and the items. Not generic, so that an
+/// unspecialised lane asks the runtime for no generic metadata to lock it.
+struct LaneMailbox: Sendable {
+    var machine = LaneStateMachine()
+    var items = ItemQueue()
 }

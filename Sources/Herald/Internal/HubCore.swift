@@ -42,12 +42,11 @@ final class HubCore: Sendable {
 
     /// Makes `observer` visible to posts.
     func add<N: TypedNotification>(_ observer: Observer<N>) {
-        let (replaced, generation) = registry.state.withLock { state in
+        let (replaced, change) = registry.state.withLock { state in
             let replaced = bucket(of: N.self, in: &state).add(observer)
-            state.generation += 1
-            return (replaced, state.generation)
+            return (replaced, state.recordChange(of: ObjectIdentifier(N.self)))
         }
-        registry.didChange(ObjectIdentifier(N.self), generation: generation)
+        registry.didChange(change)
         withExtendedLifetime(replaced) {}  // released here, outside the locks
     }
 
@@ -59,13 +58,12 @@ final class HubCore: Sendable {
     /// `deinit`, and one that cancels another observation or posts needs them.
     func remove<N: TypedNotification>(_ observer: Observer<N>) {
         let key = ObjectIdentifier(N.self)
-        let (replaced, generation) = registry.state.withLock { state -> (ObserverSnapshot?, UInt64) in
-            guard let bucket = state.buckets[key] else { return (nil, 0) }
+        let (replaced, change) = registry.state.withLock { state -> (ObserverSnapshot?, Registry.Change?) in
+            guard let bucket = state.buckets[key] else { return (nil, nil) }
             let replaced = bucket.remove(observer)
-            state.generation += 1
-            return (replaced, state.generation)
+            return (replaced, state.recordChange(of: key))
         }
-        registry.didChange(key, generation: generation)
+        if let change { registry.didChange(change) }
         withExtendedLifetime(replaced) {}  // released here, outside the locks
     }
 
@@ -87,7 +85,10 @@ final class HubCore: Sendable {
     /// Drops every registration and retained value; used when the hub is deallocated.
     func removeAll() {
         let released = registry.state.withLock { state -> [any Sendable] in
-            defer { state.buckets = [:] }
+            defer {
+                state.buckets = [:]
+                state.cachedShards = [:]
+            }
             state.generation += 1
             return state.buckets.values.flatMap { $0.removeAll() }
         }

@@ -69,18 +69,17 @@ extension HubCore {
     func addReplaying<N: TypedNotification>(_ observer: Observer<N>) {
         let key = ObjectIdentifier(N.self)
         if !observer.isPosting {
-            let (mustSchedule, dropped, replaced, generation) = registry.state.withLock {
-                state -> (Bool, [N], ObserverSnapshot?, UInt64) in
+            let (mustSchedule, dropped, replaced, change) = registry.state.withLock {
+                state -> (Bool, [N], ObserverSnapshot?, Registry.Change) in
                 let bucket = bucket(of: N.self, in: &state)
                 let items = bucket.retained.replays(matching: observer.filters, after: 0).map {
                     QueuedItem(notification: $0.value, subjectID: $0.subjectID, group: nil)
                 }
                 let (mustSchedule, dropped) = observer.preload(items)
                 let replaced = bucket.add(observer)
-                state.generation += 1
-                return (mustSchedule, dropped, replaced, state.generation)
+                return (mustSchedule, dropped, replaced, state.recordChange(of: key))
             }
-            registry.didChange(key, generation: generation)
+            registry.didChange(change)
             withExtendedLifetime((dropped, replaced)) {}  // released here, outside the locks
             if mustSchedule { observer.scheduleDrain() }
             return
@@ -89,24 +88,23 @@ extension HubCore {
         var seen: UInt64 = 0
         var round = 0
         while true {
-            let (replays, latest, generation, replaced) = registry.state.withLock {
-                state -> ([RetainedValues<N>.Replay], UInt64, UInt64?, ObserverSnapshot?) in
+            let (replays, latest, change, replaced) = registry.state.withLock {
+                state -> ([RetainedValues<N>.Replay], UInt64, Registry.Change?, ObserverSnapshot?) in
                 let bucket = bucket(of: N.self, in: &state)
                 let latest = bucket.retained.lastSequence
                 let replays = bucket.retained.replays(matching: observer.filters, after: seen)
                 guard replays.isEmpty || round >= Self.maxReplayRounds else { return (replays, latest, nil, nil) }
                 let replaced = bucket.add(observer)
-                state.generation += 1
-                return (replays, latest, state.generation, replaced)
+                return (replays, latest, state.recordChange(of: key), replaced)
             }
-            if let generation { registry.didChange(key, generation: generation) }
+            if let change { registry.didChange(change) }
             withExtendedLifetime(replaced) {}  // released here, outside the locks
             // No one else holds the observer yet, so only `isCancelledFlag` may be read here:
             // `isCancelled` could end a registration that is not in the registry.
             for replay in replays where !observer.isCancelledFlag {
                 _ = observer.invoke(replay.value, subjectID: replay.subjectID)
             }
-            if generation != nil { return }
+            if change != nil { return }
             seen = latest
             round += 1
         }

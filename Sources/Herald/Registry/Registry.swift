@@ -11,12 +11,13 @@ import Musl
 /// The registrations of one notification type, and its retained values. Touched only under the
 /// registry lock.
 class AnyBucket: @unchecked Sendable {  // Mutated only under `Registry.state`'s lock.
+    // Only touched under the registry lock, so the exclusivity checks are left out.
     /// Observers with a lane or a stream, in registration order.
-    var queued: ContiguousArray<AnyObserver> = []
+    @exclusivity(unchecked) var queued: ContiguousArray<AnyObserver> = []
     /// Posting-thread observers, in registration order.
-    var posting: ContiguousArray<AnyObserver> = []
+    @exclusivity(unchecked) var posting: ContiguousArray<AnyObserver> = []
     /// The snapshot that posts scan; replaced on every change.
-    var snapshot: ObserverSnapshot?
+    @exclusivity(unchecked) var snapshot: ObserverSnapshot?
 
     /// Adds `observer` at the end of its list and publishes a new snapshot.
     ///
@@ -101,11 +102,27 @@ final class Box<Value>: @unchecked Sendable {  // Only moved out of a lock and d
 /// a generation number, so a post that read the registry before a change cannot store its older
 /// snapshot in a shard after the change cleared it. Everything replaced (snapshots, and with them
 /// observers and their handlers) is released after unlocking.
-final class Registry: Sendable {
+final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after init.
     struct State: Sendable {
         var buckets: [ObjectIdentifier: AnyBucket] = [:]
         /// Incremented by every change of any bucket's observers.
         var generation: UInt64 = 0
+        /// Per type, the shards that may cache a snapshot of it (one bit per shard).
+        var cachedShards: [ObjectIdentifier: UInt64] = [:]
+
+        /// Numbers a change of `key`'s observers; the caller passes it to ``Registry/didChange(_:)``
+        /// once the lock is released.
+        mutating func recordChange(of key: ObjectIdentifier) -> Change {
+            generation += 1
+            return Change(key: key, generation: generation, shards: cachedShards.removeValue(forKey: key) ?? 0)
+        }
+    }
+
+    /// A change of one type's observers, to clear from the shards that may cache that type.
+    struct Change: Sendable {
+        let key: ObjectIdentifier
+        let generation: UInt64
+        let shards: UInt64
     }
 
     /// The buckets. Retained values live in the same buckets, under the same lock, so that a
@@ -115,31 +132,56 @@ final class Registry: Sendable {
     /// The number of post shards, a power of two.
     private static let shardCount = 8
     private let shards: [PostShard] = (0..<Registry.shardCount).map { _ in PostShard() }
+    /// The same shards, for posts, which borrow them without touching their reference counts:
+    /// `shards` keeps them alive as long as the registry.
+    private let shardRefs: UnsafeMutablePointer<Unmanaged<PostShard>>
+
+    init() {
+        shardRefs = .allocate(capacity: Self.shardCount)
+        for (index, shard) in shards.enumerated() {
+            (shardRefs + index).initialize(to: .passUnretained(shard))
+        }
+    }
+
+    deinit {
+        shardRefs.deallocate()
+    }
 
     /// The snapshot of the observers of type `key` that a post scans, or `nil` if there are none.
     @inline(__always)
     func snapshot(for key: ObjectIdentifier) -> ObserverSnapshot? {
-        let shard = shards[Self.shardIndex()]
-        let cached = shard.table.withLock { $0.lookup(key) }
+        let index = Self.shardIndex()
+        let cached = shardRefs[index]._withUnsafeGuaranteedRef { $0.table.withLock { $0.lookup(key) } }
         if cached.isHit { return cached.snapshot }
-        return fill(shard, key)
+        return fill(index, key)
     }
 
-    /// Reads the registry's snapshot of `key` and caches a copy in `shard`.
+    /// Reads the registry's snapshot of `key` and caches a copy in shard `index`.
     @inline(never)
-    private func fill(_ shard: PostShard, _ key: ObjectIdentifier) -> ObserverSnapshot? {
-        let (generation, current) = state.withLock { ($0.generation, $0.buckets[key]?.snapshot) }
+    private func fill(_ index: Int, _ key: ObjectIdentifier) -> ObserverSnapshot? {
+        let shard = shards[index]
+        let (generation, current) = state.withLock { state in
+            state.cachedShards[key, default: 0] |= 1 << UInt64(index)
+            return (state.generation, state.buckets[key]?.snapshot)
+        }
         let copy = current?.copy()
         let replaced = shard.table.withLock { $0.store(copy, for: key, generation: generation) }
         withExtendedLifetime(replaced) {}  // released here, after the lock
         return current
     }
 
-    /// Clears the cached snapshots of `key` in every shard after the change numbered `generation`.
-    /// Call without holding a lock: the cleared snapshots are released here.
-    func didChange(_ key: ObjectIdentifier, generation: UInt64) {
-        for shard in shards {
-            let cleared = shard.table.withLock { $0.invalidate(key, generation: generation) }
+    /// Clears the cached snapshots of a changed type in the shards that may hold one. Call without
+    /// holding a lock: the cleared snapshots are released here.
+    ///
+    /// A shard that never read the type since its last change is skipped: it holds nothing to
+    /// clear, and a post that reads the registry before the change marks its shard under the
+    /// registry lock, so the change sees that mark.
+    func didChange(_ change: Change) {
+        var remaining = change.shards
+        while remaining != 0 {
+            let index = remaining.trailingZeroBitCount
+            remaining &= remaining - 1
+            let cleared = shards[index].table.withLock { $0.invalidate(change.key, generation: change.generation) }
             withExtendedLifetime(cleared) {}  // released here, after the lock
         }
     }
