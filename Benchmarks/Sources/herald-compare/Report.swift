@@ -32,9 +32,20 @@ struct Section {
 struct TargetCheck {
     var target: String
     var measured: String
-    var passed: Bool
+    /// `nil` when the target cannot be measured where this runs: it prints "n/a", never PASS.
+    var passed: Bool?
     /// Printed under a MISS: what limits the figure, from the profile.
     var limit: String? = nil
+
+    var verdict: String {
+        switch passed {
+        case true?: "PASS"
+        case false?: "MISS"
+        case nil: "n/a "
+        }
+    }
+
+    var missed: Bool { passed == false }
 }
 
 // MARK: - Formatting
@@ -120,8 +131,8 @@ func markdownTable(_ sections: [Section]) -> String {
 
 func targetLines(_ checks: [TargetCheck]) -> String {
     checks.map { check in
-        var line = "\(check.passed ? "PASS" : "MISS")  \(check.target): \(check.measured)"
-        if !check.passed, let limit = check.limit {
+        var line = "\(check.verdict)  \(check.target): \(check.measured)"
+        if check.missed, let limit = check.limit {
             line += "\n      limit: " + limit
         }
         return line
