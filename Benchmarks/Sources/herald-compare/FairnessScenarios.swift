@@ -133,8 +133,8 @@ struct FairnessScenarios {
             let index = offset + 1
             var row = Row(contender: contender.name, value: medians[index] * 1_000)
             row.isHerald = offset == 0
-            row.notes.append(String(format: "+%.3f ms median", medians[index] - medians[0]))
-            row.notes.append(String(format: "worst %.2f ms (+%.2f)", worsts[index], worsts[index] - worsts[0]))
+            row.notes.append(String(format: "%+.3f ms median", medians[index] - medians[0]))
+            row.notes.append(String(format: "worst %.2f ms (%+.2f)", worsts[index], worsts[index] - worsts[0]))
             row.notes.append("\(samples[index].map(\.posts).reduce(0, +).formatted) posts")
             let inversions = samples[index].map(\.inversions).reduce(0, +)
             let lost = samples[index].map(\.lost).reduce(0, +)

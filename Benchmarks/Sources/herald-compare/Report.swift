@@ -62,7 +62,8 @@ func formatNumber(_ value: Double) -> String {
 func formatRatio(_ ratio: Double) -> String {
     if ratio >= 100 { return String(format: "%.0f×", ratio) }
     if ratio >= 10 { return String(format: "%.1f×", ratio) }
-    return String(format: "%.2f×", ratio)
+    if ratio >= 0.1 { return String(format: "%.2f×", ratio) }
+    return String(format: "%.2g×", ratio)  // 0.0038×, not 0.00×
 }
 
 extension String {

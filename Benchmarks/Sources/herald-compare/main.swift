@@ -290,7 +290,7 @@ if let flood, let worst = flood.heraldWorst {
             passed: worst <= 16))
 }
 if let paced, let added = paced.heraldAddedMedian {
-    var measured = String(format: "Herald +%.3f ms at the median", added)
+    var measured = String(format: "Herald %+.3f ms at the median", added)
     if let worst = paced.heraldAddedWorst { measured += String(format: ", %+.2f ms at worst", worst) }
     if let dispatch = paced.dispatchAddedMedian {
         measured += String(format: "; one DispatchQueue.main.async per notification: %+.3f ms at the median", dispatch)
