@@ -115,6 +115,8 @@ struct ContentionScenarios {
         /// ns per post on 2 concurrent posting threads / ns per post on 1.
         var heraldSlowdown: Double?
         var foundationSlowdown: Double?
+        /// The same for a direct closure call that shares nothing: the machine's own slowdown.
+        var controlSlowdown: Double?
     }
 
     /// The cost per post when 2 threads post the same type at once, against 1 thread alone.
@@ -131,6 +133,12 @@ struct ContentionScenarios {
         let centerToken = center.addObserver(forName: .ping, object: nil, queue: nil) { @Sendable note in
             if note.object != nil { sink.add(1) }  // never true: the posts have no object
         }
+        // The control: a call of a closure that shares nothing. Its slowdown is the machine's own
+        // (two cores that are not free, shared caches, frequency), which no hub can beat.
+        let direct: @Sendable (Ping) -> Void = opaque({ @Sendable note in
+            if note.value < 0 { sink.add(note.value) }
+        })
+        let directCall: @Sendable (Int) -> Void = { i in direct(Ping(value: i)) }
         let heraldPost: @Sendable (Int) -> Void = { i in hub.post(Ping(value: i)) }
         let foundationPost: @Sendable (Int) -> Void = { _ in center.post(name: .ping, object: nil) }
 
@@ -142,6 +150,7 @@ struct ContentionScenarios {
             let perPost = Double(nowNanoseconds() - start) / Double(probe)
             return max(1_000, Int(Double(settings.sampleNanoseconds) / perPost))
         }
+        let directCount = postsPerSample(directCall)
         let heraldCount = postsPerSample(heraldPost)
         let foundationCount = postsPerSample(foundationPost)
 
@@ -150,6 +159,8 @@ struct ContentionScenarios {
             ("Herald post, 2 threads at once", 2, heraldCount, heraldPost),
             ("NotificationCenter.post, 1 thread", 1, foundationCount, foundationPost),
             ("NotificationCenter.post, 2 threads at once", 2, foundationCount, foundationPost),
+            ("control: direct closure call, 1 thread", 1, directCount, directCall),
+            ("control: direct closure call, 2 threads at once", 2, directCount, directCall),
         ]
         var samples = [[Double]](repeating: [], count: runs.count)
         for round in 0..<settings.syncRounds {
@@ -162,18 +173,25 @@ struct ContentionScenarios {
         token.cancel()
         center.removeObserver(centerToken)
 
+        // The slowdown pairs the samples of each round (taken a few milliseconds apart), so that a
+        // change in the machine's load between rounds does not pass for a slowdown.
+        func slowdown(one: Int, two: Int) -> Double {
+            median(zip(samples[two], samples[one]).map { $0 / $1 })
+        }
         let medians = samples.map(median)
-        let heraldSlowdown = medians[1] / medians[0]
-        let foundationSlowdown = medians[3] / medians[2]
+        let heraldSlowdown = slowdown(one: 0, two: 1)
+        let foundationSlowdown = slowdown(one: 2, two: 3)
+        let controlSlowdown = slowdown(one: 4, two: 5)
         var rows = runs.enumerated().map { index, run in Row(contender: run.name, value: medians[index]) }
         rows[1].isHerald = true
-        rows[1].notes.append("\(formatRatio(heraldSlowdown)) of 1 thread")
-        rows[3].notes.append("\(formatRatio(foundationSlowdown)) of 1 thread")
+        rows[1].notes.append("\(formatRatio(heraldSlowdown)) of 1 thread (median of the rounds' ratios)")
+        rows[3].notes.append("\(formatRatio(foundationSlowdown)) of 1 thread (median of the rounds' ratios)")
+        rows[5].notes.append("\(formatRatio(controlSlowdown)) of 1 thread (median of the rounds' ratios)")
         return TwoPostersResult(
             section: Section(
                 title: "Two threads posting the same type (name) to 1 observer, each post timed on its own thread",
                 metric: "ns/post", rows: rows),
-            heraldSlowdown: heraldSlowdown, foundationSlowdown: foundationSlowdown)
+            heraldSlowdown: heraldSlowdown, foundationSlowdown: foundationSlowdown, controlSlowdown: controlSlowdown)
     }
 }
 
