@@ -1,3 +1,4 @@
+import Foundation
 import Herald
 
 /// A typed notification that can travel between processes: `Codable`, with a stable name on the wire.
