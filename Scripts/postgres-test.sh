@@ -68,7 +68,7 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); p
 "${run_as[@]}" "$pg_bin/pg_ctl" -D "$data" -l "$workdir/server.log" -w -t 60 \
     -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$sockets -c fsync=off" start \
     || { cat "$workdir/server.log" >&2; exit 1; }
-echo "postgres-test: PostgreSQL $("$pg_bin/postgres" --version | awk '{print $NF}') on 127.0.0.1:$port (user $pg_user)"
+echo "postgres-test: PostgreSQL $("$pg_bin/postgres" --version | awk '{print $3}') on 127.0.0.1:$port (user $pg_user)"
 
 export HERALD_PG_HOST=127.0.0.1
 export HERALD_PG_PORT=$port

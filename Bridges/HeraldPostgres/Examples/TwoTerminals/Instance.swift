@@ -20,13 +20,13 @@ struct Instance {
         link.share(UserCreated.self)
 
         let token = hub.observe(UserCreated.self) { note in
-            print("user \(note.userID) created")        // from this instance and every other one
+            print("user \(note.userID) created")  // from this instance and every other one
         }
 
-        hub.post(UserCreated(userID: 7))                // local observers now, other instances soon
-        try await Task.sleep(for: .seconds(60))         // … the service runs …
+        hub.post(UserCreated(userID: 7))  // local observers now, other instances soon
+        try await Task.sleep(for: .seconds(60))  // … the service runs …
 
         token.cancel()
-        await link.close()                              // sends what was posted before, then disconnects
+        await link.close()  // sends what was posted before, then disconnects
     }
 }

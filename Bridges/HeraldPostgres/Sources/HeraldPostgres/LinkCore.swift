@@ -275,7 +275,8 @@ final class LinkCore: Sendable {
             return
         }
         guard version >= 1 else {
-            reject(.malformedEnvelope(expected: "envelope version 1 to \(Envelope.current)", found: "version \(version)"))
+            reject(
+                .malformedEnvelope(expected: "envelope version 1 to \(Envelope.current)", found: "version \(version)"))
             return
         }
         let header: Envelope.Header

@@ -138,14 +138,16 @@ struct PostgresLinkTests {
         try await a.barrier(to: b)
 
         let errors = b.errors.values
-        #expect(errors.map(\.code) == [
-            .malformedEnvelope, .malformedEnvelope, .malformedEnvelope, .unsupportedVersion, .malformedEnvelope,
-            .payloadDecodingFailed,
-        ])
-        #expect(errors.map(\.expected) == [
-            "a JSON object", "key \"version\"", "key \"origin\"", "envelope version 1 or older",
-            "UInt64 at \"sequence\"", "Int at \"payload.userID\"",
-        ])
+        #expect(
+            errors.map(\.code) == [
+                .malformedEnvelope, .malformedEnvelope, .malformedEnvelope, .unsupportedVersion, .malformedEnvelope,
+                .payloadDecodingFailed,
+            ])
+        #expect(
+            errors.map(\.expected) == [
+                "a JSON object", "key \"version\"", "key \"origin\"", "envelope version 1 or older",
+                "UInt64 at \"sequence\"", "Int at \"payload.userID\"",
+            ])
         #expect(errors[0].found == "8 bytes that are not valid JSON")
         #expect(errors[1].found == "no such key")
         #expect(errors[3].found == "version 2")
@@ -248,7 +250,9 @@ struct PostgresLinkTests {
 
 @Suite("PostgresLink without a server")
 struct PostgresLinkOfflineTests {
-    @Test(arguments: ["", "orders; DROP TABLE x", "1orders", "or-ders", "\"orders\"", String(repeating: "a", count: 64)])
+    @Test(arguments: [
+        "", "orders; DROP TABLE x", "1orders", "or-ders", "\"orders\"", String(repeating: "a", count: 64),
+    ])
     func aChannelNameThatIsNotAPlainIdentifierIsRefused(_ name: String) async throws {
         let configuration = PostgresConnection.Configuration(
             host: "127.0.0.1", port: 1, username: "nobody", password: nil, database: nil, tls: .disable)

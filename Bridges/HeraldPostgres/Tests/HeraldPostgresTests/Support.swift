@@ -109,7 +109,10 @@ struct Node {
     let blobs = Recorder<Blob>()
     let tokens: [ObservationToken]
 
-    init(channel: String, sharing types: [any WireNotification.Type] = [UserCreated.self, OrderPlaced.self, Barrier.self])
+    init(
+        channel: String,
+        sharing types: [any WireNotification.Type] = [UserCreated.self, OrderPlaced.self, Barrier.self]
+    )
         async throws
     {
         let hub = self.hub
