@@ -219,6 +219,30 @@ struct PostgresLinkTests {
         await b.link.close()
     }
 
+    @Test func aDroppedListeningConnectionIsReportedAndSendingGoesOn() async throws {
+        let channel = TestServer.makeChannel()
+        let a = try await Node(channel: channel)
+        let b = try await Node(channel: channel)
+        let raw = try await TestServer.rawConnection()
+        // The server ends B's listening connection, as a restart or a network fault would.
+        let terminated = try await raw.query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = \(#"LISTEN "\#(channel)";"#)",
+            logger: TestServer.logger
+        ).collect().count
+        #expect(terminated == 2)  // A's and B's listening connections
+        try await waitUntil("B reporting the lost connection") {
+            b.errors.values.contains { $0.code == .connectionLost }
+        }
+        #expect(a.errors.values.contains { $0.code == .connectionLost })
+
+        b.hub.post(UserCreated(userID: 1))  // still sent: the sending connection is B's other one
+        #expect(b.users.values == [UserCreated(userID: 1)])
+        try await waitUntil("B's send") { b.link.statistics.sent == 1 }
+        try await raw.close()
+        await a.link.close()
+        await b.link.close()
+    }
+
     @Test func closeFlushesWhatWasPostedBeforeAndStopsTraffic() async throws {
         let channel = TestServer.makeChannel()
         let a = try await Node(channel: channel)
