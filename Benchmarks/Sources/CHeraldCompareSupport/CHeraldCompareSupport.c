@@ -43,6 +43,8 @@ uint64_t herald_heap_bytes_in_use(void) {
     return (uint64_t)info.uordblks + (uint64_t)info.hblkhd;
 }
 
+int herald_heap_reading_available(void) { return 1; }
+
 void herald_heap_trim(void) { malloc_trim(0); }
 
 #else
@@ -50,9 +52,18 @@ void herald_heap_trim(void) { malloc_trim(0); }
 uint64_t herald_thread_malloc_count(void) { return 0; }
 int herald_malloc_counting_available(void) { return 0; }
 uint64_t herald_heap_bytes_in_use(void) { return 0; }
+int herald_heap_reading_available(void) { return 0; }
 void herald_heap_trim(void) {}
 
 #endif
+
+int herald_resident_reading_available(void) {
+#if defined(__linux__)
+    return 1;
+#else
+    return 0;
+#endif
+}
 
 uint64_t herald_resident_bytes(void) {
 #if defined(__linux__)

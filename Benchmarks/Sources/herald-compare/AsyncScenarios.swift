@@ -280,10 +280,7 @@ func timeMainBurst(count: Int, check: OrderCheck, post: @escaping @Sendable (Int
         for i in 0..<count { post(i) }
     }
     poster.start()
-    let deadline = Date(timeIntervalSinceNow: 120)
-    while !check.isComplete && Date() < deadline {
-        _ = RunLoop.main.run(mode: .default, before: Date(timeIntervalSinceNow: 0.01))
-    }
+    _ = runMainQueue(until: { check.isComplete })
     let end = check.finishedAt ?? nowNanoseconds()
     return BurstSample(
         nanosecondsPerNotification: Double(end - start) / Double(count),

@@ -1,5 +1,6 @@
 import CHeraldCompareSupport
 import Dispatch
+import Foundation
 import Synchronization
 
 #if canImport(Glibc)
@@ -48,6 +49,44 @@ func nowNanoseconds() -> UInt64 {
     return UInt64(spec.tv_sec) &* 1_000_000_000 &+ UInt64(spec.tv_nsec)
 }
 
+/// CPU time the whole process has used so far, user and system, in nanoseconds (`getrusage`).
+func processCPUNanoseconds() -> UInt64 {
+    var usage = rusage()
+    #if canImport(Glibc)
+    getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+    #else
+    getrusage(RUSAGE_SELF, &usage)
+    #endif
+    func nanoseconds(_ time: timeval) -> UInt64 { UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_usec) * 1_000 }
+    return nanoseconds(usage.ru_utime) + nanoseconds(usage.ru_stime)
+}
+
+/// Sleeps until the monotonic clock reads `deadline` (returns at once if it has passed).
+func sleep(untilNanoseconds deadline: UInt64) {
+    let now = nowNanoseconds()
+    guard deadline > now else { return }
+    let remaining = deadline - now
+    var spec = timespec(tv_sec: Int(remaining / 1_000_000_000), tv_nsec: Int(remaining % 1_000_000_000))
+    var left = timespec()
+    while nanosleep(&spec, &left) != 0 { spec = left }  // interrupted by a signal: sleep the rest
+}
+
+/// Runs the main thread's run loop, which drains the main dispatch queue, until `done` returns
+/// true or `timeoutSeconds` pass; `false` on timeout.
+///
+/// herald-compare's top-level code runs on the main thread, and every scenario that needs the main
+/// queue calls this instead of blocking: a main-queue observer, a probe block and the check that
+/// ends the wait all run here, in the order the main queue holds them.
+@MainActor
+func runMainQueue(until done: () -> Bool, timeoutSeconds: Double = 120) -> Bool {
+    let deadline = Date(timeIntervalSinceNow: timeoutSeconds)
+    while !done() {
+        if Date() >= deadline { return false }
+        _ = RunLoop.main.run(mode: .default, before: Date(timeIntervalSinceNow: 0.01))
+    }
+    return true
+}
+
 func median(_ values: [Double]) -> Double {
     guard !values.isEmpty else { return .nan }
     let sorted = values.sorted()
@@ -65,6 +104,10 @@ enum Memory {
     /// malloc, calloc and realloc calls made so far by the calling thread.
     static var threadMallocCount: UInt64 { herald_thread_malloc_count() }
     static var countsMallocs: Bool { herald_malloc_counting_available() != 0 }
+    /// Whether `heapInUse` reads the allocator (glibc); where it does not, it reads 0.
+    static var readsHeap: Bool { herald_heap_reading_available() != 0 }
+    /// Whether `resident` reads the resident set (Linux); where it does not, it reads 0.
+    static var readsResident: Bool { herald_resident_reading_available() != 0 }
 
     static func trim() { herald_heap_trim() }
 }
@@ -106,6 +149,15 @@ struct Settings {
     var memoryQueued: Int { quick ? 100_000 : 1_000_000 }
     /// Notifications in the soak.
     var soakSize: Int { quick ? 1_000_000 : 10_000_000 }
+    /// Notifications in one main-queue flood, and the floods per contender.
+    var floodSize: Int { quick ? 300_000 : 3_000_000 }
+    var floodRounds: Int { quick ? 1 : 5 }
+    /// How long one paced run posts, and the runs per contender.
+    var pacedNanoseconds: UInt64 { quick ? 250_000_000 : 1_500_000_000 }
+    var pacedRounds: Int { quick ? 1 : 3 }
+    /// Bursts of 10 posts in one idle-CPU run, and the runs per contender.
+    var idleBursts: Int { quick ? 200 : 2_000 }
+    var idleRounds: Int { quick ? 1 : 3 }
 }
 
 // MARK: - Synchronous measurement
@@ -134,7 +186,11 @@ struct SyncContender {
 ///
 /// Each round samples every contender once, in an order that rotates from round to round, so a
 /// burst of load from other processes hits all contenders alike.
-func measureInterleaved(_ contenders: [SyncContender], settings: Settings) -> [Double?] {
+///
+/// A sample is the best of `slices` short slices (`settings.slicesPerSample` unless given). Pass
+/// 1 where another thread loads the contender on purpose: the best slice would be one in which
+/// that thread happened not to run.
+func measureInterleaved(_ contenders: [SyncContender], settings: Settings, slices: Int? = nil) -> [Double?] {
     let runnable = contenders.indices.filter { contenders[$0].unavailable == nil }
     // Warm up and calibrate: find how many operations fill one sample.
     var counts = [Int](repeating: 1, count: contenders.count)
@@ -154,7 +210,7 @@ func measureInterleaved(_ contenders: [SyncContender], settings: Settings) -> [D
         }
     }
     var samples = [[Double]](repeating: [], count: contenders.count)
-    let slices = settings.slicesPerSample
+    let slices = slices ?? settings.slicesPerSample
     for round in 0..<settings.syncRounds {
         for offset in 0..<runnable.count {
             let index = runnable[(offset + round) % runnable.count]

@@ -32,9 +32,20 @@ struct Section {
 struct TargetCheck {
     var target: String
     var measured: String
-    var passed: Bool
+    /// `nil` when the target cannot be measured where this runs: it prints "n/a", never PASS.
+    var passed: Bool?
     /// Printed under a MISS: what limits the figure, from the profile.
     var limit: String? = nil
+
+    var verdict: String {
+        switch passed {
+        case true?: "PASS"
+        case false?: "MISS"
+        case nil: "n/a "
+        }
+    }
+
+    var missed: Bool { passed == false }
 }
 
 // MARK: - Formatting
@@ -51,7 +62,8 @@ func formatNumber(_ value: Double) -> String {
 func formatRatio(_ ratio: Double) -> String {
     if ratio >= 100 { return String(format: "%.0f×", ratio) }
     if ratio >= 10 { return String(format: "%.1f×", ratio) }
-    return String(format: "%.2f×", ratio)
+    if ratio >= 0.1 { return String(format: "%.2f×", ratio) }
+    return String(format: "%.2g×", ratio)  // 0.0038×, not 0.00×
 }
 
 extension String {
@@ -120,8 +132,8 @@ func markdownTable(_ sections: [Section]) -> String {
 
 func targetLines(_ checks: [TargetCheck]) -> String {
     checks.map { check in
-        var line = "\(check.passed ? "PASS" : "MISS")  \(check.target): \(check.measured)"
-        if !check.passed, let limit = check.limit {
+        var line = "\(check.verdict)  \(check.target): \(check.measured)"
+        if check.missed, let limit = check.limit {
             line += "\n      limit: " + limit
         }
         return line

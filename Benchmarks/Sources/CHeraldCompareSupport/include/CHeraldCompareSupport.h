@@ -13,6 +13,12 @@ int herald_malloc_counting_available(void);
 /// Bytes in use by the allocator (glibc mallinfo2: uordblks + hblkhd), or 0 where unavailable.
 uint64_t herald_heap_bytes_in_use(void);
 
+/// Whether herald_heap_bytes_in_use reads the allocator (glibc only).
+int herald_heap_reading_available(void);
+
+/// Whether herald_resident_bytes reads the resident set (Linux only).
+int herald_resident_reading_available(void);
+
 /// Resident set size in bytes, from /proc/self/statm, or 0 where unavailable.
 uint64_t herald_resident_bytes(void);
 

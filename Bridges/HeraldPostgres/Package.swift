@@ -1,0 +1,55 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+    name: "HeraldPostgres",
+    platforms: [
+        .macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2),
+    ],
+    products: [
+        .library(name: "HeraldPostgres", targets: ["HeraldPostgres"])
+    ],
+    dependencies: [
+        .package(name: "Herald", path: "../.."),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.5.3"),
+    ],
+    targets: [
+        .target(
+            name: "HeraldPostgres",
+            dependencies: [
+                .product(name: "Herald", package: "Herald"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The README's usage example, compiled as written.
+        .executableTarget(
+            name: "herald-postgres-example",
+            dependencies: [
+                "HeraldPostgres",
+                .product(name: "Herald", package: "Herald"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
+            path: "Examples/TwoTerminals",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HeraldPostgresTests",
+            dependencies: [
+                "HeraldPostgres",
+                .product(name: "Herald", package: "Herald"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,195 @@
+import Foundation
+import Herald
+import Logging
+import PostgresNIO
+import Synchronization
+
+/// Connects a `NotificationHub` to a PostgreSQL channel, so that the notification types it shares
+/// reach the observers of every hub linked to that channel, in this process and in others.
+///
+/// ```swift
+/// let link = try await PostgresLink.connect(hub: hub, channel: "orders", configuration: configuration)
+/// link.share(UserCreated.self)
+/// hub.post(UserCreated(userID: 7))     // local observers, then every other linked hub
+/// …
+/// await link.close()                   // flushes what was posted before, then disconnects
+/// ```
+///
+/// ## How it works
+///
+/// For each shared type the link observes the hub on the posting thread. Each post is encoded as a
+/// versioned JSON envelope (type name, origin, sequence number, payload; see the README) and sent
+/// with `SELECT pg_notify($1, $2)`, bound parameters only, on the link's own sending connection, one
+/// after the other, in the order the posts were made. A second connection of its own `LISTEN`s on the
+/// channel; each message is decoded and posted into the hub.
+///
+/// ## Guarantees
+///
+/// - **Exactly once while connected.** Each hub linked to the channel receives every shared post
+///   once. The posting hub's observers run once, locally, inside `post`; never a second time.
+/// - **No echo, by construction.** The link drops its own messages by their origin id (counted in
+///   ``Statistics/echoesIgnored``). And while it posts a received value into its hub it marks that
+///   post as its own *re-post* (a task-local marker, seen by its posting-thread observer, which runs
+///   inside `post`), so it does not send the value out again (``Statistics/repostsNotResent``).
+///   Other posts made meanwhile, such as a value of another type that a local observer posts in
+///   reaction, travel as usual.
+/// - **Order per origin.** Every receiving hub posts the values of one sending link in the order that
+///   link sent them. Sequence numbers reveal gaps and replays, which are reported.
+///
+/// ## What does not travel
+///
+/// - **Subjects stay local**: a post's `from:` subject is an object of this process. Remote hubs
+///   receive the value without a subject, so only their observers without `from:` see it.
+/// - **`postAndWait` waits for local observers only**: remote hubs run their observers later.
+/// - **Oversize values stay local**: an envelope over ``maximumPayloadBytes`` (PostgreSQL's `NOTIFY`
+///   limit) still reaches the local observers, and is reported as
+///   ``PostgresLinkError/Code/payloadTooLarge`` with its size and the limit.
+/// - **Nothing is durable**: `NOTIFY` keeps nothing for listeners that are not connected. If the
+///   listening connection drops, the link reports ``PostgresLinkError/Code/connectionLost`` and
+///   receives nothing more; messages sent meanwhile are lost. Make a new link to resume; the gap
+///   is then reported from the sequence numbers when the peers keep posting.
+///
+/// ## Threading
+///
+/// `share(_:)` and `close()` may be called from any thread or task. Received values are posted into
+/// the hub from the link's listening task, one at a time, so a posting-thread observer of a remote
+/// value runs on that task's thread. Errors go to ``errorHandler`` on whichever thread found them.
+public final class PostgresLink: Sendable {
+    /// The largest envelope, in UTF-8 bytes, that PostgreSQL accepts in a `NOTIFY` by default:
+    /// the payload must be shorter than 8000 bytes.
+    public static let maximumPayloadBytes = 7999
+
+    /// The channel this link sends and listens on.
+    public let channel: String
+
+    /// The id that marks this link's messages on the channel.
+    public let origin: UUID
+
+    /// The hub this link connects.
+    public let hub: NotificationHub
+
+    let core: LinkCore
+
+    /// Opens the link's two connections (one sending, one listening), starts listening on the
+    /// channel, and returns once messages posted on the channel from now on will be received.
+    ///
+    /// - Parameters:
+    ///   - hub: The hub to connect.
+    ///   - channel: A PostgreSQL channel name: 1 to 63 ASCII letters, digits or underscores, not
+    ///     starting with a digit. Every hub that shares types on it must use the same name.
+    ///   - configuration: The connection configuration (host, credentials, TLS), used for both
+    ///     connections.
+    ///   - origin: The id of this link's messages; a fresh one by default. Never share it between
+    ///     links.
+    ///   - logger: A logger for connection events. Payloads are never logged.
+    /// - Returns: The link. Call ``share(_:)`` for each type that travels, and ``close()`` at the end.
+    /// - Throws: ``PostgresLinkError`` with code ``PostgresLinkError/Code/invalidChannelName``, or
+    ///   the connection's error if a connection or the `LISTEN` fails.
+    public static func connect(
+        hub: NotificationHub,
+        channel: String,
+        configuration: PostgresConnection.Configuration,
+        origin: UUID = UUID(),
+        logger: Logger = Logger(label: "HeraldPostgres")
+    ) async throws -> PostgresLink {
+        guard isValidChannelName(channel) else { throw PostgresLinkError.invalidChannelName(channel) }
+        let sender = try await PostgresConnection.connect(
+            configuration: configuration, id: nextConnectionID(), logger: logger)
+        let listener: PostgresConnection
+        do {
+            listener = try await PostgresConnection.connect(
+                configuration: configuration, id: nextConnectionID(), logger: logger)
+        } catch {
+            try? await sender.close()
+            throw error
+        }
+        let core = LinkCore(hub: hub, channel: channel, origin: origin, logger: logger)
+        do {
+            try await core.start(sender: sender, listener: listener)
+        } catch {
+            try? await sender.close()
+            try? await listener.close()
+            throw error
+        }
+        return PostgresLink(core: core)
+    }
+
+    private init(core: LinkCore) {
+        self.core = core
+        self.channel = core.channel
+        self.origin = core.origin
+        self.hub = core.hub
+    }
+
+    deinit {
+        core.abandon()
+    }
+
+    /// Sends the posts of `type` on this hub to the channel, and posts the values of `type` that
+    /// arrive on the channel into this hub.
+    ///
+    /// Call it once per type, on every linked hub. Posts made before the call do not travel.
+    /// Sharing a type twice, or after ``close()``, does nothing.
+    ///
+    /// - Parameter type: The notification type to share.
+    public func share<N: WireNotification>(_ type: N.Type) {
+        core.share(type)
+    }
+
+    /// Receives every ``PostgresLinkError`` of this link.
+    ///
+    /// By default the error goes to the hub's `errorHandler`, as an `ObserverFailure` whose
+    /// notification type is the error's type name (or `PostgresLink`).
+    public var errorHandler: (@Sendable (PostgresLinkError) -> Void)? {
+        get { core.errorHandler }
+        set { core.errorHandler = newValue }
+    }
+
+    /// What the link has done so far; for tests and metrics.
+    public var statistics: Statistics { core.statistics }
+
+    /// Stops sharing, sends what was posted before, stops listening and closes both connections.
+    ///
+    /// Posts made after `close()` starts stay local. Values that arrive meanwhile are still posted
+    /// into the hub until the listening connection closes. Calling it again does nothing.
+    public func close() async {
+        await core.close()
+    }
+
+    /// Counters of a link's traffic and faults.
+    public struct Statistics: Sendable, Equatable {
+        /// Envelopes handed to `pg_notify` successfully.
+        public var sent = 0
+        /// Values received from other links and posted into the hub.
+        public var received = 0
+        /// This link's own messages, heard back on the channel and dropped by their origin.
+        public var echoesIgnored = 0
+        /// Posts that the link saw as its own re-posts of received values, and did not send out.
+        public var repostsNotResent = 0
+        /// Outgoing values over ``PostgresLink/maximumPayloadBytes``, kept local.
+        public var oversize = 0
+        /// Outgoing values that failed to encode or to send.
+        public var sendFailures = 0
+        /// Incoming messages skipped as malformed, of a newer version, of an unknown type, or
+        /// whose payload did not decode.
+        public var rejected = 0
+        /// Gaps seen in an origin's sequence numbers.
+        public var gaps = 0
+        /// Incoming messages skipped because their sequence number was not above the last one
+        /// accepted from their origin.
+        public var duplicates = 0
+    }
+
+    static func isValidChannelName(_ name: String) -> Bool {
+        let bytes = Array(name.utf8)
+        guard (1...63).contains(bytes.count), let first = bytes.first else { return false }
+        func isLetter(_ byte: UInt8) -> Bool { (65...90).contains(byte) || (97...122).contains(byte) || byte == 95 }
+        return isLetter(first) && bytes.allSatisfy { isLetter($0) || (48...57).contains($0) }
+    }
+}
+
+private let connectionIDs = Atomic<Int>(0)
+
+private func nextConnectionID() -> Int {
+    connectionIDs.wrappingAdd(1, ordering: .relaxed).newValue
+}

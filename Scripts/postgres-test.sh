@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Runs the HeraldPostgres bridge's tests against a throwaway PostgreSQL cluster on loopback.
+#
+# Installs Debian's `postgresql` if its server binaries are missing, creates a cluster in a temporary
+# folder owned by the `postgres` user, starts it on 127.0.0.1 at a free port (unix socket in the same
+# folder), runs `swift test --package-path Bridges/HeraldPostgres` with HERALD_PG_* set, and always
+# stops the server and removes the folder, whatever the outcome.
+#
+# Extra arguments go to `swift test`, e.g. `Scripts/postgres-test.sh -Xswiftc -warnings-as-errors`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+find_pg_bin() {
+    local dir
+    for dir in /usr/lib/postgresql/*/bin; do
+        if [[ -x "$dir/initdb" && -x "$dir/pg_ctl" && -x "$dir/postgres" ]]; then
+            echo "$dir"
+            return 0
+        fi
+    done
+    if command -v initdb >/dev/null && command -v pg_ctl >/dev/null && command -v postgres >/dev/null; then
+        dirname "$(command -v pg_ctl)"
+        return 0
+    fi
+    return 1
+}
+
+if ! pg_bin=$(find_pg_bin); then
+    echo "postgres-test: PostgreSQL's server binaries are missing; installing Debian's postgresql"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update
+    apt-get install -y postgresql
+    pg_bin=$(find_pg_bin) || { echo "postgres-test: initdb/pg_ctl still missing after install" >&2; exit 1; }
+fi
+
+# The server refuses to run as root: run it as `postgres` (created if missing) when we are root.
+run_as=()
+pg_user=$(id -un)
+if [[ $(id -u) -eq 0 ]]; then
+    if ! id postgres >/dev/null 2>&1; then
+        useradd --system --home-dir /nonexistent --shell /usr/sbin/nologin postgres
+    fi
+    pg_user=postgres
+    run_as=(runuser -u postgres --)
+fi
+
+workdir=$(mktemp -d "${TMPDIR:-/tmp}/herald-pg.XXXXXX")
+chmod 755 "$workdir"
+data="$workdir/data"
+sockets="$workdir/sockets"
+mkdir -p "$sockets"
+[[ ${#run_as[@]} -eq 0 ]] || chown -R postgres: "$workdir"
+
+cleanup() {
+    local status=$?
+    if [[ -f "$data/postmaster.pid" ]]; then
+        "${run_as[@]}" "$pg_bin/pg_ctl" -D "$data" -m immediate -w stop >/dev/null 2>&1 || true
+    fi
+    rm -rf "$workdir"
+    exit "$status"
+}
+trap cleanup EXIT INT TERM
+
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
+
+"${run_as[@]}" "$pg_bin/initdb" -D "$data" -U "$pg_user" --auth=trust --encoding=UTF8 --no-locale >/dev/null
+"${run_as[@]}" "$pg_bin/pg_ctl" -D "$data" -l "$workdir/server.log" -w -t 60 \
+    -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$sockets -c fsync=off" start \
+    || { cat "$workdir/server.log" >&2; exit 1; }
+echo "postgres-test: PostgreSQL $("$pg_bin/postgres" --version | awk '{print $3}') on 127.0.0.1:$port (user $pg_user)"
+
+export HERALD_PG_HOST=127.0.0.1
+export HERALD_PG_PORT=$port
+export HERALD_PG_USER=$pg_user
+export HERALD_PG_DATABASE=postgres
+export HERALD_PG_SOCKET_DIR=$sockets
+export HERALD_PG_DATA_DIR=$data
+export HERALD_PG_BIN=$pg_bin
+swift test --package-path "$root/Bridges/HeraldPostgres" "$@"
