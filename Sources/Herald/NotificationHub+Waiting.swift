@@ -197,6 +197,22 @@ extension NotificationHub {
         let group = WaitGroup(waiter: waiter)
         let wait = PostWait(group: group, isolation: isolation, blocks: true)
         scan(payload, of: type, subject: subject, wait: wait)
+        // Every waiter that may have to run one of these drains (this one for the observers on
+        // the caller's own target, those up the chain for the others) is offered each later drain
+        // job too, until this wait ends: an item held by another post when the drain below ran
+        // becomes ready, and is handed to a target that only a blocked waiter occupies.
+        let chain = Waiter.chainAbove(waiter)
+        for observer in wait.inline { observer.attach(helper: waiter) }
+        for observer in wait.help { for helper in chain { observer.attach(helper: helper) } }
+        defer {
+            for observer in wait.inline { observer.detach(helper: waiter) }
+            for observer in wait.help { for helper in chain { observer.detach(helper: helper) } }
+        }
+        for observer in wait.help {
+            Waiter.askChainForHelp {
+                HelpRequest(target: observer.target) { observer.drainInline() }
+            }
+        }
         for observer in wait.inline {
             observer.drainInline()
         }

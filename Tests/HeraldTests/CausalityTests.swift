@@ -144,3 +144,49 @@ final class Places: Sendable {
         }
     }
 }
+
+/// A waiting post whose own item sits behind another post's hold still completes.
+@Suite("Holds and waiting posts")
+struct HoldAndWaitTests {
+    /// Another thread's post holds its item in a lane on serial queue Q while a job on Q waits for
+    /// that lane (its inline drain finds the held item first and takes nothing). When the other
+    /// post releases its hold, the drain job it hands to Q cannot run, because Q is blocked in the
+    /// wait: the blocked waiter must be offered that drain.
+    @Test("A postAndWait on its own queue completes when its item was behind another post's hold")
+    func waitBehindAHold() async {
+        let hub = NotificationHub()
+        let queue = DispatchQueue(label: "hold-and-wait")
+        let executor = ManualExecutor()
+        let seen = Log<Int>()
+        // Registered first, so it is released first: the post pauses there, with Q's item held.
+        let other = hub.observe(Ping.self, on: .executor(executor)) { _ in }
+        let onQueue = hub.observe(Ping.self, on: .queue(queue)) { seen.append($0.value) }
+        let paused = DispatchSemaphore(value: 0)
+        let resume = DispatchSemaphore(value: 0)
+        let first = Locked(true)
+        executor.onEnqueue { job in
+            if first.withLock({ isFirst in defer { isFirst = false }; return isFirst }) {
+                paused.signal()
+                resume.wait()
+            }
+            Thread { job() }.start()
+            return true
+        }
+        let poster = Thread { hub.post(Ping(value: 1)) }
+        poster.start()
+        await onNewThread { paused.wait() }
+
+        let completed = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            queue.async {
+                // Its inline drain finds Ping 1 still held, and takes nothing.
+                resume.signal()
+                let report = try? hub.postAndWait(Ping(value: 2), timeout: .seconds(20))
+                continuation.resume(returning: report != nil)
+            }
+        }
+        #expect(completed)
+        #expect(seen.values == [1, 2])
+        other.cancel()
+        onQueue.cancel()
+    }
+}

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// The mailbox of one observer on an asynchronous target: its items, the decisions of its
 /// ``LaneStateMachine``, and the effects of those decisions.
 ///
@@ -15,6 +17,8 @@ final class Lane<N: TypedNotification>: Sendable {
     let layout = ItemQueue.Layout(of: N.self)
 
     private let mailbox = Lock(LaneMailbox())
+    /// The number of waiters in `mailbox.helpers`, read without the lock by ``helpers``.
+    private let helperCount = Atomic<Int>(0)
 
     init(target: DeliveryTarget, filters: Filters?, contextual: (@Sendable (N, DeliveryContext) throws -> Void)?) {
         self.target = target
@@ -174,6 +178,36 @@ final class Lane<N: TypedNotification>: Sendable {
     /// does not allocate a buffer per batch.
     static var keptCapacity: Int { 1024 }
 
+    // MARK: Helpers
+
+    /// Registers a blocked waiter that may occupy the target and waits for items of this lane:
+    /// whenever a drain job is handed to the target, the waiter is offered the drain too, so
+    /// that it runs items that became ready while it was blocked (an item held by another post,
+    /// released after the waiter's own drain found it held).
+    func addHelper(_ waiter: Waiter) {
+        mailbox.withLock { mailbox in
+            mailbox.helpers.append(waiter)
+            helperCount.store(mailbox.helpers.count, ordering: .relaxed)
+        }
+    }
+
+    /// Ends a registration made by ``addHelper(_:)``.
+    func removeHelper(_ waiter: Waiter) {
+        mailbox.withLock { mailbox in
+            if let index = mailbox.helpers.firstIndex(where: { $0 === waiter }) {
+                mailbox.helpers.remove(at: index)
+            }
+            helperCount.store(mailbox.helpers.count, ordering: .relaxed)
+        }
+    }
+
+    /// The registered helpers. Without the lock while there are none: a waiter registers before it
+    /// drains, and a post that made items ready before that registration left them for that drain.
+    var helpers: [Waiter] {
+        guard helperCount.load(ordering: .relaxed) > 0 else { return [] }
+        return mailbox.withLock { $0.helpers }
+    }
+
     /// The job the target refused: the lane closes (see ``close()``).
     func jobRefused() {
         mailbox.withLock { $0.machine.jobRefused() }
@@ -233,4 +267,6 @@ final class Lane<N: TypedNotification>: Sendable {
 struct LaneMailbox: Sendable {
     var machine = LaneStateMachine()
     var items = ItemQueue()
+    /// Blocked waiters offered each drain (see ``Lane/addHelper(_:)``).
+    var helpers: [Waiter] = []
 }

@@ -47,6 +47,17 @@ final class Waiter: Sendable {
         if accepted { semaphore.signal() }
     }
 
+    /// The waiters up the calling thread's chain, which `waiter` (made on this thread) runs for.
+    static func chainAbove(_ waiter: Waiter) -> [Waiter] {
+        var chain: [Waiter] = []
+        var next = waiter.parent
+        while let current = next {
+            chain.append(current)
+            next = current.parent
+        }
+        return chain
+    }
+
     /// Offers `request` to every waiter up the calling thread's chain.
     static func askChainForHelp(_ makeRequest: () -> HelpRequest) {
         var waiter = chain.current

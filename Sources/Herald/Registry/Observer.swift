@@ -116,6 +116,12 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
     /// Drains the lane on the calling thread, which must be on the target, unless another drain
     /// runs. Never sliced.
     func drainInline() {}
+
+    /// Offers every drain of the lane to `waiter` until ``detach(helper:)`` (see ``Lane/addHelper(_:)``).
+    func attach(helper waiter: Waiter) {}
+
+    /// Ends ``attach(helper:)``.
+    func detach(helper waiter: Waiter) {}
 }
 
 /// One registration: a handler and, for asynchronous targets, filters or a contextual handler,
@@ -314,7 +320,22 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         if let refusal = target.trySchedule({ [self] in runJob() }) {
             lane?.jobRefused()
             targetRefused(refusal)
+            return
         }
+        // A blocked waiter that occupies the target would otherwise wait for this job forever.
+        guard let helpers = lane?.helpers, !helpers.isEmpty else { return }
+        let request = HelpRequest(target: target) { [self] in drainInline() }
+        for helper in helpers {
+            helper.offer(request)
+        }
+    }
+
+    override func attach(helper waiter: Waiter) {
+        lane?.addHelper(waiter)
+    }
+
+    override func detach(helper waiter: Waiter) {
+        lane?.removeHelper(waiter)
     }
 
     /// The thread draining the lane right now, or 0.

@@ -10,7 +10,8 @@ final class PostWait {
     let thread: UInt
     /// Observers whose target the blocked caller occupies: it drains them itself.
     var inline: [AnyObserver] = []
-    /// Observers whose drain is offered to the waiters up the caller's chain.
+    /// Observers whose drain is offered to the waiters up the caller's chain, once the holds
+    /// are released.
     var help: [AnyObserver] = []
     /// The posting-thread observers' outcome (and the streams').
     var report = DeliveryReport()
@@ -45,8 +46,10 @@ extension HubCore {
     /// 2. Once every lane and stream has it, it releases the holds; that is when drains are
     ///    handed to their targets. So no handler can react to this post (and post an effect)
     ///    before every lane has this post, and an effect always comes after its cause.
-    /// 3. A waiting post's help requests go out only now.
-    /// 4. Then the posting-thread observers run, in registration order.
+    /// 3. Then the posting-thread observers run, in registration order.
+    ///
+    /// A waiting post drains or offers the observers it waits for only after the scan (see
+    /// ``NotificationHub``'s waiting posts), so after the release.
     ///
     /// No lock is held while it appends, releases or calls a handler; only the lanes' own locks
     /// for the length of an append or release.
@@ -72,14 +75,6 @@ extension HubCore {
                         observer._withUnsafeGuaranteedRef { $0.release(hold: hold) }
                     }
                 }
-            }
-            if let wait, !wait.help.isEmpty {
-                for observer in wait.help {
-                    Waiter.askChainForHelp {
-                        HelpRequest(target: observer.target) { observer.drainInline() }
-                    }
-                }
-                wait.help = []
             }
             for observer in posting {
                 observer._withUnsafeGuaranteedRef { observer in
