@@ -6,14 +6,16 @@ compile them (the table below). A region runs from `// snippet: begin` to `// sn
 `// snippet: pause` and `// snippet: resume` leave out compiled context in between (a block that
 declares a type and then uses it is split so that the uses can sit in a function). A file without
 markers is one region, whole. Each part is compared with its common indentation removed and
-blank lines left out, and a
-`private ` or `fileprivate ` at the start of a file-scope line of the compiled copy is ignored (it keeps the examples of several
-documents from clashing in one module).
+blank lines left out. (Types that several documents declare under one name are nested in a
+namespace enum in their compiled copies, which the indentation rule makes invisible.)
+
+`--write` copies the compiled regions into the documents instead, for example after
+`swift format` has reformatted the compiled copies.
 
 It also fails on a block that throws away an observation token (`_ = ….observe(` and the like):
 the observation would end at once.
 
-Usage: python3 Scripts/check-doc-snippets.py   (exit status 1 and a diff on any mismatch)
+Usage: python3 Scripts/check-doc-snippets.py [--write]   (exit status 1 and a diff on any mismatch)
 """
 import difflib
 import glob
@@ -81,16 +83,48 @@ def regions_of(source):
             part = []
         elif marker == "// snippet: end":
             parts.append(dedent(part))
-            regions.append([line for piece in parts for line in piece])
+            joined = []
+            for piece in parts:
+                joined += ([""] if joined else []) + piece
+            regions.append(joined)
             parts = part = None
         elif marker.startswith("// snippet:"):
             sys.exit(f"{source}:{number}: unknown marker {marker!r}")
         elif part is not None:
-            part.append(re.sub(r"^(fileprivate|private) ", "", line))
+            part.append(line)
     return regions
 
 
+def write_blocks(document, regions):
+    """Replaces the ```swift blocks of `document`, in order, with `regions`."""
+    path = os.path.join(ROOT, document)
+    lines = open(path, encoding="utf-8").read().split("\n")
+    out, index, inside = [], 0, False
+    for line in lines:
+        stripped = line.strip()
+        if not inside and stripped.startswith("```swift"):
+            inside = True
+            out.append(line)
+            indent = line[: len(line) - len(line.lstrip())]
+            out += [(indent + r if r else "") for r in regions[index]]
+            index += 1
+        elif inside and stripped.startswith("```"):
+            inside = False
+            out.append(line)
+        elif not inside:
+            out.append(line)
+    open(path, "w", encoding="utf-8").write("\n".join(out))
+
+
 def main():
+    if "--write" in sys.argv[1:]:
+        for document, sources in SOURCES.items():
+            regions = [region for source in sources for region in regions_of(source)]
+            if len(blocks_of(document)) != len(regions):
+                sys.exit(f"{document}: the number of blocks and regions differ; fix that by hand first")
+            write_blocks(document, regions)
+        print("documents rewritten from their compiled copies")
+        return 0
     failures = 0
     checked = 0
     for document, sources in SOURCES.items():

@@ -3,12 +3,15 @@ import Testing
 
 // The Swift block of Herald.docc/Herald.md, compiled and run.
 
-// snippet: begin
-fileprivate struct UserCreated: TypedNotification { let userID: Int; let status: Int }
-// snippet: pause
+enum HeraldOverview {
+    // snippet: begin
+    struct UserCreated: TypedNotification { let userID: Int; let status: Int }
+    // snippet: pause
+}
 
+extension HeraldOverview {
 @Suite("Herald overview example")
-struct HeraldArticleExample {
+struct Example {
     @Test("The overview's main-actor observer dismisses the login view")
     @MainActor
     func overview() async {
@@ -25,4 +28,5 @@ struct HeraldArticleExample {
         #expect(loginView.isHidden)
         withExtendedLifetime(token) {}
     }
+}
 }

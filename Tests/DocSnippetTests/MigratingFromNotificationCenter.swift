@@ -5,14 +5,15 @@ import Testing
 // The Swift blocks of Herald.docc/MigratingFromNotificationCenter.md, in order.
 
 // snippet: begin
-fileprivate extension Notification.Name {
+extension Notification.Name {
     static let userCreated = Notification.Name("UserCreatedNotification")
 }
 // userInfo keys: "userID" (Int), "status" (Int), "homePage" (URL, optional)
 // snippet: end
 
+enum Migrating {
 // snippet: begin
-fileprivate struct UserCreated: NotificationConvertible, Codable {
+struct UserCreated: NotificationConvertible, Codable {
     static let notificationName = Notification.Name("UserCreatedNotification")
 
     var userID: Int
@@ -21,10 +22,10 @@ fileprivate struct UserCreated: NotificationConvertible, Codable {
 }
 // snippet: end
 
-private final class Session: Sendable {}
+final class Session: Sendable {}
 
 @MainActor
-private final class WelcomeScreen {
+final class WelcomeScreen {
     private(set) var welcomed: [Int] = []
     func showWelcome(userID: Int, status: Int) { welcomed.append(userID) }
 
@@ -67,7 +68,7 @@ private final class WelcomeScreen {
     }
 }
 
-func migratingPostOnMainBefore() {
+static func migratingPostOnMainBefore() {
     // snippet: begin
     DispatchQueue.main.async {
         NotificationCenter.default.post(name: .userCreated, object: nil, userInfo: ["userID": 7, "status": 201])
@@ -76,7 +77,7 @@ func migratingPostOnMainBefore() {
 }
 
 @Suite("Migrating from NotificationCenter examples")
-struct MigratingExamples {
+struct Examples {
     @Test("The main-actor observer replaces a main-thread post")
     @MainActor
     func mainThreadPosting() async {
@@ -95,13 +96,17 @@ struct MigratingExamples {
     }
 }
 
+}
+
 // snippet: begin
-fileprivate extension UserInfoKey {
+extension UserInfoKey {
     static var status: UserInfoKey<Int> { .init("status") }
 }
 // snippet: pause
 
-extension MigratingExamples {
+extension Migrating {
+@Suite("Migrating from NotificationCenter examples, continued")
+struct MoreExamples {
     @Test("Typed keys read and build user info")
     func typedKeys() throws {
         let notification = Notification(name: .userCreated, object: nil, userInfo: ["status": 201])
@@ -143,4 +148,5 @@ extension MigratingExamples {
         // snippet: end
         #expect(bridges.count == 2)
     }
+}
 }

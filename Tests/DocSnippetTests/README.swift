@@ -19,26 +19,29 @@ func readmePerformingWork(database: DispatchQueue, store: Store, view: View, fil
 }
 
 // snippet: begin
-fileprivate extension UserInfoKey { static var status: UserInfoKey<Int> { .init("status") } }
+extension UserInfoKey { static var userID: UserInfoKey<Int> { .init("userID") } }
 // snippet: pause
 
 func readmeUserInfo(note: Notification) throws -> (Int?, Int) {
     // snippet: resume
-    let status = note.userInfo[.status]                 // Int?, nil if missing or of another type
-    let checked = try note.value(for: .status)          // throws UserInfoDecodingError
+    let userID = note.userInfo[.userID]                 // Int?, nil if missing or of another type
+    let checked = try note.value(for: .userID)          // throws UserInfoDecodingError
     // snippet: end
-    return (status, checked)
+    return (userID, checked)
 }
 
+enum Readme {
 // snippet: begin
-fileprivate struct UserCreated: NotificationConvertible, Codable {
+struct UserCreated: NotificationConvertible, Codable {
     static let notificationName = Notification.Name("UserCreated")
     let userID: Int
     let status: Int
 }
 // snippet: pause
+}
 
-func readmeForwarding(hub: NotificationHub) -> [ObservationToken] {
+extension Readme {
+static func forwarding(hub: NotificationHub) -> [ObservationToken] {
     // snippet: resume
     let fromLegacy = hub.forward(UserCreated.self, fromCenter: .default)   // legacy posts reach typed observers
     let toLegacy = hub.forward(UserCreated.self, toCenter: .default)       // typed posts reach legacy observers
@@ -47,7 +50,7 @@ func readmeForwarding(hub: NotificationHub) -> [ObservationToken] {
 }
 
 @Suite("README examples")
-struct ReadmeExamples {
+struct Examples {
     @Test("The testing example: a view model's main-queue observer runs when the test says so")
     func testingExample() {
         // snippet: begin
@@ -96,4 +99,5 @@ struct ReadmeExamples {
         // snippet: end
         withExtendedLifetime(banner) {}
     }
+}
 }
