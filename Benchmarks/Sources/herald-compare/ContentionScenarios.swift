@@ -97,8 +97,8 @@ struct ContentionScenarios {
         }
         rows[0].isHerald = true
         if let posts {
-            rows[0].notes.append("background: \(posts.herald.formatted) posts in the run")
-            rows[1].notes.append("background: \(posts.foundation.formatted) posts in the run")
+            rows[0].notes.append("background: \(formatNumber(posts.herald)) posts/µs")
+            rows[1].notes.append("background: \(formatNumber(posts.foundation)) posts/µs")
         }
         for observer in hubObservers { observer.cancel() }
         for observer in centerObservers { center.removeObserver(observer) }
@@ -247,6 +247,9 @@ final class BackgroundPoster: Sendable {
     private let heraldPosts = Atomic<Int>(0)
     private let foundationPosts = Atomic<Int>(0)
     private let stopped = DispatchSemaphore(value: 0)
+    /// How long the thread was aimed at each system, and since when at the current one (kept by
+    /// the thread that aims it).
+    private let aimedTime = Mutex<(herald: UInt64, foundation: UInt64, since: UInt64)>((0, 0, nowNanoseconds()))
 
     /// Starts posting with `herald`; `aim(at:)` switches between the two.
     init(herald: @escaping @Sendable (Int) -> Void, foundation: @escaping @Sendable (Int) -> Void) {
@@ -270,13 +273,28 @@ final class BackgroundPoster: Sendable {
     }
 
     func aim(at target: Aim) {
-        aim.store(target.rawValue, ordering: .relaxed)
+        let previous = Aim(rawValue: aim.exchange(target.rawValue, ordering: .relaxed))
+        aimedTime.withLock { time in
+            let now = nowNanoseconds()
+            switch previous {
+            case .herald?: time.herald += now - time.since
+            case .foundation?: time.foundation += now - time.since
+            default: break
+            }
+            time.since = now
+        }
     }
 
-    /// Stops the thread and returns how many posts it made to each system.
-    func stop() -> (herald: Int, foundation: Int) {
+    /// Stops the thread and returns how many posts it made to each system, per microsecond aimed
+    /// at it: a reader can tell whether the thread ran while a contender was timed, which on a
+    /// busy machine it may not.
+    func stop() -> (herald: Double, foundation: Double) {
         aim(at: .stop)
         stopped.wait()
-        return (heraldPosts.load(ordering: .relaxed), foundationPosts.load(ordering: .relaxed))
+        let time = aimedTime.withLock { $0 }
+        return (
+            Double(heraldPosts.load(ordering: .relaxed)) / (Double(time.herald) / 1_000),
+            Double(foundationPosts.load(ordering: .relaxed)) / (Double(time.foundation) / 1_000)
+        )
     }
 }
