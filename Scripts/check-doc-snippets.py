@@ -34,7 +34,9 @@ SOURCES = {
         "Tests/DocSnippetTests/MigratingFromNotificationCenter.swift"
     ],
     "Sources/Herald/Herald.docc/TestingCodeThatUsesHerald.md": [
-        "Tests/DocSnippetTests/TestingCodeThatUsesHerald.swift"
+        "Tests/DocSnippetTests/Testing/ProfileViewModel.swift",
+        "Tests/DocSnippetTests/Testing/RenamingTest.swift",
+        "Tests/DocSnippetTests/TestingCodeThatUsesHerald.swift",
     ],
     "Sources/HeraldTesting/HeraldTesting.docc/HeraldTesting.md": ["Tests/DocSnippetTests/HeraldTestingArticle.swift"],
 }

@@ -6,7 +6,9 @@ import Foundation
 extension NotificationHub {
     /// Renamed: in `async` code, `await hub.postAndWait(_:from:)`.
     @available(*, unavailable, renamed: "postAndWait(_:from:)")
-    public func deliver<N: TypedNotification>(_ notification: N, from subject: AnyObject? = nil) async
+    public func deliver<N: TypedNotification>(
+        _ notification: N, from subject: AnyObject? = nil
+    ) async
         -> DeliveryReport
     {
         fatalError("unavailable")

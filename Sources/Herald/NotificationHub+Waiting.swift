@@ -34,7 +34,11 @@ extension NotificationHub {
     ///   - isolation: The caller's actor isolation; leave the default.
     /// - Returns: What happened: how many observers ran, and the errors they threw (which also
     ///   went to ``errorHandler``).
-    @available(*, noasync, message: "this postAndWait blocks the calling thread; use `await hub.postAndWait(_:from:)`, which suspends instead")
+    @available(
+        *, noasync,
+        message:
+            "this postAndWait blocks the calling thread; use `await hub.postAndWait(_:from:)`, which suspends instead"
+    )
     @discardableResult
     public func postAndWait<N: TypedNotification>(
         _ notification: N,
@@ -66,7 +70,8 @@ extension NotificationHub {
     /// - Throws: ``DeliveryTimeout`` if some observer had not finished within `timeout`.
     @available(
         *, noasync,
-        message: "this postAndWait blocks the calling thread; use `try await hub.postAndWait(_:from:timeout:)`, which suspends instead"
+        message:
+            "this postAndWait blocks the calling thread; use `try await hub.postAndWait(_:from:timeout:)`, which suspends instead"
     )
     @discardableResult
     public func postAndWait<N: TypedNotification>(
@@ -224,10 +229,13 @@ extension NotificationHub {
     }
 
     /// Runs the scan of a waiting post and counts an unobserved post.
-    private func scan(_ payload: UnsafeRawPointer, of type: any TypedNotification.Type, subject: AnyObject?, wait: PostWait) {
-        let reached = core.registry.snapshot(for: ObjectIdentifier(type)).map {
-            core.scan($0, payload, subject: subject, wait: wait)
-        } ?? false
+    private func scan(
+        _ payload: UnsafeRawPointer, of type: any TypedNotification.Type, subject: AnyObject?, wait: PostWait
+    ) {
+        let reached =
+            core.registry.snapshot(for: ObjectIdentifier(type)).map {
+                core.scan($0, payload, subject: subject, wait: wait)
+            } ?? false
         if !reached { core.noteUnobserved(type, hadSubject: subject != nil) }
     }
 }

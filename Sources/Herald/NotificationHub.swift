@@ -144,7 +144,8 @@ public final class NotificationHub: Sendable {
         _ handler: @escaping @Sendable (isolated A, N) throws -> Void
     ) -> ObservationToken {
         register(
-            target: DeliveryTarget(kind: .actor(actor)), subject: subject, owner: nil, fileID: fileID, line: line, replayLatest: replayLatest,
+            target: DeliveryTarget(kind: .actor(actor)), subject: subject, owner: nil, fileID: fileID, line: line,
+            replayLatest: replayLatest,
             handler: .plain { note in try actor.assumeIsolated { actor in try handler(actor, note) } }
         )
     }

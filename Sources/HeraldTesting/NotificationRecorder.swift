@@ -216,7 +216,8 @@ public final class NotificationRecorder<N: TypedNotification>: Sendable {
     ///
     /// Callable from any thread, any number of times. The recorder also stops when deallocated.
     public func stop() {
-        let (observation, waiters) = state.withLock { state -> (ObservationToken?, [CheckedContinuation<Void, Never>]) in
+        let (observation, waiters) = state.withLock {
+            state -> (ObservationToken?, [CheckedContinuation<Void, Never>]) in
             state.isStopped = true
             defer {
                 state.observation = nil
@@ -272,7 +273,9 @@ public final class NotificationRecorder<N: TypedNotification>: Sendable {
     /// - Returns: The record.
     /// - Throws: ``NotificationRecorderError`` if nothing arrives within `timeout`, the recorder is
     ///   stopped, or the task is cancelled.
-    public func nextRecord(timeout: Duration = .seconds(10)) async throws(NotificationRecorderError)
+    public func nextRecord(
+        timeout: Duration = .seconds(10)
+    ) async throws(NotificationRecorderError)
         -> RecordedNotification<N>
     {
         let id = state.withLock { state -> UInt64 in
@@ -303,7 +306,8 @@ public final class NotificationRecorder<N: TypedNotification>: Sendable {
                 }
                 switch state.interrupted[id] {
                 case .timedOut:
-                    return .failure(.timedOut(after: timeout, notificationType: type, recordedCount: state.records.count))
+                    return .failure(
+                        .timedOut(after: timeout, notificationType: type, recordedCount: state.records.count))
                 case .cancelled:
                     return .failure(.cancelled(notificationType: type, recordedCount: state.records.count))
                 case nil:
@@ -361,7 +365,8 @@ public final class NotificationRecorder<N: TypedNotification>: Sendable {
         sourceLocation: SourceLocation = #_sourceLocation
     ) -> Bool {
         guard let message = furtherNotificationsFailure() else { return true }
-        Issue.record(Comment(rawValue: message + (comment.map { ": \($0.rawValue)" } ?? "")), sourceLocation: sourceLocation)
+        Issue.record(
+            Comment(rawValue: message + (comment.map { ": \($0.rawValue)" } ?? "")), sourceLocation: sourceLocation)
         return false
     }
 

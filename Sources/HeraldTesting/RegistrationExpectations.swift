@@ -76,7 +76,8 @@ extension NotificationHub {
 
     private func report(_ failure: String?, _ comment: Comment?, _ sourceLocation: SourceLocation) -> Bool {
         guard let failure else { return true }
-        Issue.record(Comment(rawValue: failure + (comment.map { ": \($0.rawValue)" } ?? "")), sourceLocation: sourceLocation)
+        Issue.record(
+            Comment(rawValue: failure + (comment.map { ": \($0.rawValue)" } ?? "")), sourceLocation: sourceLocation)
         return false
     }
 }

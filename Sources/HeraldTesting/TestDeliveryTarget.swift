@@ -268,7 +268,8 @@ public final class TestDeliveryTarget: DeliveryExecutor, CustomStringConvertible
             count += advance(to: due)
             if count >= maxJobs && pendingCount > 0 {
                 Issue.record(
-                    Comment(rawValue: "\(self) ran \(count) jobs and more are still queued: work keeps enqueueing work"),
+                    Comment(
+                        rawValue: "\(self) ran \(count) jobs and more are still queued: work keeps enqueueing work"),
                     sourceLocation: sourceLocation)
                 break
             }
@@ -297,7 +298,8 @@ public final class TestDeliveryTarget: DeliveryExecutor, CustomStringConvertible
         sourceLocation: SourceLocation = #_sourceLocation
     ) -> Bool {
         guard let message = pendingWorkFailure() else { return true }
-        Issue.record(Comment(rawValue: message + (comment.map { ": \($0.rawValue)" } ?? "")), sourceLocation: sourceLocation)
+        Issue.record(
+            Comment(rawValue: message + (comment.map { ": \($0.rawValue)" } ?? "")), sourceLocation: sourceLocation)
         return false
     }
 

@@ -48,7 +48,8 @@ private enum MainQueueMarker {
 /// ```
 func say(_ actor: String, _ message: String) {
     let place = Place.current
-    let line = "  " + place.padding(toLength: 20, withPad: " ", startingAt: 0)
+    let line =
+        "  " + place.padding(toLength: 20, withPad: " ", startingAt: 0)
         + actor.padding(toLength: 8, withPad: " ", startingAt: 0) + message
     print(line)
 }

@@ -77,7 +77,10 @@ enum Demo {
 
             say("API", "postAndWait(OddsChanged 3.10) …")
             let report = hub.postAndWait(OddsChanged(poolID: 42, odds: 3.1))
-            say("API", "… postAndWait returned; the UI had handled \(handled.count) of 2 (report: \(report.deliveredCount) ran, \(report.failures.count) failed)")
+            say(
+                "API",
+                "… postAndWait returned; the UI had handled \(handled.count) of 2 (report: \(report.deliveredCount) ran, \(report.failures.count) failed)"
+            )
         }
         observation.cancel()
     }
@@ -166,11 +169,14 @@ enum Demo {
         await Task.yield()  // the main-actor delivery was queued before we resumed
         try await BackgroundQueue(name: BettingAPIClient.queueName).performAndWait {
             say("LEGACY", "legacy code posts on the NotificationCenter …")
-            center.post(name: UserCreated.notificationName, object: nil,
-                        userInfo: ["userID": 8, "name": "Grace", "status": 201])
+            center.post(
+                name: UserCreated.notificationName, object: nil,
+                userInfo: ["userID": 8, "name": "Grace", "status": 201])
         }
         await Task.yield()
-        say("UI", "2 events: the legacy observer got \(legacyCount.count), the typed one \(typedCount.count); no echoes")
+        say(
+            "UI", "2 events: the legacy observer got \(legacyCount.count), the typed one \(typedCount.count); no echoes"
+        )
         center.removeObserver(legacy)
         observations.removeAll()
     }
@@ -183,7 +189,10 @@ enum Demo {
     static func throwingObserver() async throws {
         let hub = NotificationHub()
         hub.errorHandler = { failure in
-            say("ERR", "error handler: \(failure.error) from the \(failure.notificationType) observer at \(failure.fileID):\(failure.line)")
+            say(
+                "ERR",
+                "error handler: \(failure.error) from the \(failure.notificationType) observer at \(failure.fileID):\(failure.line)"
+            )
         }
         var observations: Set<ObservationToken> = []
         hub.observe(BetPlaced.self) { bet in

@@ -9,7 +9,8 @@ Place.markMainQueue()
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.contains(where: { $0 == "--help" || $0 == "-h" }) {
-    print("""
+    print(
+        """
         USAGE: herald-demo [SCENE ...]
 
         Plays Herald's scenes on the real main thread, driven by RunLoop.main. Each line shows
@@ -27,7 +28,8 @@ var selected: [Scene] = []
 for name in arguments {
     guard let scene = Demo.scenes.first(where: { $0.name == name }) else {
         let names = Demo.scenes.map(\.name).joined(separator: ", ")
-        FileHandle.standardError.write(Data("herald-demo: no scene named '\(name)'; try one of \(names), or --help\n".utf8))
+        FileHandle.standardError.write(
+            Data("herald-demo: no scene named '\(name)'; try one of \(names), or --help\n".utf8))
         exit(64)
     }
     selected.append(scene)

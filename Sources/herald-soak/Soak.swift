@@ -379,9 +379,11 @@ func runSoak(_ options: Options) -> Int32 {
     let throwEvery = 1_000
     let start = DispatchTime.now()
     // The header also runs every formatting path once, before the warm-up measurement.
-    print(String(format: "herald-soak: %@ data notifications from %d threads, a waited flush every %@ posts; "
-                 + "RSS at start %@", grouped(options.count), options.posters, grouped(options.window),
-                 megabytes(residentBytes())) + ", \(threadCount()) threads")
+    print(
+        String(
+            format: "herald-soak: %@ data notifications from %d threads, a waited flush every %@ posts; "
+                + "RSS at start %@", grouped(options.count), options.posters, grouped(options.window),
+            megabytes(residentBytes())) + ", \(threadCount()) threads")
     let hub = NotificationHub()
     let reportedErrors = Atomic<Int>(0)
     let unexpectedErrors = Atomic<Int>(0)
@@ -405,11 +407,14 @@ func runSoak(_ options: Options) -> Int32 {
             name: kind.name, posters: posters, expectation: .everything, checksOverlap: kind != .posting)
         persistent.append((tracker, targets.observe(hub, kind, tracker)))
     }
-    let ownerTracker = Tracker(name: "owner-bound, serial queue", posters: posters, expectation: .everything, checksOverlap: true)
+    let ownerTracker = Tracker(
+        name: "owner-bound, serial queue", posters: posters, expectation: .everything, checksOverlap: true)
     persistent.append((ownerTracker, targets.observe(hub, .serialQueue, ownerTracker, owner: keptOwner)))
-    let subjectTracker = Tracker(name: "from subject A, concurrent", posters: posters, expectation: .subset, checksOverlap: true)
+    let subjectTracker = Tracker(
+        name: "from subject A, concurrent", posters: posters, expectation: .subset, checksOverlap: true)
     persistent.append((subjectTracker, targets.observe(hub, .concurrentQueue, subjectTracker, subject: subjectA)))
-    let throwingTracker = Tracker(name: "throws every 1,000th, op queue", posters: posters, expectation: .everything, checksOverlap: true)
+    let throwingTracker = Tracker(
+        name: "throws every 1,000th, op queue", posters: posters, expectation: .everything, checksOverlap: true)
     persistent.append((throwingTracker, targets.observe(hub, .operationQueue, throwingTracker, throwEvery: throwEvery)))
     let unfilteredCount = persistent.count - 1  // all but the subject-filtered one
 
@@ -627,8 +632,10 @@ func runSoak(_ options: Options) -> Int32 {
     }
 
     print("")
-    print("notifications posted: \(grouped(soakPosts)) SoakPing (\(grouped(dataPosts)) data from \(posters) threads, "
-        + "\(grouped(flushPosts)) waited flushes, 1 final) + \(grouped(churnExactExpected.load(ordering: .relaxed))) ChurnPing")
+    print(
+        "notifications posted: \(grouped(soakPosts)) SoakPing (\(grouped(dataPosts)) data from \(posters) threads, "
+            + "\(grouped(flushPosts)) waited flushes, 1 final) + \(grouped(churnExactExpected.load(ordering: .relaxed))) ChurnPing"
+    )
     print("")
     print("target                              expected     reconciled   violations")
     var expectedTotal = 0
@@ -639,7 +646,9 @@ func runSoak(_ options: Options) -> Int32 {
         expectedTotal += expected
         reconciledTotal += state.delivered
         let line = tracker.name.padding(toLength: 34, withPad: " ", startingAt: 0)
-        print("\(line) \(grouped(expected).leftPad(11)) \(grouped(state.delivered).leftPad(14)) \(String(state.violations).leftPad(12))")
+        print(
+            "\(line) \(grouped(expected).leftPad(11)) \(grouped(state.delivered).leftPad(14)) \(String(state.violations).leftPad(12))"
+        )
         check(state.delivered == expected, "\(tracker.name): delivered \(state.delivered), expected \(expected)")
         check(state.violations == 0, "\(tracker.name): \(state.violations) order, gap or overlap violations")
         if tracker !== subjectTracker {
@@ -648,36 +657,44 @@ func runSoak(_ options: Options) -> Int32 {
     }
     let streamGot = streamReceived.load(ordering: .relaxed)
     let streamDropped = stream.droppedCount
-    print("\("stream, bufferingNewest(1024)".padding(toLength: 34, withPad: " ", startingAt: 0)) "
-        + "\(grouped(soakPosts).leftPad(11)) \(grouped(streamGot + streamDropped).leftPad(14))"
-        + "   (\(grouped(streamGot)) received + \(grouped(streamDropped)) dropped, counted)")
+    print(
+        "\("stream, bufferingNewest(1024)".padding(toLength: 34, withPad: " ", startingAt: 0)) "
+            + "\(grouped(soakPosts).leftPad(11)) \(grouped(streamGot + streamDropped).leftPad(14))"
+            + "   (\(grouped(streamGot)) received + \(grouped(streamDropped)) dropped, counted)")
     check(streamGot + streamDropped == soakPosts, "stream: \(streamGot) + \(streamDropped) dropped != \(soakPosts)")
     expectedTotal += soakPosts
     reconciledTotal += streamGot + streamDropped
     let exactExpected = churnExactExpected.load(ordering: .relaxed)
     let exactSeen = churnExactSeen.load(ordering: .relaxed)
-    print("\("churned ChurnPing observers".padding(toLength: 34, withPad: " ", startingAt: 0)) "
-        + "\(grouped(exactExpected).leftPad(11)) \(grouped(exactSeen).leftPad(14)) "
-        + "\(String(churnExactMismatches.load(ordering: .relaxed)).leftPad(12))")
+    print(
+        "\("churned ChurnPing observers".padding(toLength: 34, withPad: " ", startingAt: 0)) "
+            + "\(grouped(exactExpected).leftPad(11)) \(grouped(exactSeen).leftPad(14)) "
+            + "\(String(churnExactMismatches.load(ordering: .relaxed)).leftPad(12))")
     check(exactSeen == exactExpected, "churned ChurnPing: saw \(exactSeen), expected \(exactExpected)")
     check(churnExactMismatches.load(ordering: .relaxed) == 0, "churned ChurnPing rounds with a wrong count")
     expectedTotal += exactExpected
     reconciledTotal += exactSeen
     let errors = reportedErrors.load(ordering: .relaxed)
-    print("\("errors to hub.errorHandler".padding(toLength: 34, withPad: " ", startingAt: 0)) "
-        + "\(grouped(expectedThrows).leftPad(11)) \(grouped(errors).leftPad(14)) "
-        + "\(String(unexpectedErrors.load(ordering: .relaxed)).leftPad(12))")
+    print(
+        "\("errors to hub.errorHandler".padding(toLength: 34, withPad: " ", startingAt: 0)) "
+            + "\(grouped(expectedThrows).leftPad(11)) \(grouped(errors).leftPad(14)) "
+            + "\(String(unexpectedErrors.load(ordering: .relaxed)).leftPad(12))")
     check(errors == expectedThrows, "errors reported \(errors), expected \(expectedThrows)")
     check(unexpectedErrors.load(ordering: .relaxed) == 0, "unexpected errors reported")
     print("")
-    print("deliveries expected: \(grouped(expectedTotal)), reconciled: \(grouped(reconciledTotal)) "
-        + "(persistent observers, the stream's received + counted drops, churned ChurnPing observers)")
-    print("churn: \(grouped(churnRounds.load(ordering: .relaxed))) rounds, "
-        + "\(grouped(churnRegistrations.load(ordering: .relaxed))) observers registered and cancelled, "
-        + "\(grouped(churnDeliveries.load(ordering: .relaxed))) deliveries to churned SoakPing observers, "
-        + "\(churnLateStarts.load(ordering: .relaxed)) admitted calls finished after cancel, "
-        + "\(churnViolations.load(ordering: .relaxed)) violations, \(liveOwners.load(ordering: .relaxed) - 1) churned owners still alive")
-    check(churnViolations.load(ordering: .relaxed) == 0, "churned observers: order, gap, overlap or late-start violations")
+    print(
+        "deliveries expected: \(grouped(expectedTotal)), reconciled: \(grouped(reconciledTotal)) "
+            + "(persistent observers, the stream's received + counted drops, churned ChurnPing observers)")
+    print(
+        "churn: \(grouped(churnRounds.load(ordering: .relaxed))) rounds, "
+            + "\(grouped(churnRegistrations.load(ordering: .relaxed))) observers registered and cancelled, "
+            + "\(grouped(churnDeliveries.load(ordering: .relaxed))) deliveries to churned SoakPing observers, "
+            + "\(churnLateStarts.load(ordering: .relaxed)) admitted calls finished after cancel, "
+            + "\(churnViolations.load(ordering: .relaxed)) violations, \(liveOwners.load(ordering: .relaxed) - 1) churned owners still alive"
+    )
+    check(
+        churnViolations.load(ordering: .relaxed) == 0, "churned observers: order, gap, overlap or late-start violations"
+    )
     check(liveOwners.load(ordering: .relaxed) == 1, "the hub kept a churned owner alive")
     // Every churned observer's handler (which holds its tracker) has been released.
     let leftTrackers = liveTrackers.load(ordering: .relaxed) - persistent.count
@@ -686,21 +703,29 @@ func runSoak(_ options: Options) -> Int32 {
     check(flushMismatches.load(ordering: .relaxed) == 0, "a waited flush reached too few observers or failed")
     check(timeouts.load(ordering: .relaxed) == 0, "a waited flush timed out after 120 s")
     check(hub.unobservedPostCount == 0, "\(hub.unobservedPostCount) posts reached no observer")
-    check(hub.observerCount(of: SoakPing.self) == persistent.count + 1, "observers left: \(hub.observerCount(of: SoakPing.self))")
+    check(
+        hub.observerCount(of: SoakPing.self) == persistent.count + 1,
+        "observers left: \(hub.observerCount(of: SoakPing.self))")
     check(hub.observerCount(of: ChurnPing.self) == 0, "churned ChurnPing observers left behind")
 
     let warm = rssAfterWarmUp.load(ordering: .relaxed)
     let growth = warm > 0 ? (Double(rssEnd) - Double(warm)) / Double(warm) * 100 : 0
-    print(String(format: "RSS after warm-up: %@, at the end: %@ (%+.2f%%), peak: %@; limit +%.1f%%",
-                 megabytes(warm), megabytes(rssEnd), growth, megabytes(rssPeak.load(ordering: .relaxed)),
-                 options.growthLimitPercent))
-    print("threads after warm-up: \(threadsAfterWarmUp.load(ordering: .relaxed)), at the end: \(threadsEnd)"
-        + (options.overcommitQueues ? " (overcommit queues)" : " (queues target the global queue)"))
+    print(
+        String(
+            format: "RSS after warm-up: %@, at the end: %@ (%+.2f%%), peak: %@; limit +%.1f%%",
+            megabytes(warm), megabytes(rssEnd), growth, megabytes(rssPeak.load(ordering: .relaxed)),
+            options.growthLimitPercent))
+    print(
+        "threads after warm-up: \(threadsAfterWarmUp.load(ordering: .relaxed)), at the end: \(threadsEnd)"
+            + (options.overcommitQueues ? " (overcommit queues)" : " (queues target the global queue)"))
     check(warm > 0, "could not read RSS from /proc/self/statm")
     check(growth <= options.growthLimitPercent, String(format: "RSS grew %.2f%% after warm-up", growth))
     let seconds = Double(postEnd.uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
     let steady = Double(postEnd.uptimeNanoseconds - warmUpTime.uptimeNanoseconds) / 1e9
-    print(String(format: "time: %.1f s (%.0f data posts/s after warm-up)", seconds, Double(dataPosts - warmUpPosts) / steady))
+    print(
+        String(
+            format: "time: %.1f s (%.0f data posts/s after warm-up)", seconds, Double(dataPosts - warmUpPosts) / steady)
+    )
     withExtendedLifetime((persistent, keptOwner, subjectA, subjectB)) {}
 
     if failures.isEmpty {
@@ -716,4 +741,3 @@ extension String {
         count >= width ? self : String(repeating: " ", count: width - count) + self
     }
 }
-

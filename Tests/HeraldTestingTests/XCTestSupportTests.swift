@@ -28,7 +28,8 @@ final class XCTestSupportTests: XCTestCase {
         main.runUntilIdle()
         XCTAssertEqual(recorder.count, 1)
         XCTAssertTrue(main.assertNoPendingWork())
-        XCTAssertTrue(assertUnregistersOnDeinit(Beep.self, in: hub, on: main.target) { Beeper(hub: hub, on: main.target) })
+        XCTAssertTrue(
+            assertUnregistersOnDeinit(Beep.self, in: hub, on: main.target) { Beeper(hub: hub, on: main.target) })
         withExtendedLifetime(beeper) {}
         recorder.stop()
         XCTAssertTrue(hub.assertNotRegistered(Beep.self, on: .mainQueue))

@@ -209,12 +209,24 @@ struct BackgroundQueueTests {
         var slot = SharedSlot<String>()
         try slot.replace(with: "configured")
         #expect(throws: BackgroundQueueError.self) { try slot.replace(with: "again") }
-        #expect(slot.use(orMake: { made += 1; return "lazy" }) == "configured")
+        #expect(
+            slot.use(orMake: {
+                made += 1
+                return "lazy"
+            }) == "configured")
         #expect(made == 0)
 
         var lazy = SharedSlot<String>()
-        #expect(lazy.use(orMake: { made += 1; return "lazy" }) == "lazy")
-        #expect(lazy.use(orMake: { made += 1; return "other" }) == "lazy")
+        #expect(
+            lazy.use(orMake: {
+                made += 1
+                return "lazy"
+            }) == "lazy")
+        #expect(
+            lazy.use(orMake: {
+                made += 1
+                return "other"
+            }) == "lazy")
         #expect(made == 1)
         #expect {
             try lazy.replace(with: "late")

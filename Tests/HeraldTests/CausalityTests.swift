@@ -15,7 +15,8 @@ struct CausalityTests {
 
     static let rounds = 200
 
-    @Test("A reactor that reposts, and a watcher: the watcher and a stream see each cause before its effect",
+    @Test(
+        "A reactor that reposts, and a watcher: the watcher and a stream see each cause before its effect",
         arguments: Place.allCases, Place.allCases)
     func causeBeforeEffect(reactorPlace: Place, watcherPlace: Place) async {
         let hub = NotificationHub()
@@ -165,7 +166,10 @@ struct HoldAndWaitTests {
         let resume = DispatchSemaphore(value: 0)
         let first = Locked(true)
         executor.onEnqueue { job in
-            if first.withLock({ isFirst in defer { isFirst = false }; return isFirst }) {
+            if first.withLock({ isFirst in
+                defer { isFirst = false }
+                return isFirst
+            }) {
                 paused.signal()
                 resume.wait()
             }

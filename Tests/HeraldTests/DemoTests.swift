@@ -60,7 +60,12 @@ struct DemoTests {
         #expect(writes.allSatisfy { $0.hasPrefix("network thread NET write #") }, "\(result.output)")
         #expect(writes.map { $0.split(separator: " ")[4] } == ["#1", "#2", "#3", "#4", "#5", "#6"])
         // The error handler reported the throwing observer, with its location.
-        #expect(lines.contains { $0.contains("ERR error handler: BetLimitExceeded($150 > $100) from the BetPlaced observer at herald_demo/Scenes.swift:") })
+        #expect(
+            lines.contains {
+                $0.contains(
+                    "ERR error handler: BetLimitExceeded($150 > $100) from the BetPlaced observer at herald_demo/Scenes.swift:"
+                )
+            })
         // post returned without waiting (whether the UI had already run is a race, so only the line
         // is checked); postAndWait returned only after both deliveries to the UI.
         #expect(lines.contains { $0.hasPrefix("background queue API … post returned; the UI had handled ") })

@@ -44,11 +44,13 @@ final class ManualExecutor: DeliveryExecutor {
     @discardableResult
     func runNext() -> Bool {
         let me = Self.thread()
-        guard let job = state.withLock({ state -> (@Sendable () -> Void)? in
-            guard !state.jobs.isEmpty else { return nil }
-            state.runners.append(me)
-            return state.jobs.removeFirst()
-        }) else { return false }
+        guard
+            let job = state.withLock({ state -> (@Sendable () -> Void)? in
+                guard !state.jobs.isEmpty else { return nil }
+                state.runners.append(me)
+                return state.jobs.removeFirst()
+            })
+        else { return false }
         job()
         state.withLock { state in
             if let index = state.runners.lastIndex(of: me) { state.runners.remove(at: index) }

@@ -103,7 +103,9 @@ struct NotificationSequenceTests {
         #expect(ticks.droppedCount == posted - 1)
     }
 
-    @Test("A slow consumer racing a fast poster under bufferingNewest gets increasing values, the last one, and every drop counted")
+    @Test(
+        "A slow consumer racing a fast poster under bufferingNewest gets increasing values, the last one, and every drop counted"
+    )
     func bufferingNewestUnderConcurrentPosts() async {
         let hub = NotificationHub()
         let ticks = hub.notifications(of: Tick.self, bufferingPolicy: .bufferingNewest(4))

@@ -102,7 +102,8 @@ struct PerformTests {
         let steps = await withCheckedContinuation { continuation in
             DispatchQueue.main.async {
                 var steps = ["before"]
-                steps.append(DeliveryTarget.mainQueue.performAndWait { "work on main: \(MainQueueProbe.isOnMainQueue)" })
+                steps.append(
+                    DeliveryTarget.mainQueue.performAndWait { "work on main: \(MainQueueProbe.isOnMainQueue)" })
                 steps.append("after")
                 continuation.resume(returning: steps)
             }

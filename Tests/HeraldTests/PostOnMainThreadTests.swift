@@ -79,7 +79,8 @@ struct PostOnMainThreadTests {
 
         #expect(afterWaiting == 1)
         #expect(afterNotWaiting == 2)  // inline on the main queue, like the old category
-        #expect(record.calls == [ObserverRecord.Call(onMain: true, bytes: 1), ObserverRecord.Call(onMain: true, bytes: 2)])
+        #expect(
+            record.calls == [ObserverRecord.Call(onMain: true, bytes: 1), ObserverRecord.Call(onMain: true, bytes: 2)])
     }
 
     @Test func fromAPlainMainQueueBlockItPostsInlineWithoutDeadlock() async {

@@ -134,7 +134,8 @@ struct ReleasePointTests {
         let queue = DispatchQueue(label: "release-points.payload")
         let received = Counter()
         let posting = hub.observe(Sticky.self) { note in if note.user != nil { received.increment() } }
-        let queued = hub.observe(Sticky.self, on: .queue(queue)) { note in if note.user != nil { received.increment() } }
+        let queued = hub.observe(Sticky.self, on: .queue(queue)) { note in if note.user != nil { received.increment() }
+        }
         hub.post(Sticky(user: HubUser(hub, releases)))
         await hub.postAndWait(Sticky(user: HubUser(hub, releases)))
         await releases.wait(for: 2)

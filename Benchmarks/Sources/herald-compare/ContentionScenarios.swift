@@ -258,10 +258,16 @@ final class BackgroundPoster: Sendable {
             while true {
                 switch Aim(rawValue: aim.load(ordering: .relaxed)) {
                 case .herald?:
-                    for _ in 0..<64 { herald(i); i &+= 1 }
+                    for _ in 0..<64 {
+                        herald(i)
+                        i &+= 1
+                    }
                     heraldPosts.store(heraldPosts.load(ordering: .relaxed) + 64, ordering: .relaxed)
                 case .foundation?:
-                    for _ in 0..<64 { foundation(i); i &+= 1 }
+                    for _ in 0..<64 {
+                        foundation(i)
+                        i &+= 1
+                    }
                     foundationPosts.store(foundationPosts.load(ordering: .relaxed) + 64, ordering: .relaxed)
                 default:
                     stopped.signal()

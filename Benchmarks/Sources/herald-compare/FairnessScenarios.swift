@@ -345,6 +345,7 @@ final class MainQueueProbe: Sendable {
         let sorted = waits.withLock { $0 }.sorted()
         let milliseconds = sorted.map { Double($0) / 1e6 }
         return ProbeSample(
-            probes: sorted.count, medianMilliseconds: median(milliseconds), worstMilliseconds: milliseconds.last ?? .nan)
+            probes: sorted.count, medianMilliseconds: median(milliseconds), worstMilliseconds: milliseconds.last ?? .nan
+        )
     }
 }

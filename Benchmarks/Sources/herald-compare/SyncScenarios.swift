@@ -215,14 +215,16 @@ struct SyncScenarios {
 
         var heraldContenders: [SyncContender] = []
         for hub in quietHubs {
-            heraldContenders.append(SyncContender("Herald post, 1 observer") { n in
-                for i in 0..<n { hub.post(Ping(value: i)) }
-            })
+            heraldContenders.append(
+                SyncContender("Herald post, 1 observer") { n in
+                    for i in 0..<n { hub.post(Ping(value: i)) }
+                })
         }
         for hub in crowdedHubs {
-            heraldContenders.append(SyncContender("Herald post, + \(others.formatted) of other types") { n in
-                for i in 0..<n { hub.post(Ping(value: i)) }
-            })
+            heraldContenders.append(
+                SyncContender("Herald post, + \(others.formatted) of other types") { n in
+                    for i in 0..<n { hub.post(Ping(value: i)) }
+                })
         }
         var contenders = [
             SyncContender("NotificationCenter.post, 1 observer") { n in
@@ -242,10 +244,11 @@ struct SyncScenarios {
         let medians =
             [mean(measured[0..<hubsPerKind]), mean(measured[hubsPerKind..<2 * hubsPerKind])]
             + measured[(2 * hubsPerKind)...]
-        contenders = [
-            heraldContenders[0],
-            heraldContenders[hubsPerKind],
-        ] + contenders
+        contenders =
+            [
+                heraldContenders[0],
+                heraldContenders[hubsPerKind],
+            ] + contenders
         var rows: [Row] = []
         for (index, contender) in contenders.enumerated() {
             var row = Row(contender: contender.name, value: medians[index], unavailable: contender.unavailable)

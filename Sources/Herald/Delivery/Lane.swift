@@ -153,7 +153,8 @@ final class Lane<N: TypedNotification>: Sendable {
 
     /// Moves the items a drain action takes into `batch`. Call under the lane's lock.
     @inline(__always)
-    private func take(_ action: LaneStateMachine.DrainAction, from items: inout ItemQueue, into batch: inout ItemQueue) {
+    private func take(_ action: LaneStateMachine.DrainAction, from items: inout ItemQueue, into batch: inout ItemQueue)
+    {
         guard case .run(let count) = action else { return }
         let layout = self.layout
         items.moveFront(count, into: &batch, layout) { Self.move(from: $0, to: $1, count: $2, layout) }

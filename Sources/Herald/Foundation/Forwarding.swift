@@ -200,7 +200,6 @@ final class ForwardingFrame: Sendable {
     }
 }
 
-
 /// A subject held weakly, remembering whether there was one.
 final class WeakSubject: @unchecked Sendable {  // Written only in init; weak loads are atomic.
     private(set) weak var object: AnyObject?

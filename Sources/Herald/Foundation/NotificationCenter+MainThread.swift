@@ -88,7 +88,10 @@ extension NotificationCenter {
     ///   - object: The object posting the notification, usually the sender. It is handed over.
     ///   - userInfo: Extra information for observers. It is handed over.
     ///   - waitUntilDone: Whether to return only after the observers have run. Defaults to `true`.
-    @available(*, noasync, message: "postOnMainThread may block; use `await MainActor.run { center.post(name:object:userInfo:) }`")
+    @available(
+        *, noasync,
+        message: "postOnMainThread may block; use `await MainActor.run { center.post(name:object:userInfo:) }`"
+    )
     public func postOnMainThread(
         name: Notification.Name,
         object: sending Any? = nil,

@@ -53,4 +53,3 @@ struct QueuedItem<N: TypedNotification>: Sendable {
     let subjectID: ObjectIdentifier?
     let group: WaitGroup?
 }
-

@@ -266,7 +266,9 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
 
     // MARK: The lane or stream
 
-    override func enqueue(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?, group: WaitGroup?, hold: UInt)
+    override func enqueue(
+        _ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?, group: WaitGroup?, hold: UInt
+    )
         -> Bool
     {
         let notification = payload.assumingMemoryBound(to: N.self)

@@ -257,7 +257,9 @@ struct SnapshotTable: @unchecked Sendable {  // Lives behind a shard's lock.
     /// the entry already.
     ///
     /// - Returns: What it replaced, to release after the lock.
-    mutating func store(_ snapshot: ObserverSnapshot?, for key: ObjectIdentifier, generation: UInt64) -> ObserverSnapshot? {
+    mutating func store(
+        _ snapshot: ObserverSnapshot?, for key: ObjectIdentifier, generation: UInt64
+    ) -> ObserverSnapshot? {
         let index = entryIndex(for: UInt(bitPattern: key))
         guard entries[index].generation <= generation else { return snapshot }
         let old = entries[index].snapshot

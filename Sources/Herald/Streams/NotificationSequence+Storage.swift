@@ -111,7 +111,8 @@ extension NotificationSequence {
             let limit: Int
             switch policy {
             case .unbounded: limit = .max
-            case .bufferingNewest(let value), .bufferingOldest(let value): limit = Swift.max(value, 0) + state.waiters.count
+            case .bufferingNewest(let value), .bufferingOldest(let value):
+                limit = Swift.max(value, 0) + state.waiters.count
             }
             var dropped: N?
             if state.buffer.count >= limit {

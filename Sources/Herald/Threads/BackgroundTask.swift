@@ -202,7 +202,8 @@ protocol TaskCancelling: AnyObject {
 /// (``TaskCancelling``): the operation then runs, finds the task cancelled, and finishes at once.
 /// If someone cancels the operation itself, the core is cancelled first, so the task still
 /// finishes even though `Operation` never calls `main()` for it.
-final class TaskOperation<Value: Sendable>: Operation, KeepsDependents, @unchecked Sendable {  // Restated from Operation; adds only the immutable, Sendable `core` and `dependents`.
+// `@unchecked Sendable` restated from Operation; it adds only the immutable, Sendable `core` and `dependents`.
+final class TaskOperation<Value: Sendable>: Operation, KeepsDependents, @unchecked Sendable {
     let core: BackgroundTaskCore<Value>
     let dependents = DependentsKeeper()
 
@@ -351,4 +352,3 @@ final class BackgroundTaskCore<Value: Sendable>: Sendable {
         }
     }
 }
-

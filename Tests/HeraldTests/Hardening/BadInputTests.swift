@@ -29,11 +29,16 @@ struct BadInputTests {
     }
 
     /// Malformed user info for `Shipment`, each with the error code and key path it must report.
-    static var malformed: [(name: String, userInfo: [AnyHashable: Any]?, code: UserInfoDecodingError.Code, path: String)] {
+    static var malformed:
+        [(name: String, userInfo: [AnyHashable: Any]?, code: UserInfoDecodingError.Code, path: String)]
+    {
         [
             ("no user info at all", nil, .keyNotFound, #"userInfo["id"]"#),
             ("an empty dictionary", [:], .keyNotFound, #"userInfo["id"]"#),
-            ("a missing nested key", replacing("address", with: ["city": "Oslo"] as [String: Any]), .keyNotFound, #"userInfo["address"]["zip"]"#),
+            (
+                "a missing nested key", replacing("address", with: ["city": "Oslo"] as [String: Any]), .keyNotFound,
+                #"userInfo["address"]["zip"]"#
+            ),
             ("a string for an Int", replacing("id", with: "seven"), .typeMismatch, #"userInfo["id"]"#),
             ("a Bool for an Int", replacing("id", with: true), .typeMismatch, #"userInfo["id"]"#),
             ("a fractional Double for an Int", replacing("id", with: 7.5), .numberNotExact, #"userInfo["id"]"#),
@@ -43,10 +48,20 @@ struct BadInputTests {
             ("NSNull for a required Int", replacing("id", with: NSNull()), .valueNotFound, #"userInfo["id"]"#),
             ("an Int for a nested object", replacing("address", with: 3), .typeMismatch, #"userInfo["address"]"#),
             ("a string for a list", replacing("tags", with: "fragile"), .typeMismatch, #"userInfo["tags"]"#),
-            ("an Int inside a list of strings", replacing("tags", with: ["a", 2] as [Any]), .typeMismatch, #"userInfo["tags"][1]"#),
+            (
+                "an Int inside a list of strings", replacing("tags", with: ["a", 2] as [Any]), .typeMismatch,
+                #"userInfo["tags"][1]"#
+            ),
             ("an Int for an optional String", replacing("note", with: 3), .typeMismatch, #"userInfo["note"]"#),
-            ("a Data blob for a nested object", replacing("address", with: Data([0, 1, 2])), .typeMismatch, #"userInfo["address"]"#),
-            ("an NSNumber too large for the nested Int", replacing("address", with: ["city": "Oslo", "zip": NSNumber(value: UInt64.max)] as [String: Any]), .numberOutOfRange, #"userInfo["address"]["zip"]"#),
+            (
+                "a Data blob for a nested object", replacing("address", with: Data([0, 1, 2])), .typeMismatch,
+                #"userInfo["address"]"#
+            ),
+            (
+                "an NSNumber too large for the nested Int",
+                replacing("address", with: ["city": "Oslo", "zip": NSNumber(value: UInt64.max)] as [String: Any]),
+                .numberOutOfRange, #"userInfo["address"]["zip"]"#
+            ),
         ]
     }
 
@@ -56,7 +71,9 @@ struct BadInputTests {
         return userInfo
     }
 
-    @Test("Malformed user info forwarded from a NotificationCenter reports a typed error naming the key, and posts nothing")
+    @Test(
+        "Malformed user info forwarded from a NotificationCenter reports a typed error naming the key, and posts nothing"
+    )
     func malformedUserInfoThroughForward() throws {
         let hub = NotificationHub()
         let center = NotificationCenter()
@@ -69,7 +86,8 @@ struct BadInputTests {
             center.post(name: Shipment.notificationName, object: nil, userInfo: testCase.userInfo)
             #expect(failures.count == index + 1, "\(testCase.name): no error reported")
             guard let error = failures.values.last?.error as? UserInfoDecodingError else {
-                Issue.record("\(testCase.name): not a UserInfoDecodingError: \(String(describing: failures.values.last))")
+                Issue.record(
+                    "\(testCase.name): not a UserInfoDecodingError: \(String(describing: failures.values.last))")
                 continue
             }
             #expect(error.code == testCase.code, "\(testCase.name): \(error)")
@@ -80,13 +98,16 @@ struct BadInputTests {
         #expect(failures.values.allSatisfy { $0.notificationType == "Shipment" })
         // And the valid shape still goes through afterwards.
         center.post(name: Shipment.notificationName, object: nil, userInfo: Self.valid)
-        #expect(received.values == [Shipment(id: 7, weight: 2.5, address: .init(city: "Oslo", zip: 150), tags: ["fragile"])])
+        #expect(
+            received.values == [Shipment(id: 7, weight: 2.5, address: .init(city: "Oslo", zip: 150), tags: ["fragile"])]
+        )
         withExtendedLifetime((bridge, observation)) {}
     }
 
     @Test("A Notification of another name is refused with nameMismatch, and never forwarded")
     func wrongName() throws {
-        let other = Notification(name: Notification.Name("HeraldTests.SomethingElse"), object: nil, userInfo: Self.valid)
+        let other = Notification(
+            name: Notification.Name("HeraldTests.SomethingElse"), object: nil, userInfo: Self.valid)
         #expect {
             _ = try Shipment(notification: other)
         } throws: { error in
@@ -220,7 +241,10 @@ struct BadInputTests {
         #expect(outcomes.count == 5)
         #expect(outcomes.suffix(2).allSatisfy { $0 }, "an enormous timeout waits for completion")
         let ran = Countdown(4)
-        for delay in [Duration.zero, .seconds(-1), .nanoseconds(Int64.min), Duration(secondsComponent: 0, attosecondsComponent: 1)] {
+        for delay in [
+            Duration.zero, .seconds(-1), .nanoseconds(Int64.min),
+            Duration(secondsComponent: 0, attosecondsComponent: 1),
+        ] {
             DeliveryTarget.queue(queue).perform(after: delay) { ran.arrive() }
         }
         await ran.wait()
@@ -248,7 +272,9 @@ struct BadInputTests {
         }
         #expect(echoed == names)
         for size in [0, -1, Int.min] {
-            #expect(throws: BackgroundQueueError.self) { _ = try BackgroundQueue(name: "odd", maxConcurrentTasks: size) }
+            #expect(throws: BackgroundQueueError.self) {
+                _ = try BackgroundQueue(name: "odd", maxConcurrentTasks: size)
+            }
         }
         let wide = try BackgroundQueue(name: "wide", maxConcurrentTasks: Int.max)
         #expect(try await wide.performAndWait { 42 } == 42)

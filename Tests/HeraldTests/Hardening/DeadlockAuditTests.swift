@@ -146,7 +146,7 @@ struct DeadlockAuditTests {
         let kinds = (first, second)
         let a = WaitingSite.make(first)
         let b = WaitingSite.make(second)
-        defer { [a, b].forEach { $0.finish() } }
+        defer { for thread in [a, b] { thread.finish() } }
         let hub = NotificationHub()
         let log = Log<String>()
         let onB = hub.observe(Ping.self, on: b.target) { note in
@@ -168,7 +168,7 @@ struct DeadlockAuditTests {
         let kinds = (first, second)
         let a = WaitingSite.make(first)
         let b = WaitingSite.make(second)
-        defer { [a, b].forEach { $0.finish() } }
+        defer { for thread in [a, b] { thread.finish() } }
         let value = await a.run {
             b.target.performAndWait {
                 a.target.performAndWait { 42 }
@@ -218,7 +218,8 @@ struct DeadlockAuditTests {
 
     // MARK: Isolation inherited by a closure that runs elsewhere
 
-    @Test("A wait inside a performAndWait closure formed on the main actor runs main work on the main queue, not inline")
+    @Test(
+        "A wait inside a performAndWait closure formed on the main actor runs main work on the main queue, not inline")
     func inheritedMainActorIsolation() async {
         let hub = NotificationHub()
         let queue = DispatchQueue(label: "audit.inherited-main")

@@ -22,18 +22,20 @@ struct FaultInjectionTests {
         }
         let pongs = hub.observe(Pong.self) { _ in rethrown.increment() }
         let gated = GatedTarget.all()
-        defer { gated.forEach { $0.finish() } }
+        defer { for target in gated { target.finish() } }
         let calls = Locked<[String: Int]>([:])
         let neighbours = Locked<[String: [Int]]>([:])
         var tokens = [pongs]
         for target in gated + [GatedTarget("posting", .posting, isGated: false)] {
-            tokens.append(hub.observe(Ping.self, on: target) { note in
-                calls.withLock { $0[target.name, default: 0] += 1 }
-                throw Boom(code: note.value)
-            })
-            tokens.append(hub.observe(Ping.self, on: target) { note in
-                neighbours.withLock { $0[target.name, default: []].append(note.value) }
-            })
+            tokens.append(
+                hub.observe(Ping.self, on: target) { note in
+                    calls.withLock { $0[target.name, default: 0] += 1 }
+                    throw Boom(code: note.value)
+                })
+            tokens.append(
+                hub.observe(Ping.self, on: target) { note in
+                    neighbours.withLock { $0[target.name, default: []].append(note.value) }
+                })
         }
         let posts = 1_000
         for value in 0..<posts - 1 { hub.post(Ping(value: value)) }
@@ -58,7 +60,7 @@ struct FaultInjectionTests {
     func handlerThatCancelsItself() async {
         let hub = NotificationHub()
         let gated = GatedTarget.all() + [GatedTarget("posting", .posting, isGated: false)]
-        defer { gated.forEach { $0.finish() } }
+        defer { for target in gated { target.finish() } }
         let calls = Locked<[String: Int]>([:])
         var others: [ObservationToken] = []
         let seenByOthers = Counter()
@@ -77,7 +79,7 @@ struct FaultInjectionTests {
             target.close()
         }
         for value in 0..<100 { hub.post(Ping(value: value)) }
-        gated.forEach { $0.open() }
+        for target in gated { target.open() }
         let report = await hub.postAndWait(Ping(value: 100))
         #expect(report.deliveredCount == gated.count, "only the observers that did not cancel")
         for target in gated {
@@ -196,7 +198,7 @@ struct FaultInjectionTests {
     )
     func hubDeallocatedWithQueuedDeliveries() async {
         let gated = GatedTarget.all()
-        defer { gated.forEach { $0.finish() } }
+        defer { for target in gated { target.finish() } }
         let perTarget = 200
         let calls = Locked<[String: [Int]]>([:])
         let errors = Counter()
@@ -213,11 +215,12 @@ struct FaultInjectionTests {
                 arrivals.arrive()
             }
             for target in gated {
-                tokens.append(hub.observe(Ping.self, on: target) { note in
-                    calls.withLock { $0[target.name, default: []].append(note.value) }
-                    arrivals.arrive()
-                    if note.value.isMultiple(of: 10) { throw Boom(code: note.value) }
-                })
+                tokens.append(
+                    hub.observe(Ping.self, on: target) { note in
+                        calls.withLock { $0[target.name, default: []].append(note.value) }
+                        arrivals.arrive()
+                        if note.value.isMultiple(of: 10) { throw Boom(code: note.value) }
+                    })
                 target.close()
             }
             for value in 0..<perTarget { hub.post(Ping(value: value)) }
@@ -234,7 +237,7 @@ struct FaultInjectionTests {
         #expect(timedOut, "the gated targets hold their deliveries")
         hub = nil
         #expect(probe?.isReleased == true)
-        gated.forEach { $0.open() }
+        for target in gated { target.open() }
         await arrivals.wait()
         for target in gated {
             #expect(calls.withLock { $0[target.name] } == Array(0...perTarget), "\(target.name)")
@@ -287,7 +290,9 @@ struct FaultInjectionTests {
         withExtendedLifetime(token) {}
     }
 
-    @Test("postAndWait with a timeout to a blocked target returns in time; the late delivery runs once, or never once cancelled")
+    @Test(
+        "postAndWait with a timeout to a blocked target returns in time; the late delivery runs once, or never once cancelled"
+    )
     func timeoutToBlockedTarget() async {
         let hub = NotificationHub()
         let blocked = DispatchQueue(label: "blocked")
@@ -431,10 +436,11 @@ struct FaultInjectionTests {
                 index > 10 && generator.next() % 3 == 0
                 ? [tasks[Int(generator.next() % UInt64(index))]] : []
             let priority = BackgroundTaskPriority.allCases[Int(generator.next() % 5)]
-            tasks.append(queue.enqueue(priority: priority, after: dependencies) {
-                started.withLock { $0[index, default: 0] += 1 }
-                return index
-            })
+            tasks.append(
+                queue.enqueue(priority: priority, after: dependencies) {
+                    started.withLock { $0[index, default: 0] += 1 }
+                    return index
+                })
         }
         let shared = tasks
         await onThreads(4) { canceller in

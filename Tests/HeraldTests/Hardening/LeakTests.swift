@@ -127,7 +127,11 @@ struct LeakTests {
         var captured: Captured? = Captured()
         let capturedProbe = captured.map(WeakProbe.init)
         if let hub, let captured {
-            tokens.append(hub.observe(Ping.self, on: .queue(queue)) { _ in _ = captured.id; seen.increment() })
+            tokens.append(
+                hub.observe(Ping.self, on: .queue(queue)) { _ in
+                    _ = captured.id
+                    seen.increment()
+                })
             tokens.append(hub.observe(Ping.self) { _ in seen.increment() })
             _ = hub.notifications(of: Ping.self)  // a stream nobody iterates
         }
@@ -170,7 +174,8 @@ struct LeakTests {
             init(_ observations: [ObservationToken]) { self.observations = observations }
             deinit { for observation in observations { observation.cancel() } }
         }
-        var owner: Owner? = Owner((0..<3).map { _ in hub.observe(Pong.self, on: .queue(DispatchQueue(label: "o"))) { _ in } })
+        var owner: Owner? = Owner(
+            (0..<3).map { _ in hub.observe(Pong.self, on: .queue(DispatchQueue(label: "o"))) { _ in } })
         var token = owner.map { owner in hub.observe(Ping.self) { _ in _ = owner.observations.count } }
         owner = nil
         hub.post(Ping(value: 1))
