@@ -433,4 +433,20 @@ struct ReadmeTests {
             contentsOf: root.appending(path: "Examples/TwoTerminals/Instance.swift"), encoding: .utf8)
         #expect(readme.contains("```swift\n" + example + "```"))
     }
+
+    /// The DocC article's only Swift block is the compiled example, as written.
+    @Test func theArticlesSwiftBlockIsTheCompiledExampleTarget() throws {
+        let root = URL(filePath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let article = try String(
+            contentsOf: root.appending(
+                path: "Sources/HeraldPostgres/HeraldPostgres.docc/AcrossProcessesWithPostgreSQL.md"),
+            encoding: .utf8)
+        let example = try String(
+            contentsOf: root.appending(path: "Examples/TwoTerminals/Instance.swift"), encoding: .utf8)
+        let blocks = article.components(separatedBy: "```swift\n").dropFirst().map {
+            String($0.prefix(upTo: $0.range(of: "```")?.lowerBound ?? $0.endIndex))
+        }
+        #expect(blocks == [example])
+    }
 }
