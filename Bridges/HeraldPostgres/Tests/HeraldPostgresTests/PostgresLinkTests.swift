@@ -349,7 +349,7 @@ struct PostgresLinkTests {
 /// Stops and starts the second cluster midway; its own suite and server, so that the other tests
 /// keep theirs.
 @Suite(
-    "PostgresLink across a server restart",
+    "PostgresLink across a server restart", .serialized,
     .enabled(if: TestServer.shouldRun && RestartableServer.isConfigured, Comment(rawValue: RestartableServer.missing)))
 struct ServerRestartTests {
     @Test func aRestartIsReportedAsAnOutageAndDeliveryResumesInOrder() async throws {
@@ -398,6 +398,38 @@ struct ServerRestartTests {
         #expect(b.errors.values.allSatisfy { [.connectionLost, .outage, .sequenceGap].contains($0.code) })
         await a.link.close()
         await b.link.close()
+    }
+
+    @Test func aFullQueueRefusesPostsAndClosingDuringAnOutageReportsWhatWasNotSent() async throws {
+        let channel = TestServer.makeChannel()
+        let configuration = try RestartableServer.configuration()
+        let options = PostgresLink.Options(reconnection: TestServer.fastReconnection, sendQueueLimit: 3)
+        let a = try await Node(channel: channel, configuration: configuration, options: options)
+        try await RestartableServer.stop()
+        var failure: (any Error)?
+        do {
+            try await waitUntil("the lost connection") { a.errors.values.contains { $0.code == .connectionLost } }
+            for id in 1...5 { a.hub.post(UserCreated(userID: id)) }
+            #expect(a.users.values.map(\.userID) == [1, 2, 3, 4, 5])  // every post reached local observers
+            #expect(
+                a.errors.values.filter { $0.code == .sendQueueFull }.map(\.expected) == [
+                    "at most 3 posts waiting to be sent", "at most 3 posts waiting to be sent",
+                ])
+            let clock = ContinuousClock()
+            let closing = clock.now
+            await a.link.close()  // does not wait for the server
+            #expect(clock.now - closing < .seconds(5))
+            #expect(
+                a.errors.values.filter { $0.code == .notSent }.map(\.expected) == [
+                    "to send sequence 1 before closing", "to send sequence 2 before closing",
+                    "to send sequence 3 before closing",
+                ])
+            #expect(a.link.statistics.sent == 0 && a.link.statistics.sendFailures == 5)
+        } catch {
+            failure = error
+        }
+        try await RestartableServer.start()
+        if let failure { throw failure }
     }
 }
 
