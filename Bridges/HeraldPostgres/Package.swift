@@ -52,6 +52,17 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The bridge against raw postgres-nio NOTIFY → LISTEN: latency and burst throughput.
+        .executableTarget(
+            name: "herald-postgres-bench",
+            dependencies: [
+                "HeraldPostgres",
+                .product(name: "Herald", package: "Herald"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "HeraldPostgresTests",
             dependencies: [

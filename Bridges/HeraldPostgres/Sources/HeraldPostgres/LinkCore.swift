@@ -435,29 +435,11 @@ final class LinkCore: Sendable {
             data = Data(text.utf8)
         }
         let decoder = JSONDecoder()
-        let version: Int
-        do {
-            version = try decoder.decode(Envelope.Version.self, from: data).version
-        } catch {
-            let (expected, found) = Envelope.describe(error, input: String(decoding: data, as: UTF8.self))
-            reject(.malformedEnvelope(expected: expected, found: found))
-            return
-        }
-        guard version <= Envelope.current else {
-            reject(.unsupportedVersion(found: version, supported: Envelope.current))
-            return
-        }
-        guard version >= 1 else {
-            reject(
-                .malformedEnvelope(expected: "envelope version 1 to \(Envelope.current)", found: "version \(version)"))
-            return
-        }
-        let header: Envelope.Header
-        do {
-            header = try decoder.decode(Envelope.Header.self, from: data)
-        } catch {
-            let (expected, found) = Envelope.describe(error, input: text)
-            reject(.malformedEnvelope(expected: expected, found: found))
+        // One parse on the usual path; the slower path below names what is wrong.
+        guard let header = try? decoder.decode(Envelope.Header.self, from: data),
+            (1...Envelope.current).contains(header.version)
+        else {
+            rejectMalformed(data, decoder: decoder)
             return
         }
         if header.origin == origin {
@@ -488,6 +470,35 @@ final class LinkCore: Sendable {
         }
         for error in errors { report(error) }
         receiver?(data, header.origin)
+    }
+
+    /// Reports why `data` is not an envelope that this build reads.
+    private func rejectMalformed(_ data: Data, decoder: JSONDecoder) {
+        let input = String(decoding: data, as: UTF8.self)
+        let version: Int
+        do {
+            version = try decoder.decode(Envelope.Version.self, from: data).version
+        } catch {
+            let (expected, found) = Envelope.describe(error, input: input)
+            reject(.malformedEnvelope(expected: expected, found: found))
+            return
+        }
+        guard version <= Envelope.current else {
+            reject(.unsupportedVersion(found: version, supported: Envelope.current))
+            return
+        }
+        guard version >= 1 else {
+            reject(
+                .malformedEnvelope(expected: "envelope version 1 to \(Envelope.current)", found: "version \(version)"))
+            return
+        }
+        do {
+            _ = try decoder.decode(Envelope.Header.self, from: data)
+            reject(.malformedEnvelope(expected: "a Herald envelope", found: "\(data.count) bytes"))
+        } catch {
+            let (expected, found) = Envelope.describe(error, input: input)
+            reject(.malformedEnvelope(expected: expected, found: found))
+        }
     }
 
     private func deliver<N: WireNotification>(_ type: N.Type, envelope: Data, origin: UUID) {
