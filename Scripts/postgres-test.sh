@@ -3,7 +3,7 @@
 #
 # Installs Debian's `postgresql` if its server binaries are missing, creates a cluster in a temporary
 # folder owned by the `postgres` user, starts it on 127.0.0.1 at a free port (unix socket in the same
-# folder), runs `swift test --package-path Bridges/HeraldPostgres` with HERALD_PG_* set, and always
+# folder), and a second one for the test that restarts its server midway, runs `swift test --package-path Bridges/HeraldPostgres` with HERALD_PG_* set, and always
 # stops the server and removes the folder, whatever the outcome.
 #
 # Extra arguments go to `swift test`, e.g. `Scripts/postgres-test.sh -Xswiftc -warnings-as-errors`.
@@ -47,34 +47,58 @@ fi
 
 workdir=$(mktemp -d "${TMPDIR:-/tmp}/herald-pg.XXXXXX")
 chmod 755 "$workdir"
-data="$workdir/data"
-sockets="$workdir/sockets"
-mkdir -p "$sockets"
-[[ ${#run_as[@]} -eq 0 ]] || chown -R postgres: "$workdir"
+[[ ${#run_as[@]} -eq 0 ]] || chown postgres: "$workdir"
+
+# The clusters' data folders: the main one, and one that the restart test stops and starts
+# midway (a cluster of its own, so that the other tests, which run in parallel, keep their server).
+clusters=()
 
 cleanup() {
-    local status=$?
-    if [[ -f "$data/postmaster.pid" ]]; then
-        "${run_as[@]}" "$pg_bin/pg_ctl" -D "$data" -m immediate -w stop >/dev/null 2>&1 || true
-    fi
+    local status=$? data
+    for data in "${clusters[@]}"; do
+        if [[ -f "$data/postmaster.pid" ]]; then
+            "${run_as[@]}" "$pg_bin/pg_ctl" -D "$data" -m immediate -w stop >/dev/null 2>&1 || true
+        fi
+    done
     rm -rf "$workdir"
     exit "$status"
 }
 trap cleanup EXIT INT TERM
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
 
-"${run_as[@]}" "$pg_bin/initdb" -D "$data" -U "$pg_user" --auth=trust --encoding=UTF8 --no-locale >/dev/null
-"${run_as[@]}" "$pg_bin/pg_ctl" -D "$data" -l "$workdir/server.log" -w -t 60 \
-    -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$sockets -c fsync=off" start \
-    || { cat "$workdir/server.log" >&2; exit 1; }
-echo "postgres-test: PostgreSQL $("$pg_bin/postgres" --version | awk '{print $3}') on 127.0.0.1:$port (user $pg_user)"
+# start_cluster NAME PORT: initdb into $workdir/NAME, with its settings in postgresql.conf, so that a
+# plain `pg_ctl -D $workdir/NAME -l $workdir/NAME.log -w start` starts it again the same way.
+start_cluster() {
+    local name=$1 port=$2 data="$workdir/$1" sockets="$workdir/$1-sockets"
+    "${run_as[@]}" mkdir -p "$sockets"
+    "${run_as[@]}" "$pg_bin/initdb" -D "$data" -U "$pg_user" --auth=trust --encoding=UTF8 --no-locale >/dev/null
+    clusters+=("$data")
+    printf "listen_addresses = '127.0.0.1'\nport = %s\nunix_socket_directories = '%s'\nfsync = off\n" \
+        "$port" "$sockets" | "${run_as[@]}" tee -a "$data/postgresql.conf" >/dev/null
+    "${run_as[@]}" "$pg_bin/pg_ctl" -D "$data" -l "$workdir/$name.log" -w -t 60 start >/dev/null \
+        || { cat "$workdir/$name.log" >&2; exit 1; }
+}
+
+port=$(free_port)
+start_cluster data "$port"
+restart_port=$(free_port)
+start_cluster restartable "$restart_port"
+echo "postgres-test: PostgreSQL $("$pg_bin/postgres" --version | awk '{print $3}') on 127.0.0.1:$port," \
+    "and a cluster to restart on 127.0.0.1:$restart_port (user $pg_user)"
 
 export HERALD_PG_HOST=127.0.0.1
 export HERALD_PG_PORT=$port
 export HERALD_PG_USER=$pg_user
 export HERALD_PG_DATABASE=postgres
-export HERALD_PG_SOCKET_DIR=$sockets
-export HERALD_PG_DATA_DIR=$data
-export HERALD_PG_BIN=$pg_bin
+export HERALD_PG_SOCKET_DIR=$workdir/data-sockets
+# The restart test's cluster: pg_ctl, its data folder and log, the user to run pg_ctl as (empty:
+# this user), and its port.
+export HERALD_PG_CTL=$pg_bin/pg_ctl
+export HERALD_PG_DATA=$workdir/restartable
+export HERALD_PG_LOG=$workdir/restartable.log
+export HERALD_PG_RUN_AS=${run_as:+postgres}
+export HERALD_PG_RESTART_PORT=$restart_port
 swift test --package-path "$root/Bridges/HeraldPostgres" "$@"

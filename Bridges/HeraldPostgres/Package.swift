@@ -18,6 +18,7 @@ let package = Package(
         .package(name: "Herald", path: "../.."),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.5.3"),
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
     ],
     targets: [
         .target(
@@ -26,6 +27,7 @@ let package = Package(
                 .product(name: "Herald", package: "Herald"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -40,6 +42,27 @@ let package = Package(
             path: "Examples/TwoTerminals",
             swiftSettings: swiftSettings
         ),
+        // A hub in a process of its own, for the tests across processes.
+        .executableTarget(
+            name: "herald-postgres-peer",
+            dependencies: [
+                "HeraldPostgres",
+                .product(name: "Herald", package: "Herald"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The bridge against raw postgres-nio NOTIFY → LISTEN: latency and burst throughput.
+        .executableTarget(
+            name: "herald-postgres-bench",
+            dependencies: [
+                "HeraldPostgres",
+                .product(name: "Herald", package: "Herald"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "HeraldPostgresTests",
             dependencies: [
@@ -47,6 +70,7 @@ let package = Package(
                 .product(name: "Herald", package: "Herald"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: swiftSettings
         ),

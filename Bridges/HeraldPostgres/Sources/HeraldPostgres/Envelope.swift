@@ -20,6 +20,7 @@ enum Envelope {
     }
 
     struct Header: Decodable {
+        let version: Int
         let type: String
         let origin: UUID
         let sequence: UInt64

@@ -35,7 +35,56 @@ final class RepostMarker: Sendable {
 struct Outgoing: Sendable {
     let typeName: String
     let sequence: UInt64
+    /// The canonical envelope; signed by the sending task when the link has a key.
     let text: String
+}
+
+/// The link's sending connection, guarded against a query that never completes: postgres-nio
+/// 1.33 leaves a query written after the server closed the connection waiting forever. The guard
+/// fails the query in flight when the connection closes, and refuses new ones after.
+final class SendingConnection: Sendable {
+    struct Closed: Error, CustomStringConvertible {
+        var description: String { "the sending connection closed" }
+    }
+
+    private struct State {
+        var isClosed = false
+        var inFlight: EventLoopPromise<Void>?
+    }
+
+    let connection: PostgresConnection
+    private let state = Mutex(State())
+
+    init(_ connection: PostgresConnection) {
+        self.connection = connection
+        connection.closeFuture.whenComplete { [weak self] _ in self?.closed() }
+    }
+
+    private func closed() {
+        let inFlight = state.withLock { state in
+            state.isClosed = true
+            return state.inFlight.take()
+        }
+        inFlight?.fail(Closed())
+    }
+
+    /// `SELECT pg_notify($1, $2)`, bound parameters only.
+    func notify(channel: String, payload: String, logger: Logger) async throws {
+        let promise = connection.closeFuture.eventLoop.makePromise(of: Void.self)
+        let isClosed = state.withLock { state in
+            if !state.isClosed { state.inFlight = promise }
+            return state.isClosed
+        }
+        guard !isClosed else {
+            promise.fail(Closed())
+            throw Closed()
+        }
+        let query: EventLoopFuture<PostgresQueryResult> = connection.query(
+            "SELECT pg_notify(\(channel), \(payload))", logger: logger)
+        query.map { _ in }.cascade(to: promise)
+        defer { state.withLock { $0.inFlight = nil } }
+        try await promise.futureResult.get()
+    }
 }
 
 /// The state and the two tasks behind a ``PostgresLink``.
@@ -46,6 +95,8 @@ final class LinkCore: Sendable {
     struct State {
         var nextSequence: UInt64 = 1
         var isClosed = false
+        /// Envelopes queued for the sending connection and not yet sent or given up.
+        var queued = 0
         var tokens: [ObjectIdentifier: ObservationToken] = [:]
         var receivers: [String: Receiver] = [:]
         var lastAccepted: [UUID: UInt64] = [:]
@@ -59,14 +110,23 @@ final class LinkCore: Sendable {
     let channel: String
     let origin: UUID
     let logger: Logger
+    let configuration: PostgresConnection.Configuration
+    let options: PostgresLink.Options
+    let signer: Signer?
     private let state = Mutex(State())
     private let outgoing: AsyncStream<Outgoing>
     private let outgoingContinuation: AsyncStream<Outgoing>.Continuation
 
-    init(hub: NotificationHub, channel: String, origin: UUID, logger: Logger) {
+    init(
+        hub: NotificationHub, channel: String, origin: UUID, configuration: PostgresConnection.Configuration,
+        options: PostgresLink.Options, logger: Logger
+    ) {
         self.hub = hub
         self.channel = channel
         self.origin = origin
+        self.configuration = configuration
+        self.options = options
+        self.signer = options.signingKey.map { Signer(key: $0, channel: channel) }
         self.logger = logger
         (outgoing, outgoingContinuation) = AsyncStream.makeStream(of: Outgoing.self, bufferingPolicy: .unbounded)
     }
@@ -85,7 +145,13 @@ final class LinkCore: Sendable {
         }
     }
 
+    private var isClosed: Bool { state.withLock { $0.isClosed } }
+
     // MARK: - Life cycle
+
+    func makeConnection() async throws -> PostgresConnection {
+        try await PostgresConnection.connect(configuration: configuration, id: nextConnectionID(), logger: logger)
+    }
 
     /// Starts the sending task, and the listening task; returns once `LISTEN` is in effect.
     func start(sender: PostgresConnection, listener: PostgresConnection) async throws {
@@ -134,6 +200,43 @@ final class LinkCore: Sendable {
         listenerTask?.cancel()
     }
 
+    // MARK: - Reconnecting
+
+    /// Opens a new connection after a loss, waiting between attempts with exponential backoff
+    /// (``PostgresLink/Reconnection``). Returns `nil` once the link is closed or its task cancelled.
+    private func reconnect() async -> PostgresConnection? {
+        let clock = ContinuousClock()
+        var delay = options.reconnection.initialDelay
+        while true {
+            // Sleeps in short slices, so that `close()` during an outage returns promptly.
+            let wakeUp = clock.now + delay
+            while clock.now < wakeUp {
+                guard !isClosed, !Task.isCancelled else { return nil }
+                try? await Task.sleep(for: min(.milliseconds(20), wakeUp - clock.now))
+            }
+            guard !isClosed, !Task.isCancelled else { return nil }
+            state.withLock { $0.statistics.reconnectAttempts += 1 }
+            do {
+                let connection = try await makeConnection()
+                state.withLock { $0.statistics.reconnections += 1 }
+                return connection
+            } catch {
+                logger.debug("HeraldPostgres: reconnecting failed", metadata: ["channel": "\(channel)"])
+                delay = min(delay * options.reconnection.multiplier, options.reconnection.maximumDelay)
+            }
+        }
+    }
+
+    /// Whether a failed `pg_notify` means that the connection is gone (retry on a new one), rather
+    /// than that the statement itself failed (give up on this message).
+    private static func isConnectionFailure(_ error: any Error, on connection: PostgresConnection) -> Bool {
+        guard let error = error as? PSQLError, error.code == .server else { return true }
+        if connection.isClosed { return true }
+        // Class 08: connection exception; class 57: operator intervention (shutdown, terminated).
+        let state = error.serverInfo?[.sqlState] ?? ""
+        return state.hasPrefix("08") || state.hasPrefix("57")
+    }
+
     // MARK: - Sharing
 
     func share<N: WireNotification>(_ type: N.Type) {
@@ -171,6 +274,7 @@ final class LinkCore: Sendable {
     private enum Enqueued {
         case queued, closed
         case oversize(Int)
+        case queueFull
     }
 
     /// The link's observer: encodes a local post and queues it for the sending connection.
@@ -188,35 +292,76 @@ final class LinkCore: Sendable {
             return
         }
         let prefix = Envelope.prefix(typeJSON: typeJSON, origin: origin, payloadJSON: payloadJSON)
+        let overhead = signer == nil ? 0 : Signer.overhead
+        let limit = options.sendQueueLimit
         // The sequence number and the queue position are taken together, so that they agree.
         let enqueued: Enqueued = state.withLock { state in
             guard !state.isClosed else { return .closed }
             let text = Envelope.complete(prefix: prefix, sequence: state.nextSequence)
-            let size = text.utf8.count
+            let size = text.utf8.count + overhead
             guard size <= PostgresLink.maximumPayloadBytes else {
                 state.statistics.oversize += 1
                 return .oversize(size)
             }
+            guard state.queued < limit else {
+                state.statistics.sendFailures += 1
+                return .queueFull
+            }
             outgoingContinuation.yield(Outgoing(typeName: N.wireName, sequence: state.nextSequence, text: text))
             state.nextSequence += 1
+            state.queued += 1
             return .queued
         }
-        if case .oversize(let size) = enqueued {
+        switch enqueued {
+        case .oversize(let size):
             report(.payloadTooLarge(type: N.wireName, size: size, limit: PostgresLink.maximumPayloadBytes))
+        case .queueFull:
+            report(.sendQueueFull(type: N.wireName, limit: limit))
+        case .queued, .closed:
+            break
         }
     }
 
-    private func runSender(on connection: PostgresConnection) async {
+    /// Sends the queue in order on one connection. When the connection is lost, it reconnects with
+    /// backoff and sends the same message again, then the rest; posts made meanwhile wait in the
+    /// queue (up to ``PostgresLink/Options/sendQueueLimit``). If the link is closed during an
+    /// outage, what is still queued is reported as not sent.
+    private func runSender(on first: PostgresConnection) async {
+        var connection: SendingConnection? = SendingConnection(first)
         for await item in outgoing {
-            do {
-                try await connection.query("SELECT pg_notify(\(channel), \(item.text))", logger: logger)
-                state.withLock { $0.statistics.sent += 1 }
-            } catch {
-                state.withLock { $0.statistics.sendFailures += 1 }
-                report(.sendFailed(type: item.typeName, sequence: item.sequence, error: error))
+            let text = signer?.sign(item.text) ?? item.text
+            while true {
+                if connection == nil { connection = await reconnect().map(SendingConnection.init) }
+                guard let current = connection else {
+                    state.withLock {
+                        $0.statistics.sendFailures += 1
+                        $0.queued -= 1
+                    }
+                    report(.notSent(type: item.typeName, sequence: item.sequence))
+                    break
+                }
+                do {
+                    try await current.notify(channel: channel, payload: text, logger: logger)
+                    state.withLock {
+                        $0.statistics.sent += 1
+                        $0.queued -= 1
+                    }
+                    break
+                } catch  where Self.isConnectionFailure(error, on: current.connection) {
+                    connection = nil
+                    try? await current.connection.close()
+                    if !isClosed { report(.connectionLost(.sending, error: error)) }
+                } catch {
+                    state.withLock {
+                        $0.statistics.sendFailures += 1
+                        $0.queued -= 1
+                    }
+                    report(.sendFailed(type: item.typeName, sequence: item.sequence, error: error))
+                    break
+                }
             }
         }
-        try? await connection.close()
+        try? await connection?.connection.close()
     }
 
     // MARK: - Receiving
@@ -238,53 +383,63 @@ final class LinkCore: Sendable {
         }
     }
 
-    private func runListener(on connection: PostgresConnection, ready: Ready) async {
-        var failure: (any Error)?
-        do {
-            try await connection.listen(on: channel) { notifications in
-                ready.resume(with: .success(()))
-                for try await notification in notifications {
-                    receive(notification.payload)
+    /// Listens until the link closes. When the connection is lost, it reports
+    /// ``PostgresLinkError/Code/connectionLost``, reconnects with backoff, listens again, and
+    /// reports the window in which notifications may have been lost
+    /// (``PostgresLinkError/Code/outage``).
+    private func runListener(on first: PostgresConnection, ready: Ready) async {
+        var connection: PostgresConnection? = first
+        var outageStart: Date?
+        while let current = connection {
+            var failure: (any Error)?
+            do {
+                try await current.listen(on: channel) { notifications in
+                    if let start = outageStart {
+                        outageStart = nil
+                        state.withLock { $0.statistics.outages += 1 }
+                        report(.outage(from: start, to: Date()))
+                    }
+                    ready.resume(with: .success(()))
+                    for try await notification in notifications {
+                        receive(notification.payload)
+                    }
                 }
+            } catch {
+                failure = error
             }
-        } catch {
-            failure = error
-        }
-        if !ready.resume(with: .failure(failure ?? CancellationError())) {
-            let isClosed = state.withLock { $0.isClosed }
-            if !isClosed && !Task.isCancelled {
-                report(.connectionLost(error: failure))
+            try? await current.close()
+            if ready.resume(with: .failure(failure ?? CancellationError())) { return }  // `connect` fails
+            guard !isClosed, !Task.isCancelled else { return }
+            if outageStart == nil {
+                outageStart = Date()
+                report(.connectionLost(.listening, error: failure))
             }
+            connection = await reconnect()
         }
-        try? await connection.close()
     }
 
     private func receive(_ text: String) {
-        let data = Data(text.utf8)
+        let data: Data
+        if let signer {
+            switch signer.verify(text) {
+            case .valid(let canonical):
+                data = canonical
+            case .unsigned:
+                reject(.unsignedEnvelope(size: text.utf8.count))
+                return
+            case .forged:
+                reject(.invalidSignature(size: text.utf8.count))
+                return
+            }
+        } else {
+            data = Data(text.utf8)
+        }
         let decoder = JSONDecoder()
-        let version: Int
-        do {
-            version = try decoder.decode(Envelope.Version.self, from: data).version
-        } catch {
-            let (expected, found) = Envelope.describe(error, input: text)
-            reject(.malformedEnvelope(expected: expected, found: found))
-            return
-        }
-        guard version <= Envelope.current else {
-            reject(.unsupportedVersion(found: version, supported: Envelope.current))
-            return
-        }
-        guard version >= 1 else {
-            reject(
-                .malformedEnvelope(expected: "envelope version 1 to \(Envelope.current)", found: "version \(version)"))
-            return
-        }
-        let header: Envelope.Header
-        do {
-            header = try decoder.decode(Envelope.Header.self, from: data)
-        } catch {
-            let (expected, found) = Envelope.describe(error, input: text)
-            reject(.malformedEnvelope(expected: expected, found: found))
+        // One parse on the usual path; the slower path below names what is wrong.
+        guard let header = try? decoder.decode(Envelope.Header.self, from: data),
+            (1...Envelope.current).contains(header.version)
+        else {
+            rejectMalformed(data, decoder: decoder)
             return
         }
         if header.origin == origin {
@@ -315,6 +470,35 @@ final class LinkCore: Sendable {
         }
         for error in errors { report(error) }
         receiver?(data, header.origin)
+    }
+
+    /// Reports why `data` is not an envelope that this build reads.
+    private func rejectMalformed(_ data: Data, decoder: JSONDecoder) {
+        let input = String(decoding: data, as: UTF8.self)
+        let version: Int
+        do {
+            version = try decoder.decode(Envelope.Version.self, from: data).version
+        } catch {
+            let (expected, found) = Envelope.describe(error, input: input)
+            reject(.malformedEnvelope(expected: expected, found: found))
+            return
+        }
+        guard version <= Envelope.current else {
+            reject(.unsupportedVersion(found: version, supported: Envelope.current))
+            return
+        }
+        guard version >= 1 else {
+            reject(
+                .malformedEnvelope(expected: "envelope version 1 to \(Envelope.current)", found: "version \(version)"))
+            return
+        }
+        do {
+            _ = try decoder.decode(Envelope.Header.self, from: data)
+            reject(.malformedEnvelope(expected: "a Herald envelope", found: "\(data.count) bytes"))
+        } catch {
+            let (expected, found) = Envelope.describe(error, input: input)
+            reject(.malformedEnvelope(expected: expected, found: found))
+        }
     }
 
     private func deliver<N: WireNotification>(_ type: N.Type, envelope: Data, origin: UUID) {
@@ -349,4 +533,10 @@ final class LinkCore: Sendable {
                     fileID: "HeraldPostgres/PostgresLink.swift", line: 0))
         }
     }
+}
+
+private let connectionIDs = Atomic<Int>(0)
+
+private func nextConnectionID() -> Int {
+    connectionIDs.wrappingAdd(1, ordering: .relaxed).newValue
 }

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Herald
 import Logging
@@ -44,10 +45,14 @@ import Synchronization
 /// - **Oversize values stay local**: an envelope over ``maximumPayloadBytes`` (PostgreSQL's `NOTIFY`
 ///   limit) still reaches the local observers, and is reported as
 ///   ``PostgresLinkError/Code/payloadTooLarge`` with its size and the limit.
-/// - **Nothing is durable**: `NOTIFY` keeps nothing for listeners that are not connected. If the
-///   listening connection drops, the link reports ``PostgresLinkError/Code/connectionLost`` and
-///   receives nothing more; messages sent meanwhile are lost. Make a new link to resume; the gap
-///   is then reported from the sequence numbers when the peers keep posting.
+/// - **Nothing is durable**: `NOTIFY` keeps nothing for listeners that are not connected. If a
+///   connection drops or the server restarts, the link reports
+///   ``PostgresLinkError/Code/connectionLost``, reconnects with backoff (``Reconnection``), listens
+///   again, and reports the window in which notifications may have been lost as
+///   ``PostgresLinkError/Code/outage``; peers' sequence numbers then show how many were missed
+///   (``PostgresLinkError/Code/sequenceGap``). Posts made while the sending connection is down wait
+///   in a bounded queue (``Options/sendQueueLimit``) and are sent, in order, once it is back. So
+///   delivery is exactly once while connected, and at most once across outages.
 ///
 /// ## Threading
 ///
@@ -90,20 +95,20 @@ public final class PostgresLink: Sendable {
         channel: String,
         configuration: PostgresConnection.Configuration,
         origin: UUID = UUID(),
+        options: Options = Options(),
         logger: Logger = Logger(label: "HeraldPostgres")
     ) async throws -> PostgresLink {
         guard isValidChannelName(channel) else { throw PostgresLinkError.invalidChannelName(channel) }
-        let sender = try await PostgresConnection.connect(
-            configuration: configuration, id: nextConnectionID(), logger: logger)
+        let core = LinkCore(
+            hub: hub, channel: channel, origin: origin, configuration: configuration, options: options, logger: logger)
+        let sender = try await core.makeConnection()
         let listener: PostgresConnection
         do {
-            listener = try await PostgresConnection.connect(
-                configuration: configuration, id: nextConnectionID(), logger: logger)
+            listener = try await core.makeConnection()
         } catch {
             try? await sender.close()
             throw error
         }
-        let core = LinkCore(hub: hub, channel: channel, origin: origin, logger: logger)
         do {
             try await core.start(sender: sender, listener: listener)
         } catch {
@@ -112,6 +117,47 @@ public final class PostgresLink: Sendable {
             throw error
         }
         return PostgresLink(core: core)
+    }
+
+    /// How a link reconnects, what it queues, and whether it signs; pass them to `connect`.
+    public struct Options: Sendable {
+        /// How long to wait between reconnection attempts.
+        public var reconnection = Reconnection()
+        /// How many posts may wait for the sending connection, while it reconnects or when posts
+        /// outpace it. A post beyond it reaches local observers only, and is reported as
+        /// ``PostgresLinkError/Code/sendQueueFull`` (it takes no sequence number: no gap).
+        public var sendQueueLimit = 10_000
+        /// A key shared by every link on the channel. With it, the link signs each envelope with
+        /// HMAC-SHA256 and refuses unsigned and forged messages. Use 32 random bytes; never log it.
+        public var signingKey: SymmetricKey?
+
+        public init(
+            reconnection: Reconnection = Reconnection(), sendQueueLimit: Int = 10_000, signingKey: SymmetricKey? = nil
+        ) {
+            self.reconnection = reconnection
+            self.sendQueueLimit = sendQueueLimit
+            self.signingKey = signingKey
+        }
+    }
+
+    /// Exponential backoff between reconnection attempts: the first attempt after `initialDelay`,
+    /// each later one `multiplier` times longer, at most `maximumDelay`. A link keeps trying until
+    /// it is closed.
+    public struct Reconnection: Sendable, Hashable {
+        /// The wait before the first attempt.
+        public var initialDelay: Duration
+        /// The longest wait between attempts.
+        public var maximumDelay: Duration
+        /// The factor from one wait to the next.
+        public var multiplier: Int
+
+        public init(
+            initialDelay: Duration = .milliseconds(100), maximumDelay: Duration = .seconds(5), multiplier: Int = 2
+        ) {
+            self.initialDelay = initialDelay
+            self.maximumDelay = max(maximumDelay, initialDelay)
+            self.multiplier = max(multiplier, 1)
+        }
     }
 
     private init(core: LinkCore) {
@@ -170,14 +216,20 @@ public final class PostgresLink: Sendable {
         public var oversize = 0
         /// Outgoing values that failed to encode or to send.
         public var sendFailures = 0
-        /// Incoming messages skipped as malformed, of a newer version, of an unknown type, or
-        /// whose payload did not decode.
+        /// Incoming messages skipped as malformed, of a newer version, of an unknown type, whose
+        /// payload did not decode, or (with a signing key) unsigned or forged.
         public var rejected = 0
         /// Gaps seen in an origin's sequence numbers.
         public var gaps = 0
         /// Incoming messages skipped because their sequence number was not above the last one
-        /// accepted from their origin.
+        /// accepted from their origin (duplicates and replays).
         public var duplicates = 0
+        /// Attempts to open a connection again after a loss.
+        public var reconnectAttempts = 0
+        /// Connections opened again after a loss.
+        public var reconnections = 0
+        /// Outages of the listening connection that ended with `LISTEN` in effect again.
+        public var outages = 0
     }
 
     static func isValidChannelName(_ name: String) -> Bool {
@@ -186,10 +238,4 @@ public final class PostgresLink: Sendable {
         func isLetter(_ byte: UInt8) -> Bool { (65...90).contains(byte) || (97...122).contains(byte) || byte == 95 }
         return isLetter(first) && bytes.allSatisfy { isLetter($0) || (48...57).contains($0) }
     }
-}
-
-private let connectionIDs = Atomic<Int>(0)
-
-private func nextConnectionID() -> Int {
-    connectionIDs.wrappingAdd(1, ordering: .relaxed).newValue
 }

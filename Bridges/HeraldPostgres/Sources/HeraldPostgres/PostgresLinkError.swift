@@ -18,7 +18,7 @@ public struct PostgresLinkError: Error, Sendable, Hashable, CustomStringConverti
         fileprivate enum _Code: String, Hashable, Sendable {
             case payloadTooLarge, encodingFailed, malformedEnvelope, unsupportedVersion, unknownType
             case payloadDecodingFailed, sequenceGap, duplicateSequence, sendFailed, connectionLost
-            case invalidChannelName
+            case invalidChannelName, outage, sendQueueFull, notSent, unsignedEnvelope, invalidSignature
         }
 
         fileprivate let code: _Code
@@ -41,8 +41,24 @@ public struct PostgresLinkError: Error, Sendable, Hashable, CustomStringConverti
         public static let duplicateSequence = Code(code: .duplicateSequence)
         /// `pg_notify` failed for an outgoing message; it reached local observers only.
         public static let sendFailed = Code(code: .sendFailed)
-        /// The listening connection ended; the link receives nothing more.
+        /// A connection of the link (``PostgresLinkError/found`` says which) ended; the link reconnects
+        /// with backoff. Until the listening connection is back, notifications sent on the channel
+        /// are lost for this hub; posts made meanwhile wait for the sending connection.
         public static let connectionLost = Code(code: .connectionLost)
+        /// The listening connection is back and listening again after a loss. Notifications sent on
+        /// the channel within ``PostgresLinkError/outage`` may have been lost for this hub.
+        public static let outage = Code(code: .outage)
+        /// More posts than ``PostgresLink/Options/sendQueueLimit`` wait for the sending connection
+        /// (it is reconnecting, or slower than the posts); this one reached local observers only.
+        public static let sendQueueFull = Code(code: .sendQueueFull)
+        /// The link was closed while its sending connection was reconnecting; this queued value
+        /// reached local observers only.
+        public static let notSent = Code(code: .notSent)
+        /// The link has a signing key, and a message on the channel carries no signature: skipped.
+        public static let unsignedEnvelope = Code(code: .unsignedEnvelope)
+        /// The link has a signing key, and a message's signature does not match its bytes (forged,
+        /// altered, signed with another key, or sent on another channel): skipped.
+        public static let invalidSignature = Code(code: .invalidSignature)
         /// The channel name is not a plain PostgreSQL identifier.
         public static let invalidChannelName = Code(code: .invalidChannelName)
 
@@ -59,16 +75,21 @@ public struct PostgresLinkError: Error, Sendable, Hashable, CustomStringConverti
     public let expected: String?
     /// What it found instead.
     public let found: String?
+    /// For ``Code/outage``: from when the listening connection was found lost to when `LISTEN` was
+    /// in effect again. Notifications sent on the channel within it may have been lost (and
+    /// notifications sent shortly before its start, while the connection was failing unnoticed).
+    public let outage: ClosedRange<Date>?
 
     private init(
         _ code: Code._Code, typeName: String? = nil, origin: UUID? = nil, expected: String? = nil,
-        found: String? = nil
+        found: String? = nil, outage: ClosedRange<Date>? = nil
     ) {
         self.code = Code(code: code)
         self.typeName = typeName
         self.origin = origin
         self.expected = expected
         self.found = found
+        self.outage = outage
     }
 
     public var description: String {
@@ -77,6 +98,7 @@ public struct PostgresLinkError: Error, Sendable, Hashable, CustomStringConverti
         if let origin { text += " origin \(origin)" }
         if let expected { text += ": expected \(expected)" }
         if let found { text += ", found \(found)" }
+        if let outage { text += " (from \(outage.lowerBound) to \(outage.upperBound))" }
         return text
     }
 
@@ -124,10 +146,48 @@ public struct PostgresLinkError: Error, Sendable, Hashable, CustomStringConverti
             found: String(describing: Swift.type(of: error)))
     }
 
-    static func connectionLost(error: (any Error)?) -> Self {
+    enum Role: String {
+        case listening, sending
+    }
+
+    static func connectionLost(_ role: Role, error: (any Error)?) -> Self {
         .init(
-            .connectionLost, expected: "the listening connection to stay open",
-            found: error.map { String(describing: $0) } ?? "the server ended the notification stream")
+            .connectionLost, expected: "the \(role) connection to stay open",
+            found: (error.map { String(describing: $0) } ?? "the server ended the notification stream")
+                + "; reconnecting")
+    }
+
+    static func outage(from start: Date, to end: Date) -> Self {
+        .init(
+            .outage, expected: "to listen without interruption",
+            found: "no listening connection for \(Self.seconds(end.timeIntervalSince(start))); listening again",
+            outage: start...max(start, end))
+    }
+
+    static func sendQueueFull(type: String, limit: Int) -> Self {
+        .init(
+            .sendQueueFull, typeName: type, expected: "at most \(limit) posts waiting to be sent",
+            found: "\(limit) waiting")
+    }
+
+    static func notSent(type: String, sequence: UInt64) -> Self {
+        .init(
+            .notSent, typeName: type, expected: "to send sequence \(sequence) before closing",
+            found: "the link closed while reconnecting")
+    }
+
+    static func unsignedEnvelope(size: Int) -> Self {
+        .init(.unsignedEnvelope, expected: "a signed envelope", found: "\(size) bytes without a signature")
+    }
+
+    static func invalidSignature(size: Int) -> Self {
+        .init(
+            .invalidSignature, expected: "a valid HMAC-SHA256 signature",
+            found: "\(size) bytes whose signature does not match")
+    }
+
+    private static func seconds(_ interval: TimeInterval) -> String {
+        String(format: "%.3f s", interval)
     }
 
     static func invalidChannelName(_ name: String) -> Self {

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Herald
 import HeraldPostgres
@@ -219,28 +220,105 @@ struct PostgresLinkTests {
         await b.link.close()
     }
 
-    @Test func aDroppedListeningConnectionIsReportedAndSendingGoesOn() async throws {
+    @Test func aDroppedListeningConnectionIsReportedThenListensAgainAndDeliveryResumes() async throws {
         let channel = TestServer.makeChannel()
-        let a = try await Node(channel: channel)
-        let b = try await Node(channel: channel)
+        let options = PostgresLink.Options(reconnection: TestServer.fastReconnection)
+        let a = try await Node(channel: channel, options: options)
+        let b = try await Node(channel: channel, options: options)
         let raw = try await TestServer.rawConnection()
-        // The server ends B's listening connection, as a restart or a network fault would.
+        // The server ends both listening connections, as a network fault would.
         let terminated = try await raw.query(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = \(#"LISTEN "\#(channel)";"#)",
             logger: TestServer.logger
         ).collect().count
         #expect(terminated == 2)  // A's and B's listening connections
-        try await waitUntil("B reporting the lost connection") {
-            b.errors.values.contains { $0.code == .connectionLost }
+        try await waitUntil("both listening again") {
+            a.errors.values.contains { $0.code == .outage } && b.errors.values.contains { $0.code == .outage }
         }
-        #expect(a.errors.values.contains { $0.code == .connectionLost })
+        #expect(b.errors.values.map(\.code) == [.connectionLost, .outage])
+        let outage = try #require(b.errors.values.last?.outage)
+        #expect(outage.lowerBound <= outage.upperBound && outage.upperBound <= Date())
+        #expect(b.link.statistics.outages == 1 && b.link.statistics.reconnections == 1)
 
-        b.hub.post(UserCreated(userID: 1))  // still sent: the sending connection is B's other one
-        #expect(b.users.values == [UserCreated(userID: 1)])
-        try await waitUntil("B's send") { b.link.statistics.sent == 1 }
+        b.hub.post(UserCreated(userID: 1))  // the sending connections were not touched
+        a.hub.post(UserCreated(userID: 2))
+        try await b.barrier(to: a)
+        try await a.barrier(to: b, id: 2)
+        #expect(a.users.values == [UserCreated(userID: 2), UserCreated(userID: 1)])
+        #expect(b.users.values == [UserCreated(userID: 1), UserCreated(userID: 2)])
         try await raw.close()
         await a.link.close()
         await b.link.close()
+    }
+
+    @Test func signedLinksRefuseUnsignedForgedAlteredAndReplayedMessages() async throws {
+        let channel = TestServer.makeChannel()
+        let key = SymmetricKey(size: .bits256)
+        let options = PostgresLink.Options(signingKey: key)
+        // A plain listener captures A's genuine messages, to alter and replay them.
+        let sniffer = try await TestServer.rawConnection()
+        let captured = Recorder<String>()
+        let listening = Recorder<Bool>()
+        let sniffing = Task {
+            try await sniffer.listen(on: channel) { notifications in
+                listening.append(true)
+                for try await notification in notifications { captured.append(notification.payload) }
+            }
+        }
+        try await waitUntil("the sniffer listening") { listening.count == 1 }
+        let a = try await Node(channel: channel, options: options)
+        let b = try await Node(channel: channel, options: options)
+        let raw = try await TestServer.rawConnection()
+
+        a.hub.post(UserCreated(userID: 1))
+        try await a.barrier(to: b)
+        #expect(b.users.values == [UserCreated(userID: 1)])
+        // The sniffer's connection may hear it after B's: wait for it there too.
+        try await waitUntil("the sniffer capturing user 1") {
+            captured.values.contains { $0.contains(#""type":"UserCreated""#) }
+        }
+        let genuine = try #require(captured.values.first { $0.contains(#""type":"UserCreated""#) })
+        #expect(genuine.hasPrefix(#"{"signature":""#))
+
+        let stranger = UUID().uuidString
+        let canonical =
+            #"{"version":1,"type":"UserCreated","origin":"\#(stranger)","payload":{"userID":666001},"sequence":1}"#
+        let messages = [
+            canonical,  // unsigned
+            signed(canonical, key: SymmetricKey(size: .bits256), channel: channel),  // forged: another key
+            genuine.replacingOccurrences(of: #"{"userID":1}"#, with: #"{"userID":999002}"#),  // altered
+            signed(canonical, key: key, channel: "another_channel"),  // signed for another channel
+            genuine,  // replayed: sequence 1 of A again
+        ]
+        for message in messages {
+            try await raw.query("SELECT pg_notify(\(channel), \(message))", logger: TestServer.logger)
+        }
+        try await a.barrier(to: b, id: 2)
+
+        #expect(
+            b.errors.values.map(\.code) == [
+                .unsignedEnvelope, .invalidSignature, .invalidSignature, .invalidSignature, .duplicateSequence,
+            ])
+        #expect(b.users.values == [UserCreated(userID: 1)])
+        #expect(b.link.statistics.rejected == 4 && b.link.statistics.duplicates == 1)
+        let described = b.errors.values.map(\.description).joined()
+        #expect(!described.contains("666001") && !described.contains("999002"))  // payloads are never quoted
+        // A signed message with the right key is accepted from any origin.
+        try await raw.query(
+            "SELECT pg_notify(\(channel), \(signed(canonical, key: key, channel: channel)))", logger: TestServer.logger)
+        try await waitUntil("the validly signed user") { b.users.count == 2 }
+        #expect(b.users.values.last == UserCreated(userID: 666_001))
+        sniffing.cancel()
+        try await raw.close()
+        try await sniffer.close()
+        await a.link.close()
+        await b.link.close()
+    }
+
+    /// Signs `canonical` as a link would: HMAC-SHA256 over the channel, a zero byte and the envelope.
+    private func signed(_ canonical: String, key: SymmetricKey, channel: String) -> String {
+        let mac = HMAC<SHA256>.authenticationCode(for: Array(channel.utf8) + [0] + Array(canonical.utf8), using: key)
+        return #"{"signature":""# + Data(mac).base64EncodedString() + #"","# + canonical.dropFirst()
     }
 
     @Test func closeFlushesWhatWasPostedBeforeAndStopsTraffic() async throws {
@@ -269,6 +347,94 @@ struct PostgresLinkTests {
         #expect(b.users.count == 200)  // B's closed link received nothing more
         await c.link.close()
         await d.link.close()
+    }
+}
+
+/// Stops and starts the second cluster midway; its own suite and server, so that the other tests
+/// keep theirs.
+@Suite(
+    "PostgresLink across a server restart", .serialized,
+    .enabled(if: TestServer.shouldRun && RestartableServer.isConfigured, Comment(rawValue: RestartableServer.missing)))
+struct ServerRestartTests {
+    @Test func aRestartIsReportedAsAnOutageAndDeliveryResumesInOrder() async throws {
+        let channel = TestServer.makeChannel()
+        let configuration = try RestartableServer.configuration()
+        let options = PostgresLink.Options(reconnection: TestServer.fastReconnection)
+        let a = try await Node(channel: channel, configuration: configuration, options: options)
+        let b = try await Node(channel: channel, configuration: configuration, options: options)
+        for id in 1...3 { a.hub.post(UserCreated(userID: id)) }
+        try await a.barrier(to: b)
+
+        let stopped = Date()
+        try await RestartableServer.stop()
+        try await waitUntil("both listening connections lost") {
+            a.errors.values.contains { $0.code == .connectionLost }
+                && b.errors.values.contains { $0.code == .connectionLost }
+        }
+        // Posted while the server is down: queued, then sent in order after reconnecting.
+        for id in 4...6 { a.hub.post(UserCreated(userID: id)) }
+        #expect(a.users.values.map(\.userID) == [1, 2, 3, 4, 5, 6])  // local observers at once
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(a.link.statistics.sent == 4)  // 3 users and a barrier; the rest wait
+        try await RestartableServer.start()
+        let started = Date()
+
+        try await waitUntil("both listening again") {
+            a.errors.values.contains { $0.code == .outage } && b.errors.values.contains { $0.code == .outage }
+        }
+        let outage = try #require(b.errors.values.first { $0.code == .outage }?.outage)
+        #expect(outage.lowerBound >= stopped.addingTimeInterval(-1) && outage.upperBound >= started)
+        try await waitUntil("A's queued posts sent: \(a.errors.values), \(a.link.statistics)") {
+            a.link.statistics.sent == 7
+        }
+
+        for id in 7...9 { a.hub.post(UserCreated(userID: id)) }
+        try await a.barrier(to: b, id: 2)
+        let received = b.users.values.map(\.userID)
+        // At most once across the outage: those of 4...6 that A sent after B listened again arrive,
+        // in order; the others are lost and reported as a gap.
+        #expect(received == [1, 2, 3] + Array(received.dropFirst(3).dropLast(3)) + [7, 8, 9])
+        #expect(Array(received.dropFirst(3).dropLast(3)) == Array((4...6).suffix(max(0, received.count - 6))))
+        if received.count < 9 {
+            #expect(b.errors.values.contains { $0.code == .sequenceGap })
+        }
+        #expect(a.users.values.map(\.userID) == Array(1...9))  // no echo
+        #expect(a.errors.values.allSatisfy { [.connectionLost, .outage].contains($0.code) })
+        #expect(b.errors.values.allSatisfy { [.connectionLost, .outage, .sequenceGap].contains($0.code) })
+        await a.link.close()
+        await b.link.close()
+    }
+
+    @Test func aFullQueueRefusesPostsAndClosingDuringAnOutageReportsWhatWasNotSent() async throws {
+        let channel = TestServer.makeChannel()
+        let configuration = try RestartableServer.configuration()
+        let options = PostgresLink.Options(reconnection: TestServer.fastReconnection, sendQueueLimit: 3)
+        let a = try await Node(channel: channel, configuration: configuration, options: options)
+        try await RestartableServer.stop()
+        var failure: (any Error)?
+        do {
+            try await waitUntil("the lost connection") { a.errors.values.contains { $0.code == .connectionLost } }
+            for id in 1...5 { a.hub.post(UserCreated(userID: id)) }
+            #expect(a.users.values.map(\.userID) == [1, 2, 3, 4, 5])  // every post reached local observers
+            #expect(
+                a.errors.values.filter { $0.code == .sendQueueFull }.map(\.expected) == [
+                    "at most 3 posts waiting to be sent", "at most 3 posts waiting to be sent",
+                ])
+            let clock = ContinuousClock()
+            let closing = clock.now
+            await a.link.close()  // does not wait for the server
+            #expect(clock.now - closing < .seconds(5))
+            #expect(
+                a.errors.values.filter { $0.code == .notSent }.map(\.expected) == [
+                    "to send sequence 1 before closing", "to send sequence 2 before closing",
+                    "to send sequence 3 before closing",
+                ])
+            #expect(a.link.statistics.sent == 0 && a.link.statistics.sendFailures == 5)
+        } catch {
+            failure = error
+        }
+        try await RestartableServer.start()
+        if let failure { throw failure }
     }
 }
 
@@ -303,5 +469,21 @@ struct ReadmeTests {
         let example = try String(
             contentsOf: root.appending(path: "Examples/TwoTerminals/Instance.swift"), encoding: .utf8)
         #expect(readme.contains("```swift\n" + example + "```"))
+    }
+
+    /// The DocC article's only Swift block is the compiled example, as written.
+    @Test func theArticlesSwiftBlockIsTheCompiledExampleTarget() throws {
+        let root = URL(filePath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let article = try String(
+            contentsOf: root.appending(
+                path: "Sources/HeraldPostgres/HeraldPostgres.docc/AcrossProcessesWithPostgreSQL.md"),
+            encoding: .utf8)
+        let example = try String(
+            contentsOf: root.appending(path: "Examples/TwoTerminals/Instance.swift"), encoding: .utf8)
+        let blocks = article.components(separatedBy: "```swift\n").dropFirst().map {
+            String($0.prefix(upTo: $0.range(of: "```")?.lowerBound ?? $0.endIndex))
+        }
+        #expect(blocks == [example])
     }
 }

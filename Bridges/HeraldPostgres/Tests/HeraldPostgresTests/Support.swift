@@ -39,6 +39,10 @@ enum TestServer {
 
     static let logger = Logger(label: "HeraldPostgresTests")
 
+    /// Fast reconnection for the tests that break connections.
+    static let fastReconnection = PostgresLink.Reconnection(
+        initialDelay: .milliseconds(20), maximumDelay: .milliseconds(500))
+
     /// A plain connection, for messages that no link would send.
     static func rawConnection() async throws -> PostgresConnection {
         try await PostgresConnection.connect(configuration: try requireConfiguration(), id: 9_999, logger: logger)
@@ -111,13 +115,16 @@ struct Node {
 
     init(
         channel: String,
-        sharing types: [any WireNotification.Type] = [UserCreated.self, OrderPlaced.self, Barrier.self]
+        sharing types: [any WireNotification.Type] = [UserCreated.self, OrderPlaced.self, Barrier.self],
+        configuration: PostgresConnection.Configuration? = nil,
+        options: PostgresLink.Options = PostgresLink.Options()
     )
         async throws
     {
         let hub = self.hub
         link = try await PostgresLink.connect(
-            hub: hub, channel: channel, configuration: try TestServer.requireConfiguration())
+            hub: hub, channel: channel, configuration: try configuration ?? TestServer.requireConfiguration(),
+            options: options)
         let errors = self.errors
         link.errorHandler = { errors.append($0) }
         for type in types { link.share(type) }
@@ -135,5 +142,92 @@ struct Node {
     func barrier(to other: Node, id: Int = 1) async throws {
         hub.post(Barrier(id: id))
         try await waitUntil("barrier \(id)") { other.barriers.values.contains(Barrier(id: id)) }
+    }
+}
+
+/// The second cluster that `Scripts/postgres-test.sh` starts for the restart test, which stops and
+/// starts it midway: HERALD_PG_CTL, HERALD_PG_DATA, HERALD_PG_LOG, HERALD_PG_RUN_AS (the user to run
+/// pg_ctl as; empty for this user) and HERALD_PG_RESTART_PORT.
+enum RestartableServer {
+    static let environment = ProcessInfo.processInfo.environment
+
+    static let isConfigured = environment["HERALD_PG_CTL"] != nil && environment["HERALD_PG_DATA"] != nil
+
+    static let missing = """
+        no restartable PostgreSQL cluster configured: set HERALD_PG_CTL, HERALD_PG_DATA, HERALD_PG_LOG, \
+        HERALD_PG_RUN_AS and HERALD_PG_RESTART_PORT, or run Scripts/postgres-test.sh
+        """
+
+    static func configuration() throws -> PostgresConnection.Configuration {
+        var configuration = try TestServer.requireConfiguration()
+        let port = try #require(Int(environment["HERALD_PG_RESTART_PORT"] ?? ""), Comment(rawValue: missing))
+        configuration = PostgresConnection.Configuration(
+            host: environment["HERALD_PG_HOST"] ?? "127.0.0.1", port: port, username: configuration.username,
+            password: configuration.password, database: configuration.database, tls: .disable)
+        return configuration
+    }
+
+    /// Runs `pg_ctl -D <data> -w <arguments>`, as HERALD_PG_RUN_AS when set.
+    static func pgCtl(_ arguments: [String]) async throws {
+        let pgCtl = try #require(environment["HERALD_PG_CTL"], Comment(rawValue: missing))
+        let data = try #require(environment["HERALD_PG_DATA"], Comment(rawValue: missing))
+        var command = [pgCtl, "-D", data, "-w", "-t", "60"] + arguments
+        if let user = environment["HERALD_PG_RUN_AS"], !user.isEmpty {
+            command = ["/usr/sbin/runuser", "-u", user, "--"] + command
+        }
+        let status = try await Subprocess.spawn(command, output: "/dev/null").wait()
+        try #require(status == 0, "pg_ctl \(arguments.joined(separator: " ")) failed")
+    }
+
+    static func stop() async throws { try await pgCtl(["-m", "fast", "stop"]) }
+
+    static func start() async throws {
+        try await pgCtl(["-l", environment["HERALD_PG_LOG"] ?? "/dev/null", "start"])
+    }
+}
+
+/// A child process, started with `posix_spawn` and reaped with `waitpid`. (Foundation's
+/// `Process.waitUntilExit` was seen to hang inside a test's task on Linux, leaving the child a zombie.)
+struct Subprocess: Sendable {
+    let pid: pid_t
+
+    struct Failed: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// Starts `command` (an absolute path and its arguments), its standard output and error going to
+    /// the file at `output`, and its environment this process's.
+    static func spawn(_ command: [String], output: String) throws -> Subprocess {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        var argv: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, command[0], &actions, nil, &argv, environ)
+        guard result == 0 else { throw Failed(description: "posix_spawn \(command[0]): error \(result)") }
+        return Subprocess(pid: pid)
+    }
+
+    /// Waits for the process to end, polling so that no thread of the concurrency pool blocks, and
+    /// returns its exit status (or 128 + the signal that ended it).
+    func wait(timeout: Duration = .seconds(120)) async throws -> Int32 {
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        var status: Int32 = 0
+        while true {
+            let result = waitpid(pid, &status, WNOHANG)
+            if result == pid { break }
+            guard result == 0 else { throw Failed(description: "waitpid \(pid): errno \(errno)") }
+            guard clock.now < deadline else {
+                kill(pid, SIGKILL)
+                throw TimedOut(what: "process \(pid) to exit")
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        let signal = status & 0x7f
+        return signal == 0 ? (status >> 8) & 0xff : 128 + signal
     }
 }
