@@ -31,20 +31,29 @@ final class HubCore: Sendable {
 
     /// The bucket of `type`, created if needed. Call under the registry lock.
     func bucket<N: TypedNotification>(of type: N.Type, in state: inout Registry.State) -> Bucket<N> {
-        let key = ObjectIdentifier(type)
-        if let existing = state.buckets[key] {
-            return unsafeDowncast(existing, to: Bucket<N>.self)
+        state.types.withEntry(ObjectIdentifier(type)) { entry in
+            if let existing = entry.bucket {
+                return unsafeDowncast(existing, to: Bucket<N>.self)
+            }
+            let bucket = Bucket<N>()
+            entry.bucket = bucket
+            return bucket
         }
-        let bucket = Bucket<N>()
-        state.buckets[key] = bucket
-        return bucket
     }
 
     /// Makes `observer` visible to posts.
     func add<N: TypedNotification>(_ observer: Observer<N>) {
+        let key = ObjectIdentifier(N.self)
         let (replaced, change) = registry.state.withLock { state in
-            let replaced = bucket(of: N.self, in: &state).add(observer)
-            return (replaced, state.recordChange(of: ObjectIdentifier(N.self)))
+            // Not `bucket(of:in:)`: that asks the runtime for `Bucket<N>`'s metadata on every call,
+            // which was a tenth of a registration's cost.
+            let bucket = state.types.withEntry(key) { entry in
+                if let bucket = entry.bucket { return bucket }
+                let bucket = observer.makeBucket()
+                entry.bucket = bucket
+                return bucket
+            }
+            return (bucket.add(observer), state.recordChange(of: key))
         }
         registry.didChange(change)
         withExtendedLifetime(replaced) {}  // released here, outside the locks
@@ -58,18 +67,18 @@ final class HubCore: Sendable {
     /// `deinit`, and one that cancels another observation or posts needs them.
     func remove<N: TypedNotification>(_ observer: Observer<N>) {
         let key = ObjectIdentifier(N.self)
-        let (replaced, change) = registry.state.withLock { state -> (ObserverSnapshot?, Registry.Change?) in
-            guard let bucket = state.buckets[key] else { return (nil, nil) }
-            let replaced = bucket.remove(observer)
-            return (replaced, state.recordChange(of: key))
+        let (released, change) = registry.state.withLock {
+            state -> ((AnyObserver, ObserverSnapshot?)?, Registry.Change?) in
+            guard let released = state.bucket(key)?.remove(observer) else { return (nil, nil) }
+            return (released, state.recordChange(of: key))
         }
         if let change { registry.didChange(change) }
-        withExtendedLifetime(replaced) {}  // released here, outside the locks
+        withExtendedLifetime(released) {}  // released here, outside the locks
     }
 
     /// The current snapshot of `type`'s observers, read from the registry.
     func snapshot<N: TypedNotification>(of type: N.Type) -> ObserverSnapshot? {
-        registry.state.withLock { $0.buckets[ObjectIdentifier(type)]?.snapshot }
+        registry.state.withLock { $0.bucket(ObjectIdentifier(type))?.snapshot() }
     }
 
     /// The live observers of `type`, in registration order (posting-thread observers first).
@@ -85,12 +94,9 @@ final class HubCore: Sendable {
     /// Drops every registration and retained value; used when the hub is deallocated.
     func removeAll() {
         let released = registry.state.withLock { state -> [any Sendable] in
-            defer {
-                state.buckets = [:]
-                state.cachedShards = [:]
-            }
+            defer { state.types = TypeTable() }
             state.generation += 1
-            return state.buckets.values.flatMap { $0.removeAll() }
+            return state.types.buckets.flatMap { $0.removeAll() }
         }
         registry.clearShards()
         withExtendedLifetime(released) {}  // released here, outside the locks

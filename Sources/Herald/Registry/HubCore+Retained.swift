@@ -21,7 +21,7 @@ extension HubCore {
         let (snapshot, released) = registry.state.withLock { state -> (ObserverSnapshot?, [N]) in
             let bucket = bucket(of: N.self, in: &state)
             let released = bucket.retained.store(value, subject: subject)
-            return (bucket.snapshot, released)
+            return (bucket.snapshot(), released)
         }
         withExtendedLifetime(released) {}  // released here, outside the lock
         return snapshot
@@ -30,7 +30,7 @@ extension HubCore {
     /// The value of `type` retained for `subject`.
     func retainedValue<N: TypedNotification>(of type: N.Type, subject: AnyObject?) -> N? {
         registry.state.withLock { state -> N? in
-            guard let bucket = state.buckets[ObjectIdentifier(type)] else { return nil }
+            guard let bucket = state.bucket(ObjectIdentifier(type)) else { return nil }
             return unsafeDowncast(bucket, to: Bucket<N>.self).retained.value(for: subject)
         }
     }
@@ -38,7 +38,7 @@ extension HubCore {
     /// Removes the value of `type` retained for `subject` and returns it.
     func removeRetainedValue<N: TypedNotification>(of type: N.Type, subject: AnyObject?) -> N? {
         let (value, released) = registry.state.withLock { state -> (N?, N?) in
-            guard let bucket = state.buckets[ObjectIdentifier(type)] else { return (nil, nil) }
+            guard let bucket = state.bucket(ObjectIdentifier(type)) else { return (nil, nil) }
             return unsafeDowncast(bucket, to: Bucket<N>.self).retained.remove(for: subject)
         }
         withExtendedLifetime(released) {}  // released here, outside the lock
@@ -48,7 +48,7 @@ extension HubCore {
     /// Removes every retained value of `type`; returns how many there were.
     func removeAllRetainedValues<N: TypedNotification>(of type: N.Type) -> Int {
         let (count, released) = registry.state.withLock { state -> (Int, [N]) in
-            guard let bucket = state.buckets[ObjectIdentifier(type)] else { return (0, []) }
+            guard let bucket = state.bucket(ObjectIdentifier(type)) else { return (0, []) }
             return unsafeDowncast(bucket, to: Bucket<N>.self).retained.removeAll()
         }
         withExtendedLifetime(released) {}  // released here, outside the lock

@@ -12,6 +12,15 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
     private let cancelled = Atomic<Bool>(false)
     /// `Flags` bits.
     let flags: UInt8
+    /// The observer's index in its bucket's list, or -1; touched only under the registry lock.
+    @exclusivity(unchecked) private var slot: Int32 = -1
+
+    /// The observer's index in its bucket's list (see ``ObserverList``), or -1 when it is not in
+    /// one. Read and written only under the registry lock.
+    final var registrySlot: Int {
+        get { Int(slot) }
+        set { slot = Int32(truncatingIfNeeded: newValue) }
+    }
 
     enum Flags {
         static let hasFilters: UInt8 = 1 << 0
@@ -110,6 +119,9 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
     /// Where the handler runs.
     var target: DeliveryTarget { .posting }
 
+    /// A new, empty bucket for the observer's notification type.
+    func makeBucket() -> AnyBucket { AnyBucket() }
+
     /// The thread draining the lane right now, or 0.
     var drainerThread: UInt { 0 }
 
@@ -165,6 +177,8 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
 
     /// Where the handler runs.
     override var target: DeliveryTarget { extras?.target ?? .posting }
+
+    override func makeBucket() -> AnyBucket { Bucket<N>() }
     /// The `from:` subject and `owner:`, if any.
     var filters: Filters? { extras?.filters }
     /// The mailbox, for an observer on an asynchronous target.

@@ -8,84 +8,6 @@ import Musl
 #error("Herald supports Darwin, Glibc and Musl platforms")
 #endif
 
-/// The registrations of one notification type, and its retained values. Touched only under the
-/// registry lock.
-class AnyBucket: @unchecked Sendable {  // Mutated only under `Registry.state`'s lock.
-    // Only touched under the registry lock, so the exclusivity checks are left out.
-    /// Observers with a lane or a stream, in registration order.
-    @exclusivity(unchecked) var queued: ContiguousArray<AnyObserver> = []
-    /// Posting-thread observers, in registration order.
-    @exclusivity(unchecked) var posting: ContiguousArray<AnyObserver> = []
-    /// The snapshot that posts scan; replaced on every change.
-    @exclusivity(unchecked) var snapshot: ObserverSnapshot?
-
-    /// Adds `observer` at the end of its list and publishes a new snapshot.
-    ///
-    /// - Returns: The snapshot it replaces, to release once the lock is no longer held.
-    func add(_ observer: AnyObserver) -> ObserverSnapshot? {
-        if observer.isPosting {
-            posting.append(observer)
-        } else {
-            queued.append(observer)
-        }
-        return republish()
-    }
-
-    /// Takes `observer` out of its list and publishes a new snapshot.
-    ///
-    /// The old snapshot still holds the observer, so the observer (and whatever its handler
-    /// captures) is released with the returned snapshot, after the lock, never under it.
-    ///
-    /// - Returns: The snapshot it replaces, to release once the lock is no longer held.
-    /// - Complexity: O(*n*) in the observers of this type.
-    func remove(_ observer: AnyObserver) -> ObserverSnapshot? {
-        if observer.isPosting {
-            guard let index = posting.firstIndex(where: { $0 === observer }) else { return nil }
-            posting.remove(at: index)
-        } else {
-            guard let index = queued.firstIndex(where: { $0 === observer }) else { return nil }
-            queued.remove(at: index)
-        }
-        return republish()
-    }
-
-    private func republish() -> ObserverSnapshot? {
-        let old = snapshot
-        snapshot = queued.isEmpty && posting.isEmpty ? nil : ObserverSnapshot(queued: queued, posting: posting)
-        return old
-    }
-
-    /// Drops every registration and retained value.
-    ///
-    /// - Returns: What the bucket held, to release once the lock is no longer held.
-    func removeAll() -> [any Sendable] {
-        defer {
-            queued = []
-            posting = []
-            snapshot = nil
-        }
-        return [Box(queued), Box(posting), snapshot]
-    }
-}
-
-/// The bucket of notification type `N`.
-final class Bucket<N: TypedNotification>: AnyBucket, @unchecked Sendable {  // See AnyBucket.
-    /// The retained (sticky) values of this type, per subject. They outlive the observers.
-    var retained = RetainedValues<N>()
-
-    override func removeAll() -> [any Sendable] {
-        let values = retained
-        retained = RetainedValues<N>()
-        return super.removeAll() + [Box(values)]
-    }
-}
-
-/// A value carried out of a lock as an object, to be released after it.
-final class Box<Value>: @unchecked Sendable {  // Only moved out of a lock and dropped, never read.
-    let value: Value
-    init(_ value: Value) { self.value = value }
-}
-
 /// The registry of a hub: one bucket per notification type, behind one lock, and the snapshots
 /// that posts read, cached per thread group.
 ///
@@ -97,24 +19,34 @@ final class Box<Value>: @unchecked Sendable {  // Only moved out of a lock and d
 /// fills its entry from the registry.
 ///
 /// ## Registrations
-/// A registration or cancellation changes its bucket and publishes a new snapshot under the
-/// registry lock, then clears the type's entry in every shard, before it returns. Each change has
-/// a generation number, so a post that read the registry before a change cannot store its older
-/// snapshot in a shard after the change cleared it. Everything replaced (snapshots, and with them
-/// observers and their handlers) is released after unlocking.
+/// A registration or cancellation changes its bucket's lists under the registry lock and drops
+/// the bucket's snapshot, then clears the type's entry in every shard that may cache it, before it
+/// returns. The next post of the type builds a new snapshot. Each change has a generation number,
+/// so a post that read the registry before a change cannot store its older snapshot in a shard
+/// after the change cleared it. Everything replaced (snapshots, and with them observers and their
+/// handlers) is released after unlocking.
 final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after init.
     struct State: Sendable {
-        var buckets: [ObjectIdentifier: AnyBucket] = [:]
+        /// Per notification type: its bucket, and the shards that may cache a snapshot of it.
+        var types = TypeTable()
         /// Incremented by every change of any bucket's observers.
         var generation: UInt64 = 0
-        /// Per type, the shards that may cache a snapshot of it (one bit per shard).
-        var cachedShards: [ObjectIdentifier: UInt64] = [:]
+
+        /// The bucket of the type whose identity is `key`, if it has one.
+        @inline(__always)
+        func bucket(_ key: ObjectIdentifier) -> AnyBucket? {
+            types.lookup(key)?.bucket
+        }
 
         /// Numbers a change of `key`'s observers; the caller passes it to ``Registry/didChange(_:)``
         /// once the lock is released.
         mutating func recordChange(of key: ObjectIdentifier) -> Change {
             generation += 1
-            return Change(key: key, generation: generation, shards: cachedShards.removeValue(forKey: key) ?? 0)
+            let shards = types.withEntry(key) { entry in
+                defer { entry.cachedShards = 0 }
+                return entry.cachedShards
+            }
+            return Change(key: key, generation: generation, shards: shards)
         }
     }
 
@@ -160,14 +92,16 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
     @inline(never)
     private func fill(_ index: Int, _ key: ObjectIdentifier) -> ObserverSnapshot? {
         let shard = shards[index]
-        let (generation, current) = state.withLock { state in
-            state.cachedShards[key, default: 0] |= 1 << UInt64(index)
-            return (state.generation, state.buckets[key]?.snapshot)
+        let (generation, snapshot) = state.withLock { state in
+            let bucket = state.types.withEntry(key) { entry in
+                entry.cachedShards |= 1 << UInt64(index)
+                return entry.bucket
+            }
+            return (state.generation, bucket?.snapshotForShard())
         }
-        let copy = current?.copy()
-        let replaced = shard.table.withLock { $0.store(copy, for: key, generation: generation) }
+        let replaced = shard.table.withLock { $0.store(snapshot, for: key, generation: generation) }
         withExtendedLifetime(replaced) {}  // released here, after the lock
-        return current
+        return snapshot
     }
 
     /// Clears the cached snapshots of a changed type in the shards that may hold one. Call without
@@ -208,6 +142,62 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
 /// One post shard: a table from notification type to snapshot, behind its own lock.
 final class PostShard: Sendable {
     let table = Lock(SnapshotTable())
+}
+
+/// The registry's table from notification type to its bucket and the shards that may cache it.
+/// Open addressing over the type's identity, as in ``SnapshotTable``: cheaper than a `Dictionary`,
+/// whose hashing dominated a registration. Entries are never removed, only emptied.
+struct TypeTable: @unchecked Sendable {  // Lives behind the registry lock.
+    struct Entry {
+        var key: UInt = 0
+        var bucket: AnyBucket?
+        /// The shards that may cache a snapshot of the type (one bit per shard).
+        var cachedShards: UInt64 = 0
+    }
+
+    private var entries = ContiguousArray<Entry>(repeating: Entry(), count: 16)
+    private var count = 0
+
+    @inline(__always)
+    private func find(_ key: UInt) -> Int {
+        let mask = entries.count - 1
+        let shift = UInt(UInt.bitWidth - entries.count.trailingZeroBitCount)
+        var index = Int(truncatingIfNeeded: (key &* 0x9E37_79B9_7F4A_7C15) >> shift)
+        while true {
+            let found = entries[index].key
+            if found == key || found == 0 { return index }
+            index = (index + 1) & mask
+        }
+    }
+
+    /// The entry of `key`, if it has one.
+    @inline(__always)
+    func lookup(_ key: ObjectIdentifier) -> Entry? {
+        let entry = entries[find(UInt(bitPattern: key))]
+        return entry.key == 0 ? nil : entry
+    }
+
+    /// Runs `body` on the entry of `key`, inserted if needed.
+    mutating func withEntry<R>(_ key: ObjectIdentifier, _ body: (inout Entry) -> R) -> R {
+        let raw = UInt(bitPattern: key)
+        var index = find(raw)
+        if entries[index].key != raw {
+            if (count + 1) * 2 > entries.count {
+                let old = entries
+                entries = ContiguousArray(repeating: Entry(), count: old.count * 2)
+                for entry in old where entry.key != 0 {
+                    entries[find(entry.key)] = entry
+                }
+                index = find(raw)
+            }
+            entries[index].key = raw
+            count += 1
+        }
+        return body(&entries[index])
+    }
+
+    /// Every bucket.
+    var buckets: [AnyBucket] { entries.compactMap(\.bucket) }
 }
 
 /// A table from notification type to the snapshot a shard caches, with the generation of the

@@ -17,21 +17,62 @@ struct SourceLocation: Sendable, Hashable {
     /// Every registration site seen so far, so that an observer stores a 4-byte index instead of
     /// a 24-byte location. The table grows with the number of distinct `observe` call sites in
     /// the program, not with the number of observers.
-    private static let sites = Lock<(indices: [SourceLocation: UInt32], locations: [SourceLocation])>(([:], []))
+    private static let sites = Lock(SiteTable())
 
     /// The index of `self` in the table of registration sites.
     var siteIndex: UInt32 {
-        Self.sites.withLock { sites in
-            if let index = sites.indices[self] { return index }
-            let index = UInt32(sites.locations.count)
-            sites.locations.append(self)
-            sites.indices[self] = index
-            return index
-        }
+        Self.sites.withLock { $0.index(of: self) }
     }
 
     /// The registration site with index `index`.
     static func site(_ index: UInt32) -> SourceLocation {
         sites.withLock { $0.locations[Int(index)] }
+    }
+}
+
+/// The registration sites, numbered in the order they were first seen, with an open-addressing
+/// index over the literal's address and line: cheaper than a `Dictionary`, whose hashing was a
+/// tenth of a registration's cost.
+struct SiteTable: @unchecked Sendable {  // Lives behind a lock; `StaticString` literals are immortal.
+    private(set) var locations: [SourceLocation] = []
+    /// Index + 1 into `locations`, or 0 for an empty slot.
+    private var slots = [UInt32](repeating: 0, count: 64)
+
+    private func key(_ location: SourceLocation) -> UInt {
+        UInt(bitPattern: location.fileID.utf8Start) &+ UInt(location.line) &* 0x1_0000_0001
+    }
+
+    private func firstSlot(_ location: SourceLocation) -> Int {
+        let shift = UInt(UInt.bitWidth - slots.count.trailingZeroBitCount)
+        return Int(truncatingIfNeeded: (key(location) &* 0x9E37_79B9_7F4A_7C15) >> shift)
+    }
+
+    /// The index of `location`, numbered now if it is new.
+    mutating func index(of location: SourceLocation) -> UInt32 {
+        let mask = slots.count - 1
+        var slot = firstSlot(location)
+        while slots[slot] != 0 {
+            let index = slots[slot] - 1
+            if locations[Int(index)] == location { return index }
+            slot = (slot + 1) & mask
+        }
+        let index = UInt32(locations.count)
+        locations.append(location)
+        if locations.count * 2 > slots.count {
+            rehash()
+        } else {
+            slots[slot] = index + 1
+        }
+        return index
+    }
+
+    private mutating func rehash() {
+        slots = [UInt32](repeating: 0, count: slots.count * 2)
+        let mask = slots.count - 1
+        for (index, location) in locations.enumerated() {
+            var slot = firstSlot(location)
+            while slots[slot] != 0 { slot = (slot + 1) & mask }
+            slots[slot] = UInt32(index) + 1
+        }
     }
 }
