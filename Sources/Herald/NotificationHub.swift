@@ -240,7 +240,10 @@ public final class NotificationHub: Sendable {
         handler: Handler<N>
     ) -> ObservationToken {
         let filters = subject == nil && owner == nil ? nil : Filters(subject: subject, owner: owner)
-        let observer = Observer<N>(
+        // The class comes from the notification type's own conformance: `Observer<N>(…)` here,
+        // where `N` is not known, would ask the runtime for the class on every registration.
+        let observerClass = unsafeBitCast(N._heraldObserverClass, to: Observer<N>.Type.self)
+        let observer = observerClass.init(
             core: core, target: target, filters: filters,
             location: SourceLocation(fileID: fileID, line: UInt32(clamping: line)), handler: handler
         )

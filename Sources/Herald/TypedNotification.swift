@@ -14,19 +14,34 @@
 /// Because the value is `Sendable`, it can be handed to observers on any thread, queue or actor
 /// without copying it into a dictionary.
 public protocol TypedNotification: Sendable {
-    /// Not API: calls `handler` with the notification at `payload`.
+    /// Not API: `handler`, as a function of the notification's address.
     ///
     /// Herald calls handlers from code that does not know the notification type. This requirement
     /// has a default implementation that is compiled where your type conforms, for your type, so
-    /// that the call passes the notification straight to the handler instead of copying it
-    /// through the type's value witnesses. Do not implement it.
-    static func _heraldCall(_ handler: (Self) throws -> Void, with payload: UnsafeRawPointer) rethrows
+    /// that a post passes the notification straight to the handler instead of copying it through
+    /// the type's value witnesses, with one call between them. Do not implement it.
+    static func _heraldErase(
+        _ handler: @escaping @Sendable (Self) throws -> Void
+    ) -> @Sendable (UnsafeRawPointer) throws -> Void
+
+    /// Not API: the class of Herald's observers of this type.
+    ///
+    /// Like ``_heraldCall(_:with:)``, its default implementation is compiled where your type
+    /// conforms, so that registering an observer finds the class in a cache of your module's
+    /// instead of asking the runtime to look it up. Do not implement it.
+    static var _heraldObserverClass: AnyClass { get }
 }
 
 extension TypedNotification {
     /// Not API: see the requirement.
     @inlinable
-    public static func _heraldCall(_ handler: (Self) throws -> Void, with payload: UnsafeRawPointer) rethrows {
-        try handler(payload.assumingMemoryBound(to: Self.self).pointee)
+    public static func _heraldErase(
+        _ handler: @escaping @Sendable (Self) throws -> Void
+    ) -> @Sendable (UnsafeRawPointer) throws -> Void {
+        { payload in try handler(payload.assumingMemoryBound(to: Self.self).pointee) }
     }
+
+    /// Not API: see the requirement.
+    @inlinable
+    public static var _heraldObserverClass: AnyClass { Observer<Self>.self }
 }

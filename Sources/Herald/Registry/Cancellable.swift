@@ -2,6 +2,7 @@
 ///
 /// A class without stored properties rather than a protocol, so that a token holds one pointer
 /// instead of an existential.
+@usableFromInline
 class Cancellable: @unchecked Sendable {  // No state of its own; subclasses make their own choice.
     /// Ends the registration. Calling it again does nothing.
     func cancel() {}

@@ -5,6 +5,7 @@ import Synchronization
 /// Posts scan snapshots of `AnyObserver` (see ``ObserverSnapshot``) with code that is not generic,
 /// so an unspecialised post asks the runtime for no generic metadata. Only the final step, handing
 /// the notification to the handler, lane or stream, is a call into the generic ``Observer``.
+@usableFromInline
 class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the atomic flag.
     let core: HubCore
     /// The index of the registration site (see ``SourceLocation/site(_:)``).
@@ -12,6 +13,9 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
     private let cancelled = Atomic<Bool>(false)
     /// `Flags` bits.
     let flags: UInt8
+    /// The plain handler, called with the notification's address (see
+    /// ``TypedNotification/_heraldErase(_:)``); does nothing for a contextual handler or a stream.
+    final let call: @Sendable (UnsafeRawPointer) throws -> Void
     /// The observer's index in its bucket's list, or -1; touched only under the registry lock.
     @exclusivity(unchecked) private var slot: Int32 = -1
 
@@ -30,8 +34,9 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
         static let isStream: UInt8 = 1 << 4
     }
 
-    init(core: HubCore, location: SourceLocation, flags: UInt8) {
+    init(core: HubCore, location: SourceLocation, flags: UInt8, call: @escaping @Sendable (UnsafeRawPointer) throws -> Void) {
         self.core = core
+        self.call = call
         self.site = location.siteIndex
         self.flags = flags
     }
@@ -100,7 +105,23 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
 
     /// Calls the handler with the notification at `payload`, on the calling thread; a failure is
     /// reported to the hub's error handler.
-    func deliver(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) {}
+    @inline(__always)
+    final func deliver(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) {
+        guard flags & Flags.isContextual == 0 else {
+            return deliverContextual(payload, subjectID: subjectID)
+        }
+        do {
+            try call(payload)
+        } catch {
+            reportError(error)
+        }
+    }
+
+    /// ``deliver(_:subjectID:)`` for a contextual handler; kept out of the plain path.
+    func deliverContextual(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) {}
+
+    /// Reports a handler's error to the hub's error handler.
+    func reportError(_ error: any Error) {}
 
     /// Calls the handler like ``deliver(_:subjectID:)`` and returns the failure, if any.
     func deliverReporting(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) -> ObserverFailure? { nil }
@@ -138,9 +159,8 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
 
 /// One registration: a handler and, for asynchronous targets, filters or a contextual handler,
 /// a ``Lane``; or the feed of a ``NotificationSequence``.
+@usableFromInline
 final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  // Immutable; see AnyObserver.
-    /// The handler; unused when `extras` holds a contextual one, or for a stream.
-    private let handler: @Sendable (N) throws -> Void
     /// Target, filters, contextual handler and mailbox; `nil` for a plain posting-thread observer.
     private let extras: Lane<N>?
     /// The buffer of the ``NotificationSequence`` this observer feeds, if it feeds one.
@@ -151,28 +171,28 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         if filters != nil { flags |= Flags.hasFilters }
         if filters?.hasOwner == true { flags |= Flags.hasOwner }
         if target.isPosting { flags |= Flags.isPosting }
+        let call: @Sendable (UnsafeRawPointer) throws -> Void
         switch handler {
         case .plain(let body):
-            self.handler = body
+            call = N._heraldErase(body)
             self.extras =
                 target.isPosting && filters == nil ? nil : Lane(target: target, filters: filters, contextual: nil)
         case .contextual(let body):
             flags |= Flags.isContextual
-            self.handler = { _ in }
+            call = { _ in }
             self.extras = Lane(target: target, filters: filters, contextual: body)
         }
         self.stream = nil
-        super.init(core: core, location: location, flags: flags)
+        super.init(core: core, location: location, flags: flags, call: call)
     }
 
     /// An observer that feeds `stream`, on the posting thread.
     init(core: HubCore, stream: NotificationSequence<N>.Storage, filters: Filters?, location: SourceLocation) {
         var flags = Flags.isStream
         if filters != nil { flags |= Flags.hasFilters }
-        self.handler = { _ in }
         self.extras = filters.map { Lane(target: .posting, filters: $0, contextual: nil) }
         self.stream = stream
-        super.init(core: core, location: location, flags: flags)
+        super.init(core: core, location: location, flags: flags, call: { _ in })
     }
 
     /// Where the handler runs.
@@ -220,21 +240,12 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         }
     }
 
-    override func deliver(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) {
-        guard flags & Flags.isContextual == 0 else {
-            return deliverContextual(payload, subjectID: subjectID)
-        }
-        do {
-            try N._heraldCall(handler, with: payload)
-        } catch {
-            report(error)
-        }
+    override func deliverContextual(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) {
+        _ = invoke(payload.assumingMemoryBound(to: N.self).pointee, subjectID: subjectID)
     }
 
-    /// ``deliver(_:subjectID:)`` for a contextual handler; kept out of the plain path.
-    @inline(never)
-    private func deliverContextual(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) {
-        _ = invoke(payload.assumingMemoryBound(to: N.self).pointee, subjectID: subjectID)
+    override func reportError(_ error: any Error) {
+        report(error)
     }
 
     override func deliverReporting(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) -> ObserverFailure? {
@@ -270,7 +281,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
             if let contextual = extras?.contextual {
                 try contextual(notification, DeliveryContext(subjectID: subjectID, target: target))
             } else {
-                try handler(notification)
+                try withUnsafePointer(to: notification) { try call($0) }
             }
             return nil
         } catch {
@@ -384,7 +395,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         if group == nil && isPlain {
             // The common case: the handler reads the notification where it lies in the batch.
             if !isCancelled {
-                do { try N._heraldCall(handler, with: payload) } catch { report(error) }
+                do { try call(payload) } catch { report(error) }
             }
             if !_isPOD(N.self) { payload.deinitialize(count: 1) }
             return
