@@ -14,15 +14,13 @@
 /// Because the value is `Sendable`, it can be handed to observers on any thread, queue or actor
 /// without copying it into a dictionary.
 public protocol TypedNotification: Sendable {
-    /// Not API: `handler`, as a function of the notification's address.
+    /// Not API: calls `handler` with the notification at `payload`.
     ///
     /// Herald calls handlers from code that does not know the notification type. This requirement
     /// has a default implementation that is compiled where your type conforms, for your type, so
-    /// that a post passes the notification straight to the handler instead of copying it through
-    /// the type's value witnesses, with one call between them. Do not implement it.
-    static func _heraldErase(
-        _ handler: @escaping @Sendable (Self) throws -> Void
-    ) -> @Sendable (UnsafeRawPointer) throws -> Void
+    /// that the call passes the notification straight to the handler instead of copying it
+    /// through the type's value witnesses. Do not implement it.
+    static func _heraldCall(_ handler: (Self) throws -> Void, with payload: UnsafeRawPointer) rethrows
 
     /// Not API: the class of Herald's observers of this type.
     ///
@@ -35,10 +33,8 @@ public protocol TypedNotification: Sendable {
 extension TypedNotification {
     /// Not API: see the requirement.
     @inlinable
-    public static func _heraldErase(
-        _ handler: @escaping @Sendable (Self) throws -> Void
-    ) -> @Sendable (UnsafeRawPointer) throws -> Void {
-        { payload in try handler(payload.assumingMemoryBound(to: Self.self).pointee) }
+    public static func _heraldCall(_ handler: (Self) throws -> Void, with payload: UnsafeRawPointer) rethrows {
+        try handler(payload.assumingMemoryBound(to: Self.self).pointee)
     }
 
     /// Not API: see the requirement.

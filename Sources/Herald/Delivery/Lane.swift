@@ -13,6 +13,9 @@ final class Lane<N: TypedNotification>: Sendable {
     let target: DeliveryTarget
     let filters: Filters?
     let contextual: (@Sendable (N, DeliveryContext) throws -> Void)?
+    /// The buffer of the ``NotificationSequence`` a stream observer feeds; the rest of the lane is
+    /// unused then.
+    let stream: NotificationSequence<N>.Storage?
     /// The layout of one queued item of type `N`.
     let layout = ItemQueue.Layout(of: N.self)
 
@@ -20,7 +23,11 @@ final class Lane<N: TypedNotification>: Sendable {
     /// The number of waiters in `mailbox.helpers`, read without the lock by ``helpers``.
     private let helperCount = Atomic<Int>(0)
 
-    init(target: DeliveryTarget, filters: Filters?, contextual: (@Sendable (N, DeliveryContext) throws -> Void)?) {
+    init(
+        target: DeliveryTarget, filters: Filters?, contextual: (@Sendable (N, DeliveryContext) throws -> Void)?,
+        stream: NotificationSequence<N>.Storage? = nil
+    ) {
+        self.stream = stream
         self.target = target
         self.filters = filters
         self.contextual = contextual

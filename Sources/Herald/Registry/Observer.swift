@@ -6,24 +6,35 @@ import Synchronization
 /// so an unspecialised post asks the runtime for no generic metadata. Only the final step, handing
 /// the notification to the handler, lane or stream, is a call into the generic ``Observer``.
 @usableFromInline
-class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the atomic flag.
+class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the atomic state.
+    // An observer is the largest block a registration allocates, so its fields are packed: the
+    // whole object is 56 bytes, which the allocator serves from its 64-byte size class.
     let core: HubCore
-    /// The index of the registration site (see ``SourceLocation/site(_:)``).
-    private let site: UInt32
-    private let cancelled = Atomic<Bool>(false)
+    /// The index of the registration site (see ``SourceLocation/site(_:)``) above the `Flags` bits.
+    private let siteAndFlags: UInt32
+    /// Bit 0: cancelled. Bits 1...31: the observer's index in its bucket's list, plus one; 0 when
+    /// it is in none. The index is written only under the registry lock; the flag only by
+    /// ``markCancelled()``.
+    private let state = Atomic<UInt32>(0)
+
     /// `Flags` bits.
-    let flags: UInt8
-    /// The plain handler, called with the notification's address (see
-    /// ``TypedNotification/_heraldErase(_:)``); does nothing for a contextual handler or a stream.
-    final let call: @Sendable (UnsafeRawPointer) throws -> Void
-    /// The observer's index in its bucket's list, or -1; touched only under the registry lock.
-    @exclusivity(unchecked) private var slot: Int32 = -1
+    @inline(__always)
+    final var flags: UInt8 { UInt8(truncatingIfNeeded: siteAndFlags) }
 
     /// The observer's index in its bucket's list (see ``ObserverList``), or -1 when it is not in
     /// one. Read and written only under the registry lock.
     final var registrySlot: Int {
-        get { Int(slot) }
-        set { slot = Int32(truncatingIfNeeded: newValue) }
+        get { Int(state.load(ordering: .relaxed) >> 1) - 1 }
+        set {
+            let encoded = newValue >= 0 && newValue < Int(UInt32.max >> 1) ? UInt32(newValue + 1) << 1 : 0
+            var current = state.load(ordering: .relaxed)
+            while true {
+                let (exchanged, found) = state.compareExchange(
+                    expected: current, desired: (current & 1) | encoded, ordering: .relaxed)
+                if exchanged { return }
+                current = found
+            }
+        }
     }
 
     enum Flags {
@@ -34,15 +45,13 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
         static let isStream: UInt8 = 1 << 4
     }
 
-    init(core: HubCore, location: SourceLocation, flags: UInt8, call: @escaping @Sendable (UnsafeRawPointer) throws -> Void) {
+    init(core: HubCore, location: SourceLocation, flags: UInt8) {
         self.core = core
-        self.call = call
-        self.site = location.siteIndex
-        self.flags = flags
+        self.siteAndFlags = location.siteIndex << 8 | UInt32(flags)
     }
 
     /// Where the observer was registered.
-    var location: SourceLocation { SourceLocation.site(site) }
+    var location: SourceLocation { SourceLocation.site(siteAndFlags >> 8) }
 
     override var cancelsWithToken: Bool { flags & Flags.hasOwner == 0 }
 
@@ -57,10 +66,10 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
     // MARK: Cancellation
 
     /// Whether ``cancel()`` has run, without checking the owner or subject.
-    var isCancelledFlag: Bool { cancelled.load(ordering: .acquiring) }
+    var isCancelledFlag: Bool { state.load(ordering: .acquiring) & 1 != 0 }
 
     override var isCancelled: Bool {
-        if cancelled.load(ordering: .acquiring) { return true }
+        if isCancelledFlag { return true }
         if flags & Flags.hasFilters != 0, filtersAreDead {
             cancel()
             return true
@@ -77,7 +86,7 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
 
     /// Sets the cancelled flag; returns `false` if it was already set.
     final func markCancelled() -> Bool {
-        !cancelled.exchange(true, ordering: .acquiringAndReleasing)
+        state.bitwiseOr(1, ordering: .acquiringAndReleasing).oldValue & 1 == 0
     }
 
     /// Removes the registration from the registry and drops what is queued for it.
@@ -92,7 +101,7 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
     /// Whether a post with `subject` should reach this observer right now.
     @inline(__always)
     final func accepts(_ subject: AnyObject?) -> Bool {
-        if cancelled.load(ordering: .acquiring) { return false }
+        if isCancelledFlag { return false }
         if flags & Flags.hasFilters == 0 { return true }
         if filtersAreDead {
             cancel()
@@ -105,23 +114,7 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
 
     /// Calls the handler with the notification at `payload`, on the calling thread; a failure is
     /// reported to the hub's error handler.
-    @inline(__always)
-    final func deliver(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) {
-        guard flags & Flags.isContextual == 0 else {
-            return deliverContextual(payload, subjectID: subjectID)
-        }
-        do {
-            try call(payload)
-        } catch {
-            reportError(error)
-        }
-    }
-
-    /// ``deliver(_:subjectID:)`` for a contextual handler; kept out of the plain path.
-    func deliverContextual(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) {}
-
-    /// Reports a handler's error to the hub's error handler.
-    func reportError(_ error: any Error) {}
+    func deliver(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) {}
 
     /// Calls the handler like ``deliver(_:subjectID:)`` and returns the failure, if any.
     func deliverReporting(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) -> ObserverFailure? { nil }
@@ -161,38 +154,40 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
 /// a ``Lane``; or the feed of a ``NotificationSequence``.
 @usableFromInline
 final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  // Immutable; see AnyObserver.
+    /// The handler; unused when `extras` holds a contextual one, or for a stream.
+    private let handler: @Sendable (N) throws -> Void
     /// Target, filters, contextual handler and mailbox; `nil` for a plain posting-thread observer.
     private let extras: Lane<N>?
     /// The buffer of the ``NotificationSequence`` this observer feeds, if it feeds one.
-    let stream: NotificationSequence<N>.Storage?
+    var stream: NotificationSequence<N>.Storage? {
+        flags & Flags.isStream == 0 ? nil : extras?.stream
+    }
 
     init(core: HubCore, target: DeliveryTarget, filters: Filters?, location: SourceLocation, handler: Handler<N>) {
         var flags: UInt8 = 0
         if filters != nil { flags |= Flags.hasFilters }
         if filters?.hasOwner == true { flags |= Flags.hasOwner }
         if target.isPosting { flags |= Flags.isPosting }
-        let call: @Sendable (UnsafeRawPointer) throws -> Void
         switch handler {
         case .plain(let body):
-            call = N._heraldErase(body)
+            self.handler = body
             self.extras =
                 target.isPosting && filters == nil ? nil : Lane(target: target, filters: filters, contextual: nil)
         case .contextual(let body):
             flags |= Flags.isContextual
-            call = { _ in }
+            self.handler = { _ in }
             self.extras = Lane(target: target, filters: filters, contextual: body)
         }
-        self.stream = nil
-        super.init(core: core, location: location, flags: flags, call: call)
+        super.init(core: core, location: location, flags: flags)
     }
 
     /// An observer that feeds `stream`, on the posting thread.
     init(core: HubCore, stream: NotificationSequence<N>.Storage, filters: Filters?, location: SourceLocation) {
         var flags = Flags.isStream
         if filters != nil { flags |= Flags.hasFilters }
-        self.extras = filters.map { Lane(target: .posting, filters: $0, contextual: nil) }
-        self.stream = stream
-        super.init(core: core, location: location, flags: flags, call: { _ in })
+        self.handler = { _ in }
+        self.extras = Lane(target: .posting, filters: filters, contextual: nil, stream: stream)
+        super.init(core: core, location: location, flags: flags)
     }
 
     /// Where the handler runs.
@@ -240,12 +235,21 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         }
     }
 
-    override func deliverContextual(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) {
-        _ = invoke(payload.assumingMemoryBound(to: N.self).pointee, subjectID: subjectID)
+    override func deliver(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) {
+        guard flags & Flags.isContextual == 0 else {
+            return deliverContextual(payload, subjectID: subjectID)
+        }
+        do {
+            try N._heraldCall(handler, with: payload)
+        } catch {
+            report(error)
+        }
     }
 
-    override func reportError(_ error: any Error) {
-        report(error)
+    /// ``deliver(_:subjectID:)`` for a contextual handler; kept out of the plain path.
+    @inline(never)
+    private func deliverContextual(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) {
+        _ = invoke(payload.assumingMemoryBound(to: N.self).pointee, subjectID: subjectID)
     }
 
     override func deliverReporting(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) -> ObserverFailure? {
@@ -281,7 +285,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
             if let contextual = extras?.contextual {
                 try contextual(notification, DeliveryContext(subjectID: subjectID, target: target))
             } else {
-                try withUnsafePointer(to: notification) { try call($0) }
+                try handler(notification)
             }
             return nil
         } catch {
@@ -395,7 +399,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         if group == nil && isPlain {
             // The common case: the handler reads the notification where it lies in the batch.
             if !isCancelled {
-                do { try call(payload) } catch { report(error) }
+                do { try N._heraldCall(handler, with: payload) } catch { report(error) }
             }
             if !_isPOD(N.self) { payload.deinitialize(count: 1) }
             return
