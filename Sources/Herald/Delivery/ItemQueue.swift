@@ -7,104 +7,154 @@
 /// witnesses (see ``Lane``).
 ///
 /// Each item is a 16-byte header followed by the payload:
-/// `[subject identity or 0][retained WaitGroup or 0][payload, aligned]`. The live items are
-/// `head..<count`; taking items from the front advances `head`, and the buffer is compacted when
-/// it grows.
+/// `[subject identity or 0][retained WaitGroup or 0][payload, aligned]`.
+///
+/// Items live in fixed-size blocks of about 4 KiB, so an append never copies the items already
+/// queued: a lane that a flood fills with millions of items grows by one block at a time, and the
+/// lane's lock, which a drain on the main queue needs for its next batch, is never held for a copy
+/// of the whole mailbox. The live items are positions `head..<end`, counted from the start of the
+/// first block; blocks the drains have emptied are freed as the head leaves them.
 struct ItemQueue: @unchecked Sendable {  // Owned by one lane, under its lock, or by one drain.
     /// Moves `count` items from the first address to the second (raw memory, not overlapping).
     typealias Move = (UnsafeMutableRawPointer, UnsafeMutableRawPointer, Int) -> Void
 
-    private(set) var storage: UnsafeMutableRawPointer?
-    private(set) var capacity = 0
+    private var blocks: ContiguousArray<UnsafeMutableRawPointer> = []
+    /// Blocks before this index have been freed (they are compacted away now and then).
+    private var firstBlock = 0
     private(set) var head = 0
     private(set) var end = 0
 
     /// The number of items.
     var count: Int { end - head }
     var isEmpty: Bool { end == head }
+    /// The number of blocks allocated.
+    var blockCount: Int { blocks.count - firstBlock }
 
     /// The layout of one item for a payload type.
     struct Layout: Sendable {
         let payloadOffset: Int
         let stride: Int
         let alignment: Int
+        /// log2 of the items in one block.
+        let blockShift: Int
 
         init<N>(of type: N.Type) {
             let alignment = max(MemoryLayout<N>.alignment, MemoryLayout<UInt>.alignment)
             payloadOffset = (16 + alignment - 1) & ~(alignment - 1)
             stride = (payloadOffset + MemoryLayout<N>.size + alignment - 1) & ~(alignment - 1)
             self.alignment = alignment
+            // The largest power of two of items that fits in 4 KiB, between 1 and 256.
+            let fitting = max(1, 4096 / stride)
+            blockShift = min(8, Int.bitWidth - 1 - fitting.leadingZeroBitCount)
         }
+
+        var blockItems: Int { 1 << blockShift }
+        var blockBytes: Int { stride << blockShift }
     }
 
     /// The address of the item at `index`, counted from the front.
     @inline(__always)
     func item(_ index: Int, _ layout: Layout) -> UnsafeMutableRawPointer {
-        storage.unsafelyUnwrapped + (head + index) * layout.stride
+        address(head + index, layout)
+    }
+
+    @inline(__always)
+    private func address(_ position: Int, _ layout: Layout) -> UnsafeMutableRawPointer {
+        blocks[position >> layout.blockShift] + (position & (layout.blockItems - 1)) * layout.stride
     }
 
     /// Makes room for one more item at the back and returns its address; the caller initialises it.
     @inline(__always)
     mutating func appendSlot(_ layout: Layout, move: Move) -> UnsafeMutableRawPointer {
-        if end == capacity { grow(layout, move: move) }
+        if end == blocks.count << layout.blockShift { addBlock(layout) }
         end += 1
-        return storage.unsafelyUnwrapped + (end - 1) * layout.stride
+        return address(end - 1, layout)
     }
 
-    private mutating func grow(_ layout: Layout, move: Move) {
-        let live = count
-        // Compact in place into a new buffer; double only when more than half is live.
-        let newCapacity = max(16, live * 2 > capacity ? capacity * 2 : capacity)
-        let newStorage = UnsafeMutableRawPointer.allocate(
-            byteCount: newCapacity * layout.stride, alignment: layout.alignment)
-        if let storage {
-            if live > 0 { move(storage + head * layout.stride, newStorage, live) }
-            storage.deallocate()
+    private mutating func addBlock(_ layout: Layout) {
+        if firstBlock > 0 && firstBlock * 2 >= blocks.count {
+            // Drop the freed blocks' slots, so the table does not grow with the lane's history.
+            blocks.removeFirst(firstBlock)
+            head -= firstBlock << layout.blockShift
+            end -= firstBlock << layout.blockShift
+            firstBlock = 0
         }
-        storage = newStorage
-        capacity = newCapacity
-        head = 0
-        end = live
+        blocks.append(.allocate(byteCount: layout.blockBytes, alignment: layout.alignment))
+    }
+
+    /// Frees the blocks the head has left.
+    private mutating func freeConsumedBlocks(_ layout: Layout) {
+        while firstBlock < blocks.count && (firstBlock + 1) << layout.blockShift <= head {
+            blocks[firstBlock].deallocate()
+            firstBlock += 1
+        }
+        if isEmpty {
+            // Start over in the block that is left, if any.
+            keepAtMostOneBlock()
+        }
     }
 
     /// Moves the first `n` items into `batch`, which must be empty.
     ///
-    /// When `n` is every item, the two buffers are swapped, so a drain that keeps its batch buffer
-    /// alternates between two buffers instead of allocating.
+    /// When `n` is every item, the two queues are swapped, so a drain that takes everything moves
+    /// no item at all.
     mutating func moveFront(_ n: Int, into batch: inout ItemQueue, _ layout: Layout, move: Move) {
         precondition(batch.isEmpty && n <= count, "Herald: bad lane batch")
         guard n > 0 else { return }
         if n == count {
             swap(&self, &batch)
+            removeAllMoved(keepingCapacity: true)
+            return
+        }
+        var moved = 0
+        while moved < n {
+            // The longest run that is contiguous in both queues.
+            let sourceRun = layout.blockItems - (head & (layout.blockItems - 1))
+            if batch.end == batch.blocks.count << layout.blockShift { batch.addBlock(layout) }
+            let destinationRun = layout.blockItems - (batch.end & (layout.blockItems - 1))
+            let run = min(n - moved, sourceRun, destinationRun)
+            move(address(head, layout), batch.address(batch.end, layout), run)
+            head += run
+            batch.end += run
+            moved += run
+        }
+        freeConsumedBlocks(layout)
+    }
+
+    /// Forgets the items without touching them: their new owner has moved or destroyed them.
+    /// Keeps one block for the next items if `keepingCapacity`, none otherwise.
+    mutating func removeAllMoved(keepingCapacity: Bool) {
+        head = 0
+        end = 0
+        if keepingCapacity {
+            keepAtMostOneBlock()
+        } else {
+            deallocate()
+        }
+    }
+
+    private mutating func keepAtMostOneBlock() {
+        guard blocks.count - firstBlock > 1 || firstBlock > 0 else {
             head = 0
             end = 0
             return
         }
-        if batch.capacity < n {
-            batch.deallocate()
-            batch.storage = .allocate(byteCount: max(16, n) * layout.stride, alignment: layout.alignment)
-            batch.capacity = max(16, n)
+        let kept = firstBlock < blocks.count ? blocks.popLast() : nil
+        for index in firstBlock..<blocks.count {
+            blocks[index].deallocate()
         }
-        move(item(0, layout), batch.storage.unsafelyUnwrapped, n)
-        batch.head = 0
-        batch.end = n
-        head += n
-    }
-
-    /// Forgets the items without touching them: their new owner has moved or destroyed them.
-    mutating func removeAllMoved(keepingCapacity: Bool) {
+        blocks.removeAll(keepingCapacity: false)
+        if let kept { blocks.append(kept) }
+        firstBlock = 0
         head = 0
         end = 0
-        if !keepingCapacity, let storage {
-            storage.deallocate()
-            self.storage = nil
-            capacity = 0
-        }
     }
 
-    /// Frees the buffer; every item must have been moved out or destroyed.
+    /// Frees the blocks; every item must have been moved out or destroyed.
     mutating func deallocate() {
-        storage?.deallocate()
+        for index in firstBlock..<blocks.count {
+            blocks[index].deallocate()
+        }
         self = ItemQueue()
     }
 }

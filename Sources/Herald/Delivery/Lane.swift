@@ -165,9 +165,6 @@ final class Lane<N: TypedNotification>: Sendable {
         guard case .run(let count) = action else { return }
         let layout = self.layout
         items.moveFront(count, into: &batch, layout) { Self.move(from: $0, to: $1, count: $2, layout) }
-        if items.isEmpty && items.capacity > Self.keptCapacity {
-            items.deallocate()  // the buffer of a large burst; a smaller one is kept for the next posts
-        }
     }
 
     /// Runs and consumes every item of `batch`, outside the lock.
@@ -179,12 +176,9 @@ final class Lane<N: TypedNotification>: Sendable {
             run(batch.item(index, layout))
             index += 1
         }
-        batch.removeAllMoved(keepingCapacity: batch.capacity <= Self.keptCapacity)
+        // One block is kept, so that a drain that runs several batches does not allocate for each.
+        batch.removeAllMoved(keepingCapacity: true)
     }
-
-    /// The most items a lane, or a drain's batch, keeps room for once it is empty, so that a burst
-    /// does not allocate a buffer per batch.
-    static var keptCapacity: Int { 1024 }
 
     // MARK: Helpers
 
