@@ -301,12 +301,14 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         -> Bool
     {
         let notification = payload.assumingMemoryBound(to: N.self)
-        if let stream {
+        if flags & Flags.isStream != 0, let stream {
             return stream.push(notification.pointee, hold: hold)
         }
-        guard flags & Flags.isPosting == 0, let extras else { return false }
-        switch extras.append(notification, subjectID: subjectID, group: group, hold: hold) {
-        case .reject:
+        guard flags & Flags.isPosting == 0 else { return false }
+        // Optional chaining borrows the lane: a `guard let` would retain and release it on every
+        // post, a write to a reference count that the drain on another thread shares.
+        switch extras?.append(notification, subjectID: subjectID, group: group, hold: hold) {
+        case nil, .reject:
             return false
         case .store:
             return true
