@@ -117,7 +117,8 @@ extension NotificationHub {
         from subject: AnyObject? = nil,
         isolation: isolated (any Actor)? = #isolation
     ) async -> DeliveryReport {
-        let (group, report) = startAsyncWaitingPost(notification, subject: subject)
+        let (group, report, standIn) = startAsyncWaitingPost(notification, subject: subject)
+        if let standIn { return report.merging(group.report).merging(standIn) }
         _ = await group.wait()
         return report.merging(group.report)
     }
@@ -150,7 +151,8 @@ extension NotificationHub {
         timeout: Duration,
         isolation: isolated (any Actor)? = #isolation
     ) async throws(DeliveryTimeout) -> DeliveryReport {
-        let (group, report) = startAsyncWaitingPost(notification, subject: subject)
+        let (group, report, standIn) = startAsyncWaitingPost(notification, subject: subject)
+        if let standIn { return report.merging(group.report).merging(standIn) }
         guard await group.wait(until: timeout.deadlineFromNow) else {
             throw DeliveryTimeout(
                 timeout: timeout, notificationType: String(describing: N.self), pendingCount: group.pendingCount)
@@ -159,17 +161,31 @@ extension NotificationHub {
     }
 
     /// Enqueues a post for the async waiting forms and runs its posting-thread observers.
+    ///
+    /// - Returns: The group to wait for, the posting-thread observers' report and, when some
+    ///   deliveries sit with a main-actor stand-in that nothing runs (so waiting would never end),
+    ///   a report of those deliveries as failures, to return at once instead of waiting.
     private func startAsyncWaitingPost<N: TypedNotification>(
         _ notification: N,
         subject: AnyObject?
-    ) -> (WaitGroup, DeliveryReport) {
+    ) -> (WaitGroup, DeliveryReport, DeliveryReport?) {
         let group = WaitGroup(waiter: nil)
         let wait = PostWait(group: group, isolation: nil, blocks: false)
         withUnsafePointer(to: notification) { payload in
             scan(UnsafeRawPointer(payload), of: N.self, subject: subject, wait: wait)
         }
         group.arrive()
-        return (group, wait.report)
+        guard !wait.standIn.isEmpty, let standIn = core.mainActorStandIn, !standIn.isRunning else {
+            return (group, wait.report, nil)
+        }
+        let pending = wait.standIn.compactMap(\.pendingDelivery)
+        let error = PendingWorkError.waitsForStandIn(String(describing: standIn), pending: pending)
+        let failures = wait.standIn.map { observer in
+            ObserverFailure(
+                error: error, notificationType: String(describing: N.self), fileID: observer.location.fileString,
+                line: Int(observer.location.line))
+        }
+        return (group, wait.report, DeliveryReport(failures: failures))
     }
 
     private struct WaitOutcome {

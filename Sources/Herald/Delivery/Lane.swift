@@ -20,10 +20,16 @@ final class Lane<N: TypedNotification>: Sendable {
     /// The number of waiters in `mailbox.helpers`, read without the lock by ``helpers``.
     private let helperCount = Atomic<Int>(0)
 
-    init(target: DeliveryTarget, filters: Filters?, contextual: (@Sendable (N, DeliveryContext) throws -> Void)?) {
+    init(
+        target: DeliveryTarget, filters: Filters?, contextual: (@Sendable (N, DeliveryContext) throws -> Void)?,
+        isAsync: Bool = false
+    ) {
         self.target = target
         self.filters = filters
         self.contextual = contextual
+        if isAsync {
+            mailbox.withLock { $0.machine.batchLimit = 1 }
+        }
     }
 
     // MARK: Appending
@@ -178,6 +184,93 @@ final class Lane<N: TypedNotification>: Sendable {
     /// The most items a lane, or a drain's batch, keeps room for once it is empty, so that a burst
     /// does not allocate a buffer per batch.
     static var keptCapacity: Int { 1024 }
+
+    // MARK: Async handlers
+
+    /// Runs the drain handed to the target for a lane whose handler is `async`: it takes one item
+    /// at a time and gives it to `start`, which returns `true` when it started the handler's task.
+    /// The lane is then suspended until ``resume()``, and the drain ends.
+    ///
+    /// - Returns: Whether the job must be handed to the target again.
+    func runAsyncJob(on thread: UInt, _ start: (UnsafeMutableRawPointer) -> Bool) -> Bool {
+        var batch = ItemQueue()
+        defer { batch.deallocate() }
+        var action = mailbox.withLock { mailbox in
+            let action = mailbox.machine.jobStarted(on: thread)
+            take(action, from: &mailbox.items, into: &batch)
+            return action
+        }
+        while case .run = action {
+            let started = runAsyncBatch(&batch, start)
+            action = mailbox.withLock { mailbox in
+                if started {
+                    mailbox.machine.suspend()
+                    return .stop
+                }
+                let action = mailbox.machine.jobRanBatch()
+                take(action, from: &mailbox.items, into: &batch)
+                return action
+            }
+        }
+        return action == .reschedule
+    }
+
+    /// ``runInline(on:_:)`` for a lane whose handler is `async`: it starts at most one handler.
+    func runAsyncInline(on thread: UInt, _ start: (UnsafeMutableRawPointer) -> Bool) {
+        var batch = ItemQueue()
+        defer { batch.deallocate() }
+        var count = mailbox.withLock { mailbox in
+            let count = mailbox.machine.inlineStarted(on: thread)
+            take(count.map(LaneStateMachine.DrainAction.run) ?? .stop, from: &mailbox.items, into: &batch)
+            return count
+        }
+        while count != nil {
+            let started = runAsyncBatch(&batch, start)
+            count = mailbox.withLock { mailbox in
+                if started {
+                    mailbox.machine.suspend()
+                    return nil
+                }
+                let count = mailbox.machine.inlineRanBatch()
+                take(count.map(LaneStateMachine.DrainAction.run) ?? .stop, from: &mailbox.items, into: &batch)
+                return count
+            }
+        }
+    }
+
+    /// Gives the items of `batch` (one, for an async lane) to `start`, outside the lock.
+    ///
+    /// - Returns: Whether a handler's task was started.
+    private func runAsyncBatch(_ batch: inout ItemQueue, _ start: (UnsafeMutableRawPointer) -> Bool) -> Bool {
+        let layout = self.layout
+        var started = false
+        var index = 0
+        while index < batch.count {
+            if start(batch.item(index, layout)) { started = true }
+            index += 1
+        }
+        batch.removeAllMoved(keepingCapacity: true)
+        return started
+    }
+
+    /// The async handler started by the last drain has finished.
+    ///
+    /// - Returns: Whether the caller must hand a drain job to the target.
+    func resume() -> Bool {
+        mailbox.withLock { $0.machine.resume() }
+    }
+
+    // MARK: Quiescence
+
+    /// What the lane still has to do: whether it has items, a job with its target, a drain
+    /// running or an async handler that has not finished (`isBusy`); how many items it holds; and
+    /// whether it waits only for its target to run its job.
+    var pendingState: (isBusy: Bool, count: Int, waitsForTarget: Bool, isSuspended: Bool) {
+        mailbox.withLock { mailbox in
+            let machine = mailbox.machine
+            return (machine.isBusy, machine.count, machine.waitsForTarget, machine.runner == .suspended)
+        }
+    }
 
     // MARK: Helpers
 
