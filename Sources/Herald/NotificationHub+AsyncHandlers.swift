@@ -19,9 +19,7 @@ extension NotificationHub {
     ///
     /// - Cancelling the token is final: no call starts after `cancel()` returns. A call already
     ///   running finishes.
-    /// - The waiting posts (`postAndWait`) wait for the call to return. A blocking `postAndWait`
-    ///   made on the observer's own target cannot wait for it (the call needs that target), so it
-    ///   enqueues the notification without waiting for this observer.
+    /// - The waiting posts (`postAndWait`) wait for the call to return.
     ///
     /// - Parameters:
     ///   - type: The notification type to observe.
@@ -55,7 +53,9 @@ extension NotificationHub {
     /// ```
     ///
     /// Calls run one at a time, in post order. While one is suspended, the main actor runs other
-    /// work, including this hub's other deliveries.
+    /// work, including this hub's other deliveries. The waiting posts wait for the call to return,
+    /// except a blocking `postAndWait` made on the main actor: the call needs the main actor that
+    /// it blocks, so that post enqueues the notification without waiting for this observer.
     ///
     /// - Parameters:
     ///   - type: The notification type to observe.
@@ -89,7 +89,9 @@ extension NotificationHub {
     /// ```
     ///
     /// Calls run one at a time, in post order. While one is suspended, the actor may run other
-    /// work (actors are re-entrant), but not this observer's next call.
+    /// work (actors are re-entrant), but not this observer's next call. The waiting posts wait for
+    /// the call to return, except a blocking `postAndWait` made on the actor itself, which enqueues
+    /// the notification without waiting for this observer.
     ///
     /// - Parameters:
     ///   - type: The notification type to observe.

@@ -24,9 +24,11 @@ extension NotificationHub {
     /// main, a queue, an operation queue, an executor, a ``DeliveryThread`` or an actor to itself)
     /// runs that observer inline; a nested wait A → B → A, or longer chains back to A, is served by
     /// the blocked caller; a post from inside a handler to that same observer (a re-entrant wait
-    /// on its own mailbox) is enqueued and not waited for, because waiting would never end; and a
+    /// on its own mailbox) is enqueued and not waited for, because waiting would never end; so is a
+    /// post to an `async` handler isolated to the caller's own target (the main actor, or the actor
+    /// itself), whose call needs the target this call blocks; and a
     /// ``DeliveryThread`` that was shut down rejects the delivery, which is reported and counted in
-    /// ``DeliveryReport/skippedCount``.
+    /// ``DeliveryReport/skippedCount``. It waits for every other `async` handler to return.
     ///
     /// - Parameters:
     ///   - notification: The notification.
@@ -104,7 +106,14 @@ extension NotificationHub {
     /// never runs work again (a suspended queue, a main queue that nothing drains, a custom
     /// executor that drops jobs). Use the `async` `postAndWait(_:from:timeout:)`
     /// to bound the wait. A ``DeliveryThread`` that was shut down rejects the delivery, which is
-    /// reported and counted in ``DeliveryReport/skippedCount``.
+    /// reported and counted in ``DeliveryReport/skippedCount``. It waits for `async` handlers to
+    /// return.
+    ///
+    /// In a test that gave the hub a main-actor stand-in (`HeraldTesting`'s `TestMainActor`), the
+    /// deliveries to main-actor observers wait in the stand-in until the test runs them. When the
+    /// stand-in is not running, this call returns at once instead of waiting for them, and its
+    /// report lists each of them as a failure whose error is a ``PendingWorkError`` naming them.
+    /// They still run, once, when the test runs the stand-in.
     ///
     /// - Parameters:
     ///   - notification: The notification.

@@ -217,4 +217,43 @@ struct AsyncHandlerTests {
         sync.cancel()
         async.cancel()
     }
+
+    @Test("A blocking postAndWait on the main actor does not wait for a main-actor async handler")
+    @MainActor
+    func blockingWaitOnTheHandlersOwnTarget() async throws {
+        let hub = NotificationHub()
+        let done = Log<Int>()
+        let token = hub.observe(Ping.self, on: MainActor.shared) { note async in
+            await Task.yield()
+            done.append(note.value)
+        }
+        let report = blockingPostAndWait(hub, Ping(value: 1))
+        #expect(report.deliveredCount == 0, "waiting would need the main actor that it blocks")
+        try await hub.waitUntilIdle(timeout: .seconds(30))
+        #expect(done.values == [1])
+        token.cancel()
+    }
+
+    @Test("A blocking postAndWait on a queue waits for an async handler started from that queue")
+    func blockingWaitOnAQueueHandlersOwnQueue() async {
+        let hub = NotificationHub()
+        let queue = DispatchQueue(label: "own")
+        let done = Log<Int>()
+        let token = hub.observe(Ping.self, on: .queue(queue)) { note async in
+            await Task.yield()
+            done.append(note.value)
+        }
+        let (report, seen) = await onQueue(queue) { () -> (DeliveryReport, [Int]) in
+            let report = hub.postAndWait(Ping(value: 2))
+            return (report, done.values)
+        }
+        #expect(report.deliveredCount == 1)
+        #expect(seen == [2])
+        token.cancel()
+    }
+}
+
+@MainActor
+private func blockingPostAndWait(_ hub: NotificationHub, _ ping: Ping) -> DeliveryReport {
+    hub.postAndWait(ping)
 }

@@ -188,11 +188,13 @@ final class Lane<N: TypedNotification>: Sendable {
     // MARK: Async handlers
 
     /// Runs the drain handed to the target for a lane whose handler is `async`: it takes one item
-    /// at a time and gives it to `start`, which returns `true` when it started the handler's task.
-    /// The lane is then suspended until ``resume()``, and the drain ends.
+    /// at a time and gives it to `prepare`, which consumes it and returns the start of the
+    /// handler's task, or `nil` when no call is due (the observation has ended). The lane is
+    /// suspended before that task starts, so it cannot finish before the lane is suspended, and the
+    /// drain ends; ``resume()`` goes on once the call has returned.
     ///
     /// - Returns: Whether the job must be handed to the target again.
-    func runAsyncJob(on thread: UInt, _ start: (UnsafeMutableRawPointer) -> Bool) -> Bool {
+    func runAsyncJob(on thread: UInt, _ prepare: (UnsafeMutableRawPointer) -> (() -> Void)?) -> Bool {
         var batch = ItemQueue()
         defer { batch.deallocate() }
         var action = mailbox.withLock { mailbox in
@@ -201,9 +203,9 @@ final class Lane<N: TypedNotification>: Sendable {
             return action
         }
         while case .run = action {
-            let started = runAsyncBatch(&batch, start)
+            let launch = prepareAsyncBatch(&batch, prepare)
             action = mailbox.withLock { mailbox in
-                if started {
+                if launch != nil {
                     mailbox.machine.suspend()
                     return .stop
                 }
@@ -211,12 +213,13 @@ final class Lane<N: TypedNotification>: Sendable {
                 take(action, from: &mailbox.items, into: &batch)
                 return action
             }
+            launch?()
         }
         return action == .reschedule
     }
 
-    /// ``runInline(on:_:)`` for a lane whose handler is `async`: it starts at most one handler.
-    func runAsyncInline(on thread: UInt, _ start: (UnsafeMutableRawPointer) -> Bool) {
+    /// ``runInline(on:_:)`` for a lane whose handler is `async`: it starts at most one call.
+    func runAsyncInline(on thread: UInt, _ prepare: (UnsafeMutableRawPointer) -> (() -> Void)?) {
         var batch = ItemQueue()
         defer { batch.deallocate() }
         var count = mailbox.withLock { mailbox in
@@ -225,9 +228,9 @@ final class Lane<N: TypedNotification>: Sendable {
             return count
         }
         while count != nil {
-            let started = runAsyncBatch(&batch, start)
+            let launch = prepareAsyncBatch(&batch, prepare)
             count = mailbox.withLock { mailbox in
-                if started {
+                if launch != nil {
                     mailbox.machine.suspend()
                     return nil
                 }
@@ -235,22 +238,25 @@ final class Lane<N: TypedNotification>: Sendable {
                 take(count.map(LaneStateMachine.DrainAction.run) ?? .stop, from: &mailbox.items, into: &batch)
                 return count
             }
+            launch?()
         }
     }
 
-    /// Gives the items of `batch` (one, for an async lane) to `start`, outside the lock.
+    /// Gives the item of `batch` (an async lane takes one at a time) to `prepare`, outside the lock.
     ///
-    /// - Returns: Whether a handler's task was started.
-    private func runAsyncBatch(_ batch: inout ItemQueue, _ start: (UnsafeMutableRawPointer) -> Bool) -> Bool {
+    /// - Returns: The start of the handler's task, if a call is due.
+    private func prepareAsyncBatch(
+        _ batch: inout ItemQueue, _ prepare: (UnsafeMutableRawPointer) -> (() -> Void)?
+    ) -> (() -> Void)? {
         let layout = self.layout
-        var started = false
+        var launch: (() -> Void)?
         var index = 0
         while index < batch.count {
-            if start(batch.item(index, layout)) { started = true }
+            if let next = prepare(batch.item(index, layout)) { launch = next }
             index += 1
         }
         batch.removeAllMoved(keepingCapacity: true)
-        return started
+        return launch
     }
 
     /// The async handler started by the last drain has finished.

@@ -371,7 +371,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     private func runJob() {
         guard let lane else { return }
         if isAsync {
-            let again = lane.runAsyncJob(on: currentThreadID()) { item in startAsync(item, lane.layout) }
+            let again = lane.runAsyncJob(on: currentThreadID()) { item in prepareAsync(item, lane.layout) }
             if again { scheduleDrain() } else { core.idleWatch.noteProgress() }
             return
         }
@@ -384,7 +384,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     override func drainInline() {
         guard let lane else { return }
         if isAsync {
-            lane.runAsyncInline(on: currentThreadID()) { item in startAsync(item, lane.layout) }
+            lane.runAsyncInline(on: currentThreadID()) { item in prepareAsync(item, lane.layout) }
             return
         }
         let isPlain = lane.contextual == nil
@@ -395,26 +395,28 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
 
     // MARK: Async handlers
 
-    /// Consumes one item of an async lane and starts the handler's task for it.
+    /// Consumes one item of an async lane and prepares the handler's task for it.
     ///
-    /// - Returns: Whether a task was started (the lane is then suspended until it ends).
-    private func startAsync(_ item: UnsafeMutableRawPointer, _ layout: ItemQueue.Layout) -> Bool {
+    /// - Returns: What starts the task, to be called once the lane is suspended; `nil` when the
+    ///   observation has ended.
+    private func prepareAsync(_ item: UnsafeMutableRawPointer, _ layout: ItemQueue.Layout) -> (() -> Void)? {
         let payload = (item + layout.payloadOffset).assumingMemoryBound(to: N.self)
         let (_, group) = Lane<N>.takeHeader(item)
         let notification = payload.move()
         guard !isCancelled, let asyncHandler else {
             group?.leave(.skipped)
-            return false
+            return nil
         }
         let call: @Sendable () async -> Void = { [self] in
             await callAsync(asyncHandler, with: notification, group: group)
         }
-        if case .main = target.kind, let standIn = core.mainActorStandIn {
-            standIn.startTask(call)  // the test awaits it, on the main actor
-        } else {
-            Task(operation: call)
+        return { [self] in
+            if case .main = target.kind, let standIn = core.mainActorStandIn {
+                standIn.startTask(call)  // the test awaits it, on the main actor
+            } else {
+                Task(operation: call)
+            }
         }
-        return true
     }
 
     /// Calls the async handler, unless the observation ended since the call was started, then

@@ -120,8 +120,8 @@ extension HubCore {
                 // A handler posting to its own mailbox: waiting would never end, so enqueue only.
                 return observer.enqueue(payload, subjectID: subjectID, group: nil, hold: hold)
             }
-            if isCurrent && observer.isAsync && !observer.target.isPosting {
-                // An async handler needs the target that this thread blocks: enqueue only.
+            if isCurrent && observer.isAsync && observer.target.isolatesAsyncHandlers {
+                // An async handler isolated to the target that this thread blocks: enqueue only.
                 return observer.enqueue(payload, subjectID: subjectID, group: nil, hold: hold)
             }
             wait.group.enter()
