@@ -50,8 +50,8 @@ import Musl
 ///
 /// ## Threading
 /// Jobs run on the main actor, in the task that calls ``runUntilIdle(maxJobs:sourceLocation:)``,
-/// ``runNext()`` or ``advance(by:)``, never while the stand-in's lock is held. Work may be
-/// enqueued from any thread.
+/// ``runNext()`` or ``advance(by:sourceLocation:)``, never while the stand-in's lock is held.
+/// Work may be enqueued from any thread.
 public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
     private struct Job {
         let due: Duration
@@ -123,7 +123,8 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
         return state.withLock { $0.runners.contains(me) }
     }
 
-    /// Whether a test is inside ``runUntilIdle(maxJobs:sourceLocation:)`` or ``advance(by:)``.
+    /// Whether a test is inside ``runUntilIdle(maxJobs:sourceLocation:)`` or
+    /// ``advance(by:sourceLocation:)``.
     var isRunning: Bool {
         state.withLock { $0.drivers > 0 }
     }
@@ -143,7 +144,7 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
 
     // MARK: - Inspecting
 
-    /// The time on the manual clock; it moves only by ``advance(by:)``.
+    /// The time on the manual clock; it moves only by ``advance(by:sourceLocation:)``.
     public var now: Duration {
         state.withLock { $0.now }
     }

@@ -1,5 +1,5 @@
-/// Work that one observer still has to do: what ``NotificationHub/waitUntilIdle(timeout:)``
-/// reports when the hub is not idle.
+/// Work that one observer still has to do: what
+/// ``NotificationHub/waitUntilIdle(timeout:isolation:)`` reports when the hub is not idle.
 public struct PendingDelivery: Sendable, Equatable, CustomStringConvertible {
     /// The name of the notification type, such as `UserCreated`.
     public let notificationType: String
@@ -27,7 +27,8 @@ public struct PendingDelivery: Sendable, Equatable, CustomStringConvertible {
 
 /// A wait for a hub's deliveries that did not end: it timed out, or only a test can end it.
 ///
-/// ``NotificationHub/waitUntilIdle()`` and ``NotificationHub/waitUntilIdle(timeout:)`` throw it.
+/// ``NotificationHub/waitUntilIdle(isolation:)`` and
+/// ``NotificationHub/waitUntilIdle(timeout:isolation:)`` throw it.
 /// A waiting post (`await hub.postAndWait(_:from:)`) made while the deliveries it waits for sit
 /// in a test's main-actor stand-in returns at once, with this error in its report's failures.
 public struct PendingWorkError: Error, Sendable, Equatable, CustomStringConvertible {

@@ -26,7 +26,7 @@ final class HubCore: Sendable {
     private let errorHandler = Lock(ErrorHandler(call: HubCore.writeToStandardError))
     private let unobservedHandler = Lock<UnobservedPostHandler?>(nil)
     let unobservedCount = Atomic<Int>(0)
-    /// Wakes ``NotificationHub/waitUntilIdle(timeout:)``.
+    /// Wakes ``NotificationHub/waitUntilIdle(timeout:isolation:)``.
     let idleWatch = IdleWatch()
     private let standIn = Lock<StandInBox?>(nil)
     /// Whether a stand-in was ever set; lets main-queue schedules skip the lock.
@@ -60,6 +60,7 @@ final class HubCore: Sendable {
     /// the test gave one.
     @inline(__always)
     func schedulingTarget(for target: DeliveryTarget) -> DeliveryTarget {
+        guard hasStandIn.load(ordering: .acquiring) else { return target }
         guard case .main = target.kind, let standIn = mainActorStandIn else { return target }
         return .executor(standIn)
     }

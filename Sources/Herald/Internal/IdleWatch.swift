@@ -11,7 +11,7 @@ final class IdleWatch: Sendable {
     }
 
     private let state = Lock(State())
-    /// The number of tasks inside ``NotificationHub/waitUntilIdle(timeout:)``.
+    /// The number of tasks inside ``NotificationHub/waitUntilIdle(timeout:isolation:)``.
     private let watchers = Atomic<Int>(0)
 
     /// A lane finished a drain, an async handler or closed. Call after the lane's lock: a watcher

@@ -437,9 +437,8 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         }
         if lane?.resume() == true {
             scheduleDrain()
-        } else {
-            core.idleWatch.noteProgress()
         }
+        core.idleWatch.noteProgress()
     }
 
     override var pendingDelivery: PendingDelivery? {
