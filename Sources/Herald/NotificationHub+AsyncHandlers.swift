@@ -116,4 +116,83 @@ extension NotificationHub {
             replayLatest: replayLatest,
             handler: .async { note in try await handler(actor, note) })
     }
+
+    /// Observes notifications of type `N` with an `async` handler for as long as `owner` lives.
+    ///
+    /// ```swift
+    /// hub.observe(UserCreated.self, owner: self, on: .queue(sync)) { model, note async in
+    ///     await model.refresh(note.userID)
+    /// }
+    /// ```
+    ///
+    /// Calls run one at a time, in post order, as for the async handler without an owner. The
+    /// owner is held weakly, and a call runs the handler only while it lives. The observation ends
+    /// when `owner` is deallocated, so the returned token may be discarded.
+    ///
+    /// - Parameters:
+    ///   - type: The notification type to observe.
+    ///   - owner: The object whose lifetime bounds the observation, held weakly.
+    ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
+    ///   - target: Where the calls are ordered and started.
+    ///   - replayLatest: Whether to start with the values retained by ``postAndRetain(_:from:)``.
+    ///   - fileID: The file that registers; leave the default.
+    ///   - line: The line that registers; leave the default.
+    ///   - handler: The handler, given the owner.
+    /// - Returns: The observation, which you may cancel early.
+    @discardableResult
+    public func observe<N: TypedNotification, Owner: AnyObject & Sendable>(
+        _ type: N.Type,
+        owner: Owner,
+        from subject: AnyObject? = nil,
+        on target: DeliveryTarget,
+        replayLatest: Bool = false,
+        fileID: StaticString = #fileID,
+        line: UInt = #line,
+        _ handler: @escaping @Sendable (Owner, N) async throws -> Void
+    ) -> ObservationToken {
+        register(
+            target: target, subject: subject, owner: owner, fileID: fileID, line: line, replayLatest: replayLatest,
+            handler: .async { [weak owner] note in
+                guard let owner else { return }
+                try await handler(owner, note)
+            })
+    }
+
+    /// Observes notifications of type `N` on the main actor with an `async` `@MainActor` handler,
+    /// for as long as `owner` lives.
+    ///
+    /// ```swift
+    /// hub.observe(AvatarChanged.self, owner: self, on: MainActor.shared) { model, note async in
+    ///     await model.reloadAvatar(note.url)
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - type: The notification type to observe.
+    ///   - owner: The object whose lifetime bounds the observation, held weakly.
+    ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
+    ///   - mainActor: `MainActor.shared`.
+    ///   - replayLatest: Whether to start with the values retained by ``postAndRetain(_:from:)``.
+    ///   - fileID: The file that registers; leave the default.
+    ///   - line: The line that registers; leave the default.
+    ///   - handler: The main-actor handler, given the owner.
+    /// - Returns: The observation, which you may cancel early.
+    @discardableResult
+    public func observe<N: TypedNotification, Owner: AnyObject & Sendable>(
+        _ type: N.Type,
+        owner: Owner,
+        from subject: AnyObject? = nil,
+        on mainActor: MainActor,
+        replayLatest: Bool = false,
+        fileID: StaticString = #fileID,
+        line: UInt = #line,
+        _ handler: @escaping @MainActor @Sendable (Owner, N) async throws -> Void
+    ) -> ObservationToken {
+        register(
+            target: .mainQueue, subject: subject, owner: owner, fileID: fileID, line: line, replayLatest: replayLatest,
+            handler: .async { [weak owner] note in
+                guard let owner else { return }
+                try await handler(owner, note)
+            })
+    }
 }

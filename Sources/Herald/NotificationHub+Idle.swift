@@ -16,7 +16,8 @@ extension NotificationHub {
     ///
     /// Work that handlers post meanwhile counts too: the hub is idle only when that has run as
     /// well. A post made after the hub became idle, by code that this call does not wait for,
-    /// may still be running when it returns.
+    /// may still be running when it returns. Streams are read by their consumers and do not
+    /// count, nor does work sent with `perform`.
     ///
     /// When the hub has a main-actor stand-in (`HeraldTesting`'s `TestMainActor`) and nothing
     /// runs it, the deliveries it holds can only run once the test runs them, which it cannot

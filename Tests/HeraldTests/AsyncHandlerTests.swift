@@ -253,6 +253,39 @@ struct AsyncHandlerTests {
     }
 }
 
+@Suite("Async handlers bound to an owner")
+struct AsyncOwnerHandlerTests {
+    final class Model: Sendable {
+        let seen = Log<Int>()
+    }
+
+    @Test("An owner-bound async handler gets its owner, and ends when the owner is deallocated")
+    func ownerBoundAsyncHandlers() async throws {
+        let hub = NotificationHub()
+        var model: Model? = Model()
+        let seen = try #require(model?.seen)
+        if let model {
+            hub.observe(Ping.self, owner: model, on: .queue(DispatchQueue(label: "q"))) { model, note async in
+                await Task.yield()
+                model.seen.append(note.value)
+            }
+            hub.observe(Ping.self, owner: model, on: MainActor.shared) { model, note async in
+                MainActor.assertIsolated()
+                await Task.yield()
+                model.seen.append(note.value * 10)
+            }
+        }
+        let report = await hub.postAndWait(Ping(value: 1))
+        #expect(report.deliveredCount == 2)
+        #expect(Set(seen.values) == [1, 10])
+        model = nil
+        #expect(hub.observerCount(of: Ping.self) == 0)
+        hub.post(Ping(value: 2))
+        try await hub.waitUntilIdle(timeout: .seconds(30))
+        #expect(seen.count == 2)
+    }
+}
+
 @MainActor
 private func blockingPostAndWait(_ hub: NotificationHub, _ ping: Ping) -> DeliveryReport {
     hub.postAndWait(ping)
