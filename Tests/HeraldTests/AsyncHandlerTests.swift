@@ -57,7 +57,7 @@ struct AsyncHandlerTests {
         await onThreads(posters) { poster in
             for index in 0..<perPoster { hub.post(Numbered(poster: poster, index: index)) }
         }
-        try await hub.waitUntilIdle(timeout: .seconds(60))
+        try await hub.waitUntilIdle(timeout: asyncPatience)
         #expect(seen.count == posters * perPoster)
         #expect(probe.overlaps == 0, "an async call started before the previous one returned")
         for poster in 0..<posters {
@@ -86,7 +86,7 @@ struct AsyncHandlerTests {
         token.cancel()
         gate.open()
         await finished.wait()
-        try await hub.waitUntilIdle(timeout: .seconds(30))
+        try await hub.waitUntilIdle(timeout: asyncPatience)
         hub.post(Ping(value: 4))
         #expect(calls.values == [1])
         #expect(hub.observerCount(of: Ping.self) == 0)
@@ -175,7 +175,7 @@ struct AsyncHandlerTests {
         #expect(pongs.values == Array(1...301))
         #expect(pings.values == [1], "the next call started before the suspended one returned")
         gate.open()
-        try await hub.waitUntilIdle(timeout: .seconds(30))
+        try await hub.waitUntilIdle(timeout: asyncPatience)
         #expect(pings.values == [1, 2])
         slow.cancel()
         fast.cancel()
@@ -193,7 +193,7 @@ struct AsyncHandlerTests {
         let pings = hub.observe(Ping.self, on: .queue(watcher)) { note in seen.append("ping \(note.value)") }
         let pongs = hub.observe(Pong.self, on: .queue(watcher)) { note in seen.append("pong \(note.value)") }
         for value in 1...20 { hub.post(Ping(value: value)) }
-        try await hub.waitUntilIdle(timeout: .seconds(30))
+        try await hub.waitUntilIdle(timeout: asyncPatience)
         for value in 1...20 {
             let ping = seen.values.firstIndex(of: "ping \(value)") ?? .max
             let pong = seen.values.firstIndex(of: "pong \(value)") ?? .max
@@ -229,7 +229,7 @@ struct AsyncHandlerTests {
         }
         let report = blockingPostAndWait(hub, Ping(value: 1))
         #expect(report.deliveredCount == 0, "waiting would need the main actor that it blocks")
-        try await hub.waitUntilIdle(timeout: .seconds(30))
+        try await hub.waitUntilIdle(timeout: asyncPatience)
         #expect(done.values == [1])
         token.cancel()
     }
@@ -281,7 +281,7 @@ struct AsyncOwnerHandlerTests {
         model = nil
         #expect(hub.observerCount(of: Ping.self) == 0)
         hub.post(Ping(value: 2))
-        try await hub.waitUntilIdle(timeout: .seconds(30))
+        try await hub.waitUntilIdle(timeout: asyncPatience)
         #expect(seen.count == 2)
     }
 }

@@ -59,3 +59,9 @@ struct Numbered: TypedNotification, Equatable {
     let poster: Int
     let index: Int
 }
+
+/// How long a test waits for async handlers before it fails. Only a failing test waits that long:
+/// async handlers run on the cooperative pool (two threads on two cores), which a CPU-bound
+/// synchronous test running in parallel, such as the user-info fuzz under ThreadSanitizer, can
+/// hold for minutes.
+let asyncPatience = Duration.seconds(600)

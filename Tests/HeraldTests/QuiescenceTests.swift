@@ -27,7 +27,7 @@ struct QuiescenceTests {
         }
         let third = hub.observe(Pong.self, on: Store()) { store, note in store.append(note.value) }
         await onNewThread { hub.post(Ping(value: 1)) }
-        try await hub.waitUntilIdle(timeout: .seconds(30))
+        try await hub.waitUntilIdle(timeout: asyncPatience)
         #expect(pongs.values == Array(1...50))
         #expect(hub.pendingDeliveries.isEmpty)
         for token in [first, second, third] { token.cancel() }
@@ -46,7 +46,7 @@ struct QuiescenceTests {
         hub.post(Ping(value: 2))
         let pending = hub.pendingDeliveries
         #expect(pending.count == 1)
-        let waiting = Task { try await hub.waitUntilIdle(timeout: .seconds(30)) }
+        let waiting = Task { try await hub.waitUntilIdle(timeout: asyncPatience) }
         gate.open()
         try await waiting.value
         #expect(done.values == [1, 2])
@@ -75,7 +75,7 @@ struct QuiescenceTests {
             #expect(error.description.contains("3 Ping queued for the observer at"))
         }
         gate.open()
-        try await hub.waitUntilIdle(timeout: .seconds(30))
+        try await hub.waitUntilIdle(timeout: asyncPatience)
         #expect(delivered.count == 3)
         token.cancel()
     }
