@@ -1,11 +1,12 @@
 import Dispatch
+import Foundation
 import Herald
 import Testing
 
 @Suite("Async handlers")
 struct AsyncHandlerTests {
     enum Form: String, CaseIterable, Sendable {
-        case posting, serialQueue, concurrentQueue, mainActor, actor
+        case posting, serialQueue, concurrentQueue, operationQueue, mainActor, actor
     }
 
     /// Registers an async handler in the given isolation form.
@@ -23,6 +24,10 @@ struct AsyncHandlerTests {
         case .concurrentQueue:
             let queue = DispatchQueue(label: "concurrent", attributes: .concurrent)
             return hub.observe(Numbered.self, on: .queue(queue)) { note async in await body(note) }
+        case .operationQueue:
+            let queue = makeKeptOperationQueue()
+            queue.maxConcurrentOperationCount = 4
+            return hub.observe(Numbered.self, on: .operationQueue(queue)) { note async in await body(note) }
         case .mainActor:
             return hub.observe(Numbered.self, on: MainActor.shared) { note async in
                 MainActor.assertIsolated()
