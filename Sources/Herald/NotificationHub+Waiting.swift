@@ -24,9 +24,11 @@ extension NotificationHub {
     /// main, a queue, an operation queue, an executor, a ``DeliveryThread`` or an actor to itself)
     /// runs that observer inline; a nested wait A → B → A, or longer chains back to A, is served by
     /// the blocked caller; a post from inside a handler to that same observer (a re-entrant wait
-    /// on its own mailbox) is enqueued and not waited for, because waiting would never end; and a
+    /// on its own mailbox) is enqueued and not waited for, because waiting would never end; so is a
+    /// post to an `async` handler isolated to the caller's own target (the main actor, or the actor
+    /// itself), whose call needs the target this call blocks; and a
     /// ``DeliveryThread`` that was shut down rejects the delivery, which is reported and counted in
-    /// ``DeliveryReport/skippedCount``.
+    /// ``DeliveryReport/skippedCount``. It waits for every other `async` handler to return.
     ///
     /// - Parameters:
     ///   - notification: The notification.
@@ -104,7 +106,14 @@ extension NotificationHub {
     /// never runs work again (a suspended queue, a main queue that nothing drains, a custom
     /// executor that drops jobs). Use the `async` `postAndWait(_:from:timeout:)`
     /// to bound the wait. A ``DeliveryThread`` that was shut down rejects the delivery, which is
-    /// reported and counted in ``DeliveryReport/skippedCount``.
+    /// reported and counted in ``DeliveryReport/skippedCount``. It waits for `async` handlers to
+    /// return.
+    ///
+    /// In a test that gave the hub a main-actor stand-in (`HeraldTesting`'s `TestMainActor`), the
+    /// deliveries to main-actor observers wait in the stand-in until the test runs them. When the
+    /// stand-in is not running, this call returns at once instead of waiting for them, and its
+    /// report lists each of them as a failure whose error is a ``PendingWorkError`` naming them.
+    /// They still run, once, when the test runs the stand-in.
     ///
     /// - Parameters:
     ///   - notification: The notification.
@@ -117,7 +126,8 @@ extension NotificationHub {
         from subject: AnyObject? = nil,
         isolation: isolated (any Actor)? = #isolation
     ) async -> DeliveryReport {
-        let (group, report) = startAsyncWaitingPost(notification, subject: subject)
+        let (group, report, standIn) = startAsyncWaitingPost(notification, subject: subject)
+        if let standIn { return report.merging(group.report).merging(standIn) }
         _ = await group.wait()
         return report.merging(group.report)
     }
@@ -150,7 +160,8 @@ extension NotificationHub {
         timeout: Duration,
         isolation: isolated (any Actor)? = #isolation
     ) async throws(DeliveryTimeout) -> DeliveryReport {
-        let (group, report) = startAsyncWaitingPost(notification, subject: subject)
+        let (group, report, standIn) = startAsyncWaitingPost(notification, subject: subject)
+        if let standIn { return report.merging(group.report).merging(standIn) }
         guard await group.wait(until: timeout.deadlineFromNow) else {
             throw DeliveryTimeout(
                 timeout: timeout, notificationType: String(describing: N.self), pendingCount: group.pendingCount)
@@ -159,17 +170,31 @@ extension NotificationHub {
     }
 
     /// Enqueues a post for the async waiting forms and runs its posting-thread observers.
+    ///
+    /// - Returns: The group to wait for, the posting-thread observers' report and, when some
+    ///   deliveries sit with a main-actor stand-in that nothing runs (so waiting would never end),
+    ///   a report of those deliveries as failures, to return at once instead of waiting.
     private func startAsyncWaitingPost<N: TypedNotification>(
         _ notification: N,
         subject: AnyObject?
-    ) -> (WaitGroup, DeliveryReport) {
+    ) -> (WaitGroup, DeliveryReport, DeliveryReport?) {
         let group = WaitGroup(waiter: nil)
         let wait = PostWait(group: group, isolation: nil, blocks: false)
         withUnsafePointer(to: notification) { payload in
             scan(UnsafeRawPointer(payload), of: N.self, subject: subject, wait: wait)
         }
         group.arrive()
-        return (group, wait.report)
+        guard !wait.standIn.isEmpty, let standIn = core.mainActorStandIn, !standIn.isRunning else {
+            return (group, wait.report, nil)
+        }
+        let pending = wait.standIn.compactMap(\.pendingDelivery)
+        let error = PendingWorkError.waitsForStandIn(String(describing: standIn), pending: pending)
+        let failures = wait.standIn.map { observer in
+            ObserverFailure(
+                error: error, notificationType: String(describing: N.self), fileID: observer.location.fileString,
+                line: Int(observer.location.line))
+        }
+        return (group, wait.report, DeliveryReport(failures: failures))
     }
 
     private struct WaitOutcome {

@@ -51,17 +51,20 @@ extension Readme {
 
     @Suite("README examples")
     struct Examples {
-        @Test("The testing example: a view model's main-queue observer runs when the test says so")
-        func testingExample() {
+        @Test("The testing example: a @MainActor view model's observers run when the test says so")
+        @MainActor
+        func testingExample() async {
             // snippet: begin
-            let hub = NotificationHub()
-            let main = TestDeliveryTarget(name: "main")
-            let model = ProfileViewModel(hub: hub, deliveringOn: main.target)
-            hub.post(ProfileLoaded(name: "Ada"))
-            main.runUntilIdle()
-            #expect(model.title == "Ada")
-            hub.expectRegistered(ProfileLoaded.self, on: main.target)
-            main.expectNoPendingWork()
+            await withMainActorStandIn { main in
+                let hub = NotificationHub()
+                hub.useMainActorStandIn(main)
+                let model = ProfileViewModel(hub: hub, images: NoImages())
+                hub.post(ProfileLoaded(name: "Ada"))
+                await main.runUntilIdle()
+                #expect(model.title == "Ada")
+                hub.expectRegistered(ProfileLoaded.self, on: .mainQueue)
+                main.expectNoPendingWork()
+            }
             // snippet: end
         }
 

@@ -7,21 +7,51 @@ import Testing
 // Testing/ProfileViewModel.swift and Testing/RenamingTest.swift), in order, compiled and run.
 
 // snippet: begin
-@Test func searchIsDebounced() {
-    let hub = NotificationHub()
-    let main = TestDeliveryTarget(name: "main")
-    let model = ProfileViewModel(hub: hub, deliveringOn: main.target)
-    let searches = hub.record(SearchRequested.self)
+@Test @MainActor func searchIsDebounced() async {
+    await withMainActorStandIn { main in
+        let hub = NotificationHub()
+        hub.useMainActorStandIn(main)
+        let model = ProfileViewModel(hub: hub, images: NoImages())
+        let searches = hub.record(SearchRequested.self)
 
-    model.searchTextChanged("a")
-    main.advance(by: .milliseconds(100))
-    model.searchTextChanged("ad")
-    main.advance(by: .milliseconds(299))
-    #expect(searches.values.isEmpty)
+        model.searchTextChanged("a")
+        await main.advance(by: .milliseconds(100))
+        model.searchTextChanged("ad")
+        await main.advance(by: .milliseconds(299))
+        #expect(searches.values.isEmpty)
 
-    main.advance(by: .milliseconds(1))
-    #expect(searches.takeAll() == [SearchRequested(text: "ad")])
-    main.expectNoPendingWork()
+        await main.advance(by: .milliseconds(1))
+        #expect(searches.takeAll() == [SearchRequested(text: "ad")])
+        main.expectNoPendingWork()
+    }
+}
+// snippet: end
+
+// snippet: begin
+actor SlowImages: ImageLoading {
+    private(set) var calls: [String] = []
+
+    func image(at url: String) async throws -> String {
+        calls.append("start \(url)")
+        await Task.yield()  // suspends, as a download would
+        calls.append("end \(url)")
+        return "image of \(url)"
+    }
+}
+
+@Test @MainActor func avatarsReloadOneAtATime() async {
+    await withMainActorStandIn { main in
+        let hub = NotificationHub()
+        hub.useMainActorStandIn(main)
+        let images = SlowImages()
+        let model = ProfileViewModel(hub: hub, images: images)
+
+        hub.post(AvatarChanged(url: "a.png"))
+        hub.post(AvatarChanged(url: "b.png"))
+        await main.runUntilIdle()  // also waits for the async handlers it starts
+        #expect(await images.calls == ["start a.png", "end a.png", "start b.png", "end b.png"])
+        #expect(model.avatar == "image of b.png")
+    }
 }
 // snippet: end
 
@@ -38,19 +68,34 @@ import Testing
 // snippet: end
 
 // snippet: begin
-@Test func modelObservesOnMainAndStopsOnDeinit() {
+@Test func everyImportIsIndexed() async throws {
     let hub = NotificationHub()
-    let main = TestDeliveryTarget(name: "main")
+    let indexing = DispatchQueue(label: "indexing")
+    let indexer = hub.observe(FileImported.self, on: .queue(indexing)) { note in
+        hub.post(FileIndexed(name: note.name))  // work that a handler sets off
+    }
+    let indexed = hub.record(FileIndexed.self, on: .queue(indexing))
+    for name in ["a.csv", "b.csv"] { hub.post(FileImported(name: name)) }
 
-    var model: ProfileViewModel? = ProfileViewModel(hub: hub, deliveringOn: main.target)
-    hub.expectRegistered(ProfileLoaded.self, on: main.target)
+    try await hub.waitUntilIdle(timeout: .seconds(5))  // what handlers post counts too
+    #expect(indexed.takeAll().map(\.name) == ["a.csv", "b.csv"])
+    indexer.cancel()
+}
+// snippet: end
+
+// snippet: begin
+@Test @MainActor func modelObservesOnMainAndStopsOnDeinit() {
+    let hub = NotificationHub()
+
+    var model: ProfileViewModel? = ProfileViewModel(hub: hub, images: NoImages())
+    hub.expectRegistered(ProfileLoaded.self, on: .mainQueue)
     #expect(model?.title == "Loading…")
     model = nil
     hub.expectNotRegistered(ProfileLoaded.self)
 
     // Or all in one: registers while alive, is deallocated, leaves nothing behind.
-    expectUnregistersOnDeinit(ProfileRenamed.self, in: hub, on: main.target) {
-        ProfileViewModel(hub: hub, deliveringOn: main.target)
+    expectUnregistersOnDeinit(ProfileRenamed.self, in: hub, on: .mainQueue) {
+        ProfileViewModel(hub: hub, images: NoImages())
     }
 }
 // snippet: end
@@ -67,6 +112,8 @@ import Testing
 // Context for the examples above.
 
 struct FileImported: TypedNotification { let name: String }
+
+struct FileIndexed: TypedNotification, Equatable { let name: String }
 
 struct Tick: TypedNotification { let value: Int }
 

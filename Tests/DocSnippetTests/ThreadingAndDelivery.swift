@@ -7,7 +7,12 @@ private struct UserCreated: TypedNotification { let userID: Int }
 
 private actor UserStore {
     private(set) var userIDs: [Int] = []
+    private(set) var synced: [Int] = []
     func apply(_ note: UserCreated) { userIDs.append(note.userID) }
+    func sync(_ userID: Int) async {
+        await Task.yield()
+        synced.append(userID)
+    }
 }
 
 @Suite("Threading and delivery examples")
@@ -28,10 +33,16 @@ struct ThreadingAndDeliveryExamples {
             store.apply(note)
         }
         // snippet: end
+        // snippet: begin
+        let syncing = hub.observe(UserCreated.self, on: store) { store, note async in
+            await store.sync(note.userID)  // the next UserCreated waits for this call to return
+        }
+        // snippet: end
         let report = await hub.postAndWait(UserCreated(userID: 7))
-        #expect(report.deliveredCount == 2)
+        #expect(report.deliveredCount == 3)
         #expect(loginView.isHidden)
         #expect(await store.userIDs == [7])
-        withExtendedLifetime((dismissal, storing)) {}
+        #expect(await store.synced == [7])
+        withExtendedLifetime((dismissal, storing, syncing)) {}
     }
 }

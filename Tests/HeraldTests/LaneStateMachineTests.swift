@@ -161,4 +161,50 @@ struct LaneStateMachineTests {
         }
         #expect(machine.count == 0)
     }
+
+    @Test("An async lane takes one item per batch, suspends, and schedules its next job on resume")
+    func asyncLaneSuspendsAndResumes() {
+        var machine = LaneStateMachine()
+        machine.batchLimit = 1
+        let r1 = machine.append(hold: 0)
+        #expect(r1 == .storeAndSchedule)
+        let r2 = machine.append(hold: 0)
+        #expect(r2 == .store)
+        let r3 = machine.jobStarted(on: 1)
+        #expect(r3 == .run(1))
+        machine.suspend()
+        #expect(machine.isBusy)
+        #expect(!machine.isJobPending, "the target is given back while the handler is suspended")
+        let r4 = machine.append(hold: 0)
+        #expect(r4 == .store, "no job while suspended")
+        let r5 = machine.inlineStarted(on: 2)
+        #expect(r5 == nil, "no inline drain while suspended")
+        let r6 = machine.resume()
+        #expect(r6, "the next item needs a job")
+        let r7 = machine.jobStarted(on: 1)
+        #expect(r7 == .run(1))
+        let r8 = machine.jobRanBatch()
+        #expect(r8 == .run(1), "a handler that did not start a task lets the job go on")
+        machine.suspend()
+        let last = machine.resume()
+        #expect(!last, "nothing left")
+        #expect(!machine.isBusy)
+    }
+
+    @Test("A lane closed while its async handler runs stays busy until the handler returns")
+    func closedWhileSuspended() {
+        var machine = LaneStateMachine()
+        machine.batchLimit = 1
+        _ = machine.append(hold: 0)
+        _ = machine.append(hold: 0)
+        let r9 = machine.jobStarted(on: 1)
+        #expect(r9 == .run(1))
+        machine.suspend()
+        let r10 = machine.close()
+        #expect(r10 == 1)
+        #expect(machine.isBusy)
+        let resumed = machine.resume()
+        #expect(!resumed)
+        #expect(!machine.isBusy)
+    }
 }

@@ -209,7 +209,9 @@ struct MemoryScenarios {
         let start = nowNanoseconds()
         for r in 0..<rounds {
             for i in (r * round)..<((r + 1) * round) { hub.post(Tick(sequence: i)) }
-            queue.sync {}  // the lane's drain job was enqueued before this one
+            // The drain gives the queue back after each slice and re-enqueues itself, so one
+            // `sync` waits for one slice only: wait until the round has been delivered.
+            while check.received < (r + 1) * round { queue.sync {} }
             if r == 0 {
                 residentStart = Memory.resident
                 heapStart = Memory.heapInUse

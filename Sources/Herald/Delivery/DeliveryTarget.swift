@@ -110,6 +110,15 @@ public struct DeliveryTarget: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// Whether an async handler on this target runs isolated to it (the main actor, an actor), so
+    /// that a thread blocked on the target keeps the handler from finishing.
+    var isolatesAsyncHandlers: Bool {
+        switch kind {
+        case .main, .actor: return true
+        default: return false
+        }
+    }
+
     /// Runs `job` later on this target. ``posting`` runs it right away.
     func schedule(_ job: @escaping @Sendable () -> Void) {
         switch kind {

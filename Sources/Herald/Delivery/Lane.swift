@@ -16,6 +16,8 @@ final class Lane<N: TypedNotification>: Sendable {
     /// The buffer of the ``NotificationSequence`` a stream observer feeds; the rest of the lane is
     /// unused then.
     let stream: NotificationSequence<N>.Storage?
+    /// The `async` handler of an observer registered with one: its lane starts one call at a time.
+    let asyncHandler: (@Sendable (N) async throws -> Void)?
     /// The layout of one queued item of type `N`.
     let layout = ItemQueue.Layout(of: N.self)
 
@@ -25,12 +27,16 @@ final class Lane<N: TypedNotification>: Sendable {
 
     init(
         target: DeliveryTarget, filters: Filters?, contextual: (@Sendable (N, DeliveryContext) throws -> Void)?,
-        stream: NotificationSequence<N>.Storage? = nil
+        stream: NotificationSequence<N>.Storage? = nil, asyncHandler: (@Sendable (N) async throws -> Void)? = nil
     ) {
         self.stream = stream
+        self.asyncHandler = asyncHandler
         self.target = target
         self.filters = filters
         self.contextual = contextual
+        if asyncHandler != nil {
+            mailbox.withLock { $0.machine.batchLimit = 1 }
+        }
     }
 
     // MARK: Appending
@@ -178,6 +184,99 @@ final class Lane<N: TypedNotification>: Sendable {
         }
         // One block is kept, so that a drain that runs several batches does not allocate for each.
         batch.removeAllMoved(keepingCapacity: true)
+    }
+
+    // MARK: Async handlers
+
+    /// Runs the drain handed to the target for a lane whose handler is `async`: it takes one item
+    /// at a time and gives it to `prepare`, which consumes it and returns the start of the
+    /// handler's task, or `nil` when no call is due (the observation has ended). The lane is
+    /// suspended before that task starts, so it cannot finish before the lane is suspended, and the
+    /// drain ends; ``resume()`` goes on once the call has returned.
+    ///
+    /// - Returns: Whether the job must be handed to the target again.
+    func runAsyncJob(on thread: UInt, _ prepare: (UnsafeMutableRawPointer) -> (() -> Void)?) -> Bool {
+        var batch = ItemQueue()
+        defer { batch.deallocate() }
+        var action = mailbox.withLock { mailbox in
+            let action = mailbox.machine.jobStarted(on: thread)
+            take(action, from: &mailbox.items, into: &batch)
+            return action
+        }
+        while case .run = action {
+            let launch = prepareAsyncBatch(&batch, prepare)
+            action = mailbox.withLock { mailbox in
+                if launch != nil {
+                    mailbox.machine.suspend()
+                    return .stop
+                }
+                let action = mailbox.machine.jobRanBatch()
+                take(action, from: &mailbox.items, into: &batch)
+                return action
+            }
+            launch?()
+        }
+        return action == .reschedule
+    }
+
+    /// ``runInline(on:_:)`` for a lane whose handler is `async`: it starts at most one call.
+    func runAsyncInline(on thread: UInt, _ prepare: (UnsafeMutableRawPointer) -> (() -> Void)?) {
+        var batch = ItemQueue()
+        defer { batch.deallocate() }
+        var count = mailbox.withLock { mailbox in
+            let count = mailbox.machine.inlineStarted(on: thread)
+            take(count.map(LaneStateMachine.DrainAction.run) ?? .stop, from: &mailbox.items, into: &batch)
+            return count
+        }
+        while count != nil {
+            let launch = prepareAsyncBatch(&batch, prepare)
+            count = mailbox.withLock { mailbox in
+                if launch != nil {
+                    mailbox.machine.suspend()
+                    return nil
+                }
+                let count = mailbox.machine.inlineRanBatch()
+                take(count.map(LaneStateMachine.DrainAction.run) ?? .stop, from: &mailbox.items, into: &batch)
+                return count
+            }
+            launch?()
+        }
+    }
+
+    /// Gives the item of `batch` (an async lane takes one at a time) to `prepare`, outside the lock.
+    ///
+    /// - Returns: The start of the handler's task, if a call is due.
+    private func prepareAsyncBatch(
+        _ batch: inout ItemQueue, _ prepare: (UnsafeMutableRawPointer) -> (() -> Void)?
+    ) -> (() -> Void)? {
+        let layout = self.layout
+        var launch: (() -> Void)?
+        var index = 0
+        while index < batch.count {
+            if let next = prepare(batch.item(index, layout)) { launch = next }
+            index += 1
+        }
+        batch.removeAllMoved(keepingCapacity: true)
+        return launch
+    }
+
+    /// The async handler started by the last drain has finished.
+    ///
+    /// - Returns: Whether the caller must hand a drain job to the target.
+    func resume() -> Bool {
+        mailbox.withLock { $0.machine.resume() }
+    }
+
+    // MARK: Quiescence
+
+    /// What the lane still has to do: whether it has items, a job with its target, a drain
+    /// running or an async handler that has not finished (`isBusy`); how many items it holds; and
+    /// whether it waits only for its target to run its job.
+    var pendingState: (isBusy: Bool, count: Int, waitsForTarget: Bool, isSuspended: Bool) {
+        mailbox.withLock { mailbox in
+            let machine = mailbox.machine
+            return (machine.isBusy, machine.count, machine.waitsForTarget, machine.runner == .suspended)
+        }
     }
 
     // MARK: Helpers

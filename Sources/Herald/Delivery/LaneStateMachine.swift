@@ -16,6 +16,13 @@
 ///   target, or a blocked waiter helping). It is never sliced: it takes every ready item, because
 ///   the thread that runs it would otherwise wait for a job queued behind itself.
 /// - At most one drain runs at a time, and at most one job is with the target at a time.
+///
+/// ## Asynchronous handlers
+/// A lane whose handler is `async` takes one item per batch (``batchLimit`` 1). When the drain
+/// has started the handler's task it *suspends* the lane (``suspend()``): the drain ends and gives
+/// the target back, and no other drain starts until the task finishes and ``resume()`` is called.
+/// So one observer's async calls never overlap and run in the order of its items, while its
+/// target runs other work during the suspension.
 struct LaneStateMachine: Sendable {
     /// The most items a drain job runs before it gives its target back.
     static let sliceLimit = 128
@@ -32,10 +39,13 @@ struct LaneStateMachine: Sendable {
         case job(thread: UInt)
         /// A thread that is on the target already, outside any job.
         case inline(thread: UInt)
+        /// No thread: an async handler started by a drain has not finished yet.
+        case suspended
 
         var thread: UInt {
             switch self {
             case .job(let thread), .inline(let thread): return thread
+            case .suspended: return 0
             }
         }
     }
@@ -54,6 +64,15 @@ struct LaneStateMachine: Sendable {
     private var sliceRemaining = 0
     /// Whether the lane has been closed: it accepts nothing more.
     private(set) var isClosed = false
+    /// The most items one batch takes: 1 for an async handler, which suspends the lane after each.
+    var batchLimit = Int.max
+
+    /// Whether the lane has work left: items, a job with the target, a drain running, or an async
+    /// handler that has not finished.
+    var isBusy: Bool { count > 0 || isJobPending || runner != nil }
+
+    /// Whether the lane waits only for its target to run the job it was handed.
+    var waitsForTarget: Bool { isJobPending && runner == nil }
 
     /// Items in the lane, held or not.
     var count: Int { appendedCount - takenCount }
@@ -138,7 +157,7 @@ struct LaneStateMachine: Sendable {
     }
 
     private mutating func takeForJob() -> DrainAction {
-        let count = min(readyCount, sliceRemaining)
+        let count = min(readyCount, sliceRemaining, batchLimit)
         guard !isClosed, count > 0 else {
             runner = nil
             isJobPending = false
@@ -155,7 +174,7 @@ struct LaneStateMachine: Sendable {
     mutating func inlineStarted(on thread: UInt) -> Int? {
         guard runner == nil, !isClosed, readyCount > 0 else { return nil }
         runner = .inline(thread: thread)
-        let count = readyCount
+        let count = min(readyCount, batchLimit)
         takenCount += count
         return count
     }
@@ -164,14 +183,33 @@ struct LaneStateMachine: Sendable {
     ///
     /// - Returns: How many more items to run, or `nil` when the drain ends.
     mutating func inlineRanBatch() -> Int? {
-        precondition(runner?.isJob == false, "Herald: an inline batch ended outside its drain")
-        let count = readyCount
+        precondition(runner?.isInline == true, "Herald: an inline batch ended outside its drain")
+        let count = min(readyCount, batchLimit)
         guard !isClosed, count > 0 else {
             runner = nil
             return nil
         }
         takenCount += count
         return count
+    }
+
+    // MARK: Suspending
+
+    /// The drain that is running started an async handler: the drain ends, and the lane waits
+    /// for ``resume()``.
+    mutating func suspend() {
+        precondition(runner != nil && runner != .suspended, "Herald: a lane suspended outside a drain")
+        if runner?.isJob == true { isJobPending = false }
+        runner = .suspended
+    }
+
+    /// The async handler finished.
+    ///
+    /// - Returns: Whether the caller must hand a drain job to the target.
+    mutating func resume() -> Bool {
+        precondition(runner == .suspended, "Herald: a lane resumed that was not suspended")
+        runner = nil
+        return claimJob()
     }
 
     // MARK: Closing
@@ -196,6 +234,11 @@ struct LaneStateMachine: Sendable {
 extension LaneStateMachine.Runner {
     fileprivate var isJob: Bool {
         if case .job = self { return true }
+        return false
+    }
+
+    fileprivate var isInline: Bool {
+        if case .inline = self { return true }
         return false
     }
 }

@@ -26,6 +26,60 @@ final class HubCore: Sendable {
     private let errorHandler = Lock(ErrorHandler(call: HubCore.writeToStandardError))
     private let unobservedHandler = Lock<UnobservedPostHandler?>(nil)
     let unobservedCount = Atomic<Int>(0)
+    /// Wakes ``NotificationHub/waitUntilIdle(timeout:isolation:)``.
+    let idleWatch = IdleWatch()
+    private let standIn = Lock<StandInBox?>(nil)
+    /// Whether a stand-in was ever set; lets main-queue schedules skip the lock.
+    private let hasStandIn = Atomic<Bool>(false)
+
+    /// A main-actor stand-in behind the lock (an existential is stored in a struct, see
+    /// ``ErrorHandler``).
+    private struct StandInBox: Sendable {
+        let standIn: any MainActorStandIn
+    }
+
+    // MARK: Main-actor stand-in
+
+    /// The test's stand-in for the main actor, if one was given.
+    var mainActorStandIn: (any MainActorStandIn)? {
+        get {
+            guard hasStandIn.load(ordering: .acquiring) else { return nil }
+            return standIn.withLock { $0 }?.standIn
+        }
+        set {
+            let old = standIn.withLock { box in
+                defer { box = newValue.map(StandInBox.init(standIn:)) }
+                return box
+            }
+            if newValue != nil { hasStandIn.store(true, ordering: .releasing) }
+            withExtendedLifetime(old) {}
+        }
+    }
+
+    /// Where a drain job for an observer on `target` goes: the stand-in for the main queue, if
+    /// the test gave one.
+    @inline(__always)
+    func schedulingTarget(for target: DeliveryTarget) -> DeliveryTarget {
+        guard hasStandIn.load(ordering: .acquiring) else { return target }
+        guard case .main = target.kind, let standIn = mainActorStandIn else { return target }
+        return .executor(standIn)
+    }
+
+    /// What every registered observer still has to do, in no particular order.
+    func pendingDeliveries() -> [PendingDelivery] {
+        let snapshots = registry.state.withLock { state in state.types.buckets.compactMap { $0.snapshot() } }
+        var pending: [PendingDelivery] = []
+        for snapshot in snapshots {
+            snapshot.withObservers { queued, _ in
+                for observer in queued {
+                    if let delivery = observer.takeUnretainedValue().pendingDelivery {
+                        pending.append(delivery)
+                    }
+                }
+            }
+        }
+        return pending
+    }
 
     // MARK: Registry
 

@@ -13,6 +13,8 @@ public struct DeliveryContext: Sendable {
 enum Handler<N: TypedNotification>: Sendable {
     case plain(@Sendable (N) throws -> Void)
     case contextual(@Sendable (N, DeliveryContext) throws -> Void)
+    /// An `async` handler: one call at a time, each started on a task of its own.
+    case async(@Sendable (N) async throws -> Void)
 }
 
 /// The optional `from:` subject and `owner:` of an observer, both held weakly.

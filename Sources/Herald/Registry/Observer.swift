@@ -43,6 +43,7 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
         static let isPosting: UInt8 = 1 << 2
         static let isContextual: UInt8 = 1 << 3
         static let isStream: UInt8 = 1 << 4
+        static let isAsync: UInt8 = 1 << 5
     }
 
     init(core: HubCore, location: SourceLocation, flags: UInt8) {
@@ -62,6 +63,9 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
     /// Whether the observer feeds a ``NotificationSequence``.
     @inline(__always)
     final var isStream: Bool { flags & Flags.isStream != 0 }
+
+    /// Whether the handler is `async`.
+    final var isAsync: Bool { flags & Flags.isAsync != 0 }
 
     // MARK: Cancellation
 
@@ -148,6 +152,9 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
 
     /// Ends ``attach(helper:)``.
     func detach(helper waiter: Waiter) {}
+
+    /// What the observer's lane still holds or runs, or `nil` when it is idle.
+    var pendingDelivery: PendingDelivery? { nil }
 }
 
 /// One registration: a handler and, for asynchronous targets, filters or a contextual handler,
@@ -156,6 +163,9 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
 final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  // Immutable; see AnyObserver.
     /// The handler; unused when `extras` holds a contextual one, or for a stream.
     private let handler: @Sendable (N) throws -> Void
+    /// The `async` handler, for an observer registered with one; it lives in the lane, which such
+    /// an observer always has, to keep the observer in the allocator's 64-byte size class.
+    private var asyncHandler: (@Sendable (N) async throws -> Void)? { extras?.asyncHandler }
     /// Target, filters, contextual handler and mailbox; `nil` for a plain posting-thread observer.
     private let extras: Lane<N>?
     /// The buffer of the ``NotificationSequence`` this observer feeds, if it feeds one.
@@ -167,16 +177,22 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         var flags: UInt8 = 0
         if filters != nil { flags |= Flags.hasFilters }
         if filters?.hasOwner == true { flags |= Flags.hasOwner }
-        if target.isPosting { flags |= Flags.isPosting }
         switch handler {
         case .plain(let body):
+            if target.isPosting { flags |= Flags.isPosting }
             self.handler = body
             self.extras =
                 target.isPosting && filters == nil ? nil : Lane(target: target, filters: filters, contextual: nil)
         case .contextual(let body):
+            if target.isPosting { flags |= Flags.isPosting }
             flags |= Flags.isContextual
             self.handler = { _ in }
             self.extras = Lane(target: target, filters: filters, contextual: body)
+        case .async(let body):
+            // Even on the posting thread an async handler has a lane: it orders the calls.
+            flags |= Flags.isAsync
+            self.handler = { _ in }
+            self.extras = Lane(target: target, filters: filters, contextual: nil, asyncHandler: body)
         }
         super.init(core: core, location: location, flags: flags)
     }
@@ -216,7 +232,9 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         if let stream { stream.finish() }
         guard let lane else { return 0 }
         var dropped = lane.close()
-        return lane.drop(&dropped, leaving: outcome)  // outside the lane's lock
+        let count = lane.drop(&dropped, leaving: outcome)  // outside the lane's lock
+        core.idleWatch.noteProgress()
+        return count
     }
 
     /// The target refused the drain job and will never run work again (for example a
@@ -350,7 +368,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     /// the job. Nothing would ever drain the lane then, so the observation ends and what the lane
     /// holds is dropped and reported at once (see ``targetRefused(_:)``).
     func scheduleDrain() {
-        if let refusal = target.trySchedule({ [self] in runJob() }) {
+        if let refusal = core.schedulingTarget(for: target).trySchedule({ [self] in runJob() }) {
             lane?.jobRefused()
             targetRefused(refusal)
             return
@@ -380,17 +398,86 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     /// to the target behind whatever it queued meanwhile.
     private func runJob() {
         guard let lane else { return }
+        if isAsync {
+            let again = lane.runAsyncJob(on: currentThreadID()) { item in prepareAsync(item, lane.layout) }
+            if again { scheduleDrain() } else { core.idleWatch.noteProgress() }
+            return
+        }
         let isPlain = lane.contextual == nil
         let layout = lane.layout
         let again = lane.runJob(on: currentThreadID()) { item in run(item, isPlain: isPlain, layout) }
-        if again { scheduleDrain() }
+        if again { scheduleDrain() } else { core.idleWatch.noteProgress() }
     }
 
     override func drainInline() {
         guard let lane else { return }
+        if isAsync {
+            lane.runAsyncInline(on: currentThreadID()) { item in prepareAsync(item, lane.layout) }
+            return
+        }
         let isPlain = lane.contextual == nil
         let layout = lane.layout
         lane.runInline(on: currentThreadID()) { item in run(item, isPlain: isPlain, layout) }
+        core.idleWatch.noteProgress()
+    }
+
+    // MARK: Async handlers
+
+    /// Consumes one item of an async lane and prepares the handler's task for it.
+    ///
+    /// - Returns: What starts the task, to be called once the lane is suspended; `nil` when the
+    ///   observation has ended.
+    private func prepareAsync(_ item: UnsafeMutableRawPointer, _ layout: ItemQueue.Layout) -> (() -> Void)? {
+        let payload = (item + layout.payloadOffset).assumingMemoryBound(to: N.self)
+        let (_, group) = Lane<N>.takeHeader(item)
+        let notification = payload.move()
+        guard !isCancelled, let asyncHandler else {
+            group?.leave(.skipped)
+            return nil
+        }
+        let call: @Sendable () async -> Void = { [self] in
+            await callAsync(asyncHandler, with: notification, group: group)
+        }
+        return { [self] in
+            if case .main = target.kind, let standIn = core.mainActorStandIn {
+                standIn.startTask(call)  // the test awaits it, on the main actor
+            } else {
+                Task(operation: call)
+            }
+        }
+    }
+
+    /// Calls the async handler, unless the observation ended since the call was started, then
+    /// lets the lane go on.
+    private func callAsync(
+        _ asyncHandler: @Sendable (N) async throws -> Void, with notification: N, group: WaitGroup?
+    ) async {
+        if isCancelled {
+            group?.leave(.skipped)
+        } else {
+            do {
+                try await asyncHandler(notification)
+                group?.leave(.delivered)
+            } catch {
+                let failure = report(error)
+                group?.leave(.failed(failure))
+            }
+        }
+        if lane?.resume() == true {
+            scheduleDrain()
+        }
+        core.idleWatch.noteProgress()
+    }
+
+    override var pendingDelivery: PendingDelivery? {
+        guard let lane else { return nil }
+        let state = lane.pendingState
+        guard state.isBusy else { return nil }
+        let location = self.location
+        return PendingDelivery(
+            notificationType: String(describing: N.self), fileID: location.fileString, line: Int(location.line),
+            target: target, queuedCount: state.count, isHandlerRunning: state.isSuspended,
+            waitsForTarget: state.waitsForTarget)
     }
 
     /// Runs one item and consumes it (its payload is destroyed, its group released).

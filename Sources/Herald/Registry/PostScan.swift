@@ -15,6 +15,8 @@ final class PostWait {
     var help: [AnyObserver] = []
     /// The posting-thread observers' outcome (and the streams').
     var report = DeliveryReport()
+    /// Observers whose delivery an async waiting post left with the hub's main-actor stand-in.
+    var standIn: [AnyObserver] = []
 
     init(group: WaitGroup, isolation: (any Actor)?, blocks: Bool) {
         self.group = group
@@ -118,6 +120,10 @@ extension HubCore {
                 // A handler posting to its own mailbox: waiting would never end, so enqueue only.
                 return observer.enqueue(payload, subjectID: subjectID, group: nil, hold: hold)
             }
+            if isCurrent && observer.isAsync && observer.target.isolatesAsyncHandlers {
+                // An async handler isolated to the target that this thread blocks: enqueue only.
+                return observer.enqueue(payload, subjectID: subjectID, group: nil, hold: hold)
+            }
             wait.group.enter()
             guard observer.enqueue(payload, subjectID: subjectID, group: wait.group, hold: hold) else {
                 wait.group.withdraw()
@@ -127,6 +133,8 @@ extension HubCore {
                 wait.inline.append(observer)
             } else if wait.blocks {
                 wait.help.append(observer)
+            } else if case .main = observer.target.kind, mainActorStandIn != nil {
+                wait.standIn.append(observer)
             }
             return true
         }

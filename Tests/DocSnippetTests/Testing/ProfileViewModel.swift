@@ -1,34 +1,39 @@
 import Herald
-import Synchronization
+import Observation
 
 struct ProfileLoaded: TypedNotification { let name: String }
 struct ProfileRenamed: TypedNotification { let name: String }
+struct AvatarChanged: TypedNotification { let url: String }
 struct SearchRequested: TypedNotification, Equatable { let text: String }
 
-final class ProfileViewModel: Sendable {
-    private struct State {
-        var title = "Loading…"
-        var searchGeneration = 0
-    }
+protocol ImageLoading: Sendable {
+    func image(at url: String) async throws -> String
+}
 
-    private let hub: NotificationHub
-    private let target: DeliveryTarget
-    private let state = Mutex(State())
-    private let observations = Mutex<Set<ObservationToken>>([])
+@MainActor
+@Observable
+final class ProfileViewModel {
+    private(set) var title = "Loading…"
+    private(set) var avatar: String?
 
-    init(hub: NotificationHub, deliveringOn target: DeliveryTarget = .mainQueue) {
+    @ObservationIgnored private let hub: NotificationHub
+    @ObservationIgnored private var searchGeneration = 0
+    @ObservationIgnored private var observations: Set<ObservationToken> = []
+
+    init(hub: NotificationHub, images: some ImageLoading) {
         self.hub = hub
-        self.target = target
-        let loaded = hub.observe(ProfileLoaded.self, on: target) { [weak self] note in
-            self?.apply(title: note.name)
-        }
-        observations.withLock { loaded.store(in: &$0) }
-        hub.observe(ProfileRenamed.self, owner: self, on: target) { model, note in
-            model.apply(title: note.name)
-        }
+        hub.observe(ProfileLoaded.self, on: MainActor.shared) { [weak self] note in
+            self?.title = note.name
+        }.store(in: &observations)
+        hub.observe(ProfileRenamed.self, on: MainActor.shared) { [weak self] note in
+            self?.title = note.name
+        }.store(in: &observations)
+        // An async handler: one reload at a time, in post order, without a Task { } of its own.
+        hub.observe(AvatarChanged.self, on: MainActor.shared) { [weak self] note async in
+            let image = try? await images.image(at: note.url)
+            self?.avatar = image
+        }.store(in: &observations)
     }
-
-    var title: String { state.withLock { $0.title } }
 
     func rename(to name: String) {
         hub.post(ProfileRenamed(name: name))
@@ -36,17 +41,11 @@ final class ProfileViewModel: Sendable {
 
     func searchTextChanged(_ text: String) {
         // Debounced: request a search once typing pauses for 300 ms.
-        let generation = state.withLock { state in
-            state.searchGeneration += 1
-            return state.searchGeneration
-        }
-        target.perform(after: .milliseconds(300)) { [weak self, hub] in
-            guard let self, self.state.withLock({ $0.searchGeneration == generation }) else { return }
+        searchGeneration += 1
+        let generation = searchGeneration
+        MainActor.perform(after: .milliseconds(300)) { [weak self, hub] in
+            guard let self, self.searchGeneration == generation else { return }
             hub.post(SearchRequested(text: text))
         }
-    }
-
-    private func apply(title: String) {
-        state.withLock { $0.title = title }
     }
 }

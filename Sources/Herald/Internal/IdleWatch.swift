@@ -1,0 +1,71 @@
+import Dispatch
+import Synchronization
+
+/// Wakes the tasks waiting for a hub to become idle whenever one of its lanes may have become
+/// idle. Costs one relaxed load per drain while nobody waits.
+final class IdleWatch: Sendable {
+    private struct State {
+        var generation: UInt64 = 0
+        var nextID: UInt64 = 0
+        var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+    }
+
+    private let state = Lock(State())
+    /// The number of tasks inside ``NotificationHub/waitUntilIdle(timeout:isolation:)``.
+    private let watchers = Atomic<Int>(0)
+
+    /// A lane finished a drain, an async handler or closed. Call after the lane's lock: a watcher
+    /// registers before it reads the lanes, under their locks, so it either sees the lane idle or
+    /// is woken here.
+    @inline(__always)
+    func noteProgress() {
+        guard watchers.load(ordering: .relaxed) > 0 else { return }
+        wakeAll()
+    }
+
+    @inline(never)
+    private func wakeAll() {
+        let waiters = state.withLock { state in
+            state.generation &+= 1
+            defer { state.waiters = [:] }
+            return Array(state.waiters.values)
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Runs `body` counted as a watcher.
+    func watching<R, E: Error>(
+        isolation: isolated (any Actor)? = #isolation, _ body: () async throws(E) -> R
+    ) async throws(E) -> R {
+        watchers.add(1, ordering: .sequentiallyConsistent)
+        defer { watchers.subtract(1, ordering: .sequentiallyConsistent) }
+        return try await body()
+    }
+
+    /// The current generation; read it before reading the lanes.
+    var generation: UInt64 {
+        state.withLock { $0.generation }
+    }
+
+    /// Suspends until the generation moves past `generation` or `deadline` passes.
+    func wait(since generation: UInt64, until deadline: DispatchTime) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let id = state.withLock { state -> UInt64? in
+                guard state.generation == generation else { return nil }
+                let id = state.nextID
+                state.nextID &+= 1
+                state.waiters[id] = continuation
+                return id
+            }
+            guard let id else {
+                continuation.resume()
+                return
+            }
+            guard deadline != .distantFuture else { return }
+            DispatchQueue.global().asyncAfter(deadline: deadline) { [self] in
+                let timedOut = state.withLock { $0.waiters.removeValue(forKey: id) }
+                timedOut?.resume()
+            }
+        }
+    }
+}

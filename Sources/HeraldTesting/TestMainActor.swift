@@ -1,0 +1,429 @@
+@_spi(Testing) import Herald
+import Testing
+
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#else
+#error("TestMainActor: unsupported platform")
+#endif
+
+/// A stand-in for the main actor in tests: main-actor deliveries and `MainActor.perform` work
+/// wait until the test runs them, on the main actor, in order.
+///
+/// Give it to the hub, and test a `@MainActor` view model that observes with
+/// `on: MainActor.shared` as it is written, without a target parameter:
+///
+/// ```swift
+/// @Test @MainActor func renamingUpdatesTheTitle() async {
+///     await withMainActorStandIn { main in
+///         let hub = NotificationHub()
+///         hub.useMainActorStandIn(main)
+///         let model = ProfileViewModel(hub: hub)
+///
+///         hub.post(ProfileLoaded(name: "Ada"))
+///         #expect(model.title == "Loading…")   // queued on the stand-in
+///         await main.runUntilIdle()
+///         #expect(model.title == "Ada")
+///     }
+/// }
+/// ```
+///
+/// ## What goes to the stand-in
+/// - The delivery jobs of the main-actor observers of every hub given it with
+///   `NotificationHub/useMainActorStandIn(_:)` (observers registered with `on: MainActor.shared`
+///   or on `.mainQueue`). Their registrations still report `.mainQueue`.
+/// - `MainActor.perform(_:)` and `MainActor.perform(after:_:)` called from the task that runs
+///   ``withMainActorStandIn(name:_:)``'s body, or from a task or job it started. Delayed work is
+///   due on the stand-in's manual clock, ``now``.
+/// - The tasks of `async` main-actor handlers that its jobs start: ``runUntilIdle(maxJobs:sourceLocation:)``
+///   waits for them, and runs the jobs they cause meanwhile.
+///
+/// ## Waiting under the stand-in
+/// - A blocking `postAndWait` made on the main actor still runs main-actor observers inline.
+/// - An `await hub.postAndWait(_:from:)` whose deliveries sit with the stand-in while nothing
+///   runs it returns at once; its report lists each such delivery as a failure with a
+///   `PendingWorkError` naming them. `await hub.waitUntilIdle()` throws that error.
+///
+/// ## Threading
+/// Jobs run on the main actor, in the task that calls ``runUntilIdle(maxJobs:sourceLocation:)``,
+/// ``runNext()`` or ``advance(by:sourceLocation:)``, never while the stand-in's lock is held.
+/// Work may be enqueued from any thread.
+public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
+    private struct Job {
+        let due: Duration
+        let sequence: UInt64
+        let work: @Sendable () -> Void
+    }
+
+    private struct State {
+        var now: Duration = .zero
+        var nextSequence: UInt64 = 0
+        /// Sorted by (due, sequence).
+        var jobs: [Job] = []
+        /// The threads running a job of the stand-in right now.
+        var runners: [UInt] = []
+        var executedCount = 0
+        /// Tasks of async handlers started by jobs that have not finished.
+        var taskCount = 0
+        /// The number of `runUntilIdle` / `advance` calls in progress.
+        var drivers = 0
+        /// Bumped by every enqueue and every finished task.
+        var generation: UInt64 = 0
+        var wakeUp: CheckedContinuation<Void, Never>?
+    }
+
+    /// A name for failure messages, such as `"main"`.
+    public let name: String
+    private let state = Locked(State())
+
+    /// Creates a stand-in with nothing queued and its clock at zero.
+    ///
+    /// - Parameter name: A name used in failure messages.
+    public init(name: String = "main") {
+        self.name = name
+    }
+
+    public var description: String {
+        "TestMainActor(\(name))"
+    }
+
+    // MARK: - Receiving work
+
+    /// Queues `job`, due now. Callable from any thread; it never runs `job` before returning.
+    ///
+    /// - Parameter job: The work to queue.
+    public func enqueue(_ job: @escaping @Sendable () -> Void) {
+        let wakeUp = state.withLock { state in
+            Self.insert(job, due: state.now, into: &state)
+            return Self.takeWakeUp(&state)
+        }
+        wakeUp?.resume()
+    }
+
+    /// Queues `job`, due once the manual clock has advanced by `delay` (negative counts as zero).
+    ///
+    /// - Parameters:
+    ///   - delay: How far ``now`` must advance before `job` is due.
+    ///   - job: The work to queue.
+    public func enqueue(after delay: Duration, _ job: @escaping @Sendable () -> Void) {
+        let wakeUp = state.withLock { state in
+            Self.insert(job, due: state.now + Swift.max(delay, .zero), into: &state)
+            return Self.takeWakeUp(&state)
+        }
+        wakeUp?.resume()
+    }
+
+    /// Whether the calling thread is running a job of the stand-in right now.
+    public var isCurrent: Bool {
+        let me = Self.currentThread()
+        return state.withLock { $0.runners.contains(me) }
+    }
+
+    /// Whether a test is inside ``runUntilIdle(maxJobs:sourceLocation:)`` or
+    /// ``advance(by:sourceLocation:)``.
+    var isRunning: Bool {
+        state.withLock { $0.drivers > 0 }
+    }
+
+    /// Starts the task of an async main-actor handler; the stand-in is idle only once it ends.
+    func startTask(_ work: @escaping @Sendable () async -> Void) {
+        state.withLock { $0.taskCount += 1 }
+        Task { [self] in
+            await work()
+            let wakeUp = state.withLock { state in
+                state.taskCount -= 1
+                return Self.takeWakeUp(&state)
+            }
+            wakeUp?.resume()
+        }
+    }
+
+    // MARK: - Inspecting
+
+    /// The time on the manual clock; it moves only by ``advance(by:sourceLocation:)``.
+    public var now: Duration {
+        state.withLock { $0.now }
+    }
+
+    /// The number of queued jobs, due now or later.
+    public var pendingCount: Int {
+        state.withLock { $0.jobs.count }
+    }
+
+    /// The number of async handler tasks started by the stand-in's jobs that have not finished.
+    public var runningTaskCount: Int {
+        state.withLock { $0.taskCount }
+    }
+
+    /// The number of jobs run so far.
+    public var executedCount: Int {
+        state.withLock { $0.executedCount }
+    }
+
+    // MARK: - Running
+
+    /// Runs the first job that is due, if any, on the main actor. It does not wait for tasks.
+    ///
+    /// - Returns: `true` if a job ran.
+    @MainActor
+    @discardableResult
+    public func runNext() -> Bool {
+        runJob(dueBy: nil)
+    }
+
+    /// Runs due jobs on the main actor until none is due and every async handler they started
+    /// has finished, including the jobs those cause. The clock does not move.
+    ///
+    /// ```swift
+    /// hub.post(ProfileLoaded(name: "Ada"))
+    /// await main.runUntilIdle()
+    /// ```
+    ///
+    /// If jobs keep enqueueing jobs, it stops after `maxJobs` and records an issue instead of
+    /// looping forever. An async handler that waits for something only the test does after this
+    /// call keeps it waiting.
+    ///
+    /// - Parameters:
+    ///   - maxJobs: The most jobs to run before reporting runaway work.
+    ///   - sourceLocation: Where to report runaway work; leave the default.
+    /// - Returns: The number of jobs run.
+    @MainActor
+    @discardableResult
+    public func runUntilIdle(
+        maxJobs: Int = 100_000, sourceLocation: SourceLocation = #_sourceLocation
+    ) async -> Int {
+        await drive(until: nil, maxJobs: maxJobs, sourceLocation: sourceLocation)
+    }
+
+    /// Moves the clock forward by `duration`, running on the main actor every job that falls due
+    /// on the way, in (due time, enqueue order), and waiting for the async handlers they start.
+    ///
+    /// ```swift
+    /// model.searchTextChanged("ad")           // debounced by 300 ms
+    /// await main.advance(by: .milliseconds(300))
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - duration: How far to move the clock; negative counts as zero.
+    ///   - sourceLocation: Where to report runaway work; leave the default.
+    /// - Returns: The number of jobs run.
+    @MainActor
+    @discardableResult
+    public func advance(by duration: Duration, sourceLocation: SourceLocation = #_sourceLocation) async -> Int {
+        let instant = state.withLock { $0.now } + Swift.max(duration, .zero)
+        let count = await drive(until: instant, maxJobs: 100_000, sourceLocation: sourceLocation)
+        state.withLock { state in state.now = Swift.max(state.now, instant) }
+        return count + (await drive(until: nil, maxJobs: 100_000, sourceLocation: sourceLocation))
+    }
+
+    // MARK: - Checking
+
+    /// Records a test issue if jobs are still queued or async handlers still running, and says
+    /// what is left.
+    ///
+    /// - Parameters:
+    ///   - comment: An optional note added to the issue.
+    ///   - sourceLocation: Where to report; leave the default.
+    /// - Returns: `true` if nothing was pending.
+    @discardableResult
+    public func expectNoPendingWork(
+        _ comment: Comment? = nil, sourceLocation: SourceLocation = #_sourceLocation
+    ) -> Bool {
+        let (now, dues, tasks) = state.withLock { state in (state.now, state.jobs.map(\.due), state.taskCount) }
+        guard !dues.isEmpty || tasks > 0 else { return true }
+        let dueNow = dues.count { $0 <= now }
+        let later = dues.filter { $0 > now }
+        var message = "\(self) expected no pending work, found \(dues.count) job\(dues.count == 1 ? "" : "s")"
+        message += ": \(dueNow) due now (run them with await runUntilIdle())"
+        if let first = later.first {
+            message += ", \(later.count) due later, the first at \(first) (clock at \(now); use advance(by:))"
+        }
+        if tasks > 0 { message += ", and \(tasks) async handler\(tasks == 1 ? "" : "s") still running" }
+        Issue.record(
+            Comment(rawValue: message + (comment.map { ": \($0.rawValue)" } ?? "")), sourceLocation: sourceLocation)
+        return false
+    }
+
+    // MARK: - Internals
+
+    private enum Step {
+        case ranJob
+        case idle
+        case wait(UInt64)
+    }
+
+    /// Runs jobs due by `deadline` (or by `now`), and waits for the async handlers they start,
+    /// until there is nothing left to run.
+    @MainActor
+    private func drive(until deadline: Duration?, maxJobs: Int, sourceLocation: SourceLocation) async -> Int {
+        state.withLock { $0.drivers += 1 }
+        var count = 0
+        while true {
+            if runJob(dueBy: deadline) {
+                count += 1
+                if count >= maxJobs {
+                    Issue.record(
+                        Comment(rawValue: "\(self) ran \(count) jobs and more may be due: work keeps enqueueing work"),
+                        sourceLocation: sourceLocation)
+                    state.withLock { $0.drivers -= 1 }
+                    return count
+                }
+                continue
+            }
+            let step = state.withLock { state -> Step in
+                if let first = state.jobs.first, first.due <= Swift.max(deadline ?? state.now, state.now) {
+                    return .ranJob
+                }
+                if state.taskCount == 0 {
+                    state.drivers -= 1  // under the same lock as the check: a waiting post sees it
+                    return .idle
+                }
+                return .wait(state.generation)
+            }
+            switch step {
+            case .ranJob: continue
+            case .idle: return count
+            case .wait(let generation): await waitForChange(since: generation)
+            }
+        }
+    }
+
+    /// Suspends until a job is enqueued or a task ends after `generation`.
+    @MainActor
+    private func waitForChange(since generation: UInt64) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let resumeNow = state.withLock { state -> Bool in
+                if state.generation != generation { return true }
+                state.wakeUp = continuation
+                return false
+            }
+            if resumeNow { continuation.resume() }
+        }
+    }
+
+    /// Runs the first job due by `deadline` (or by `now` when `nil`), moving the clock to it.
+    @MainActor
+    private func runJob(dueBy deadline: Duration?) -> Bool {
+        let me = Self.currentThread()
+        let job = state.withLock { state -> Job? in
+            guard let first = state.jobs.first, first.due <= Swift.max(deadline ?? state.now, state.now) else {
+                return nil
+            }
+            state.jobs.removeFirst()
+            state.now = Swift.max(state.now, first.due)
+            state.runners.append(me)
+            return first
+        }
+        guard let job else { return false }
+        job.work()
+        state.withLock { state in
+            if let index = state.runners.lastIndex(of: me) {
+                state.runners.remove(at: index)
+            }
+            state.executedCount += 1
+        }
+        return true
+    }
+
+    private static func takeWakeUp(_ state: inout State) -> CheckedContinuation<Void, Never>? {
+        state.generation &+= 1
+        defer { state.wakeUp = nil }
+        return state.wakeUp
+    }
+
+    private static func insert(_ work: @escaping @Sendable () -> Void, due: Duration, into state: inout State) {
+        let job = Job(due: due, sequence: state.nextSequence, work: work)
+        state.nextSequence &+= 1
+        var low = 0
+        var high = state.jobs.count
+        while low < high {
+            let middle = (low + high) / 2
+            if state.jobs[middle].due <= due {
+                low = middle + 1
+            } else {
+                high = middle
+            }
+        }
+        state.jobs.insert(job, at: low)
+    }
+
+    private static func currentThread() -> UInt {
+        #if canImport(Darwin)
+        return UInt(bitPattern: pthread_self())
+        #else
+        return UInt(pthread_self())
+        #endif
+    }
+}
+
+/// Runs `body` on the main actor with a fresh ``TestMainActor`` installed for the task:
+/// `MainActor.perform(_:)` and `MainActor.perform(after:_:)` called from `body`, or from work it
+/// starts, go to the stand-in instead of the main queue.
+///
+/// ```swift
+/// @Test @MainActor func searchIsDebounced() async {
+///     await withMainActorStandIn { main in
+///         let hub = NotificationHub()
+///         hub.useMainActorStandIn(main)
+///         …
+///         await main.advance(by: .milliseconds(300))
+///     }
+/// }
+/// ```
+///
+/// - Parameters:
+///   - name: The stand-in's name, for failure messages.
+///   - body: The test, given the stand-in.
+/// - Returns: What `body` returns.
+/// - Throws: What `body` throws.
+@MainActor
+public func withMainActorStandIn<R>(
+    name: String = "main",
+    _ body: @MainActor (TestMainActor) async throws -> R
+) async rethrows -> R {
+    let main = TestMainActor(name: name)
+    return try await MainActorStandInScope.$current.withValue(StandIn(main)) {
+        try await body(main)
+    }
+}
+
+extension NotificationHub {
+    /// Hands the deliveries of this hub's main-actor observers to `main` instead of the main
+    /// queue: they run when the test runs `main`.
+    ///
+    /// Registrations still report `.mainQueue`, so `expectRegistered(_:on: .mainQueue)` holds.
+    ///
+    /// - Parameter main: The stand-in.
+    public func useMainActorStandIn(_ main: TestMainActor) {
+        _useMainActorStandIn(StandIn(main))
+    }
+}
+
+/// Hands Herald's main-actor work to a ``TestMainActor``.
+private final class StandIn: MainActorStandIn, CustomStringConvertible {
+    let main: TestMainActor
+
+    init(_ main: TestMainActor) {
+        self.main = main
+    }
+
+    var description: String { main.description }
+    var isRunning: Bool { main.isRunning }
+    var isCurrent: Bool { main.isCurrent }
+
+    func enqueue(_ job: @escaping @Sendable () -> Void) {
+        main.enqueue(job)
+    }
+
+    func enqueue(after delay: Duration, _ job: @escaping @Sendable () -> Void) {
+        main.enqueue(after: delay, job)
+    }
+
+    func startTask(_ work: @escaping @Sendable () async -> Void) {
+        main.startTask(work)
+    }
+}

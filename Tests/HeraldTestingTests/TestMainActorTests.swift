@@ -1,0 +1,174 @@
+import Herald
+import HeraldTesting
+import Testing
+
+private struct Tap: TypedNotification, Equatable { let value: Int }
+private struct Echo: TypedNotification, Equatable { let value: Int }
+
+/// A blocking `postAndWait` made from synchronous main-actor code, as an app's button action does.
+@MainActor
+private func postAndWaitFromTheMainActor(_ hub: NotificationHub, _ tap: Tap) -> DeliveryReport {
+    hub.postAndWait(tap)
+}
+
+@Suite("TestMainActor")
+@MainActor
+struct TestMainActorTests {
+    @Test("Main-actor deliveries wait in the stand-in and run on the main actor, in order")
+    func deliveriesRunOnTheMainActorInOrder() async {
+        await withMainActorStandIn { main in
+            let hub = NotificationHub()
+            hub.useMainActorStandIn(main)
+            var seen: [Int] = []
+            let token = hub.observe(Tap.self, on: MainActor.shared) { note in
+                MainActor.assertIsolated()
+                seen.append(note.value)
+            }
+            for value in 1...3 { hub.post(Tap(value: value)) }
+            #expect(seen.isEmpty)
+            #expect(main.pendingCount == 1, "one drain job for the three notifications")
+            #expect(main.runNext())
+            #expect(seen == [1, 2, 3])
+            #expect(!main.runNext())
+            token.cancel()
+        }
+    }
+
+    @Test("Observers on .mainQueue go to the stand-in too, and registrations report the main target")
+    func mainQueueObserversAndRegistrations() async {
+        await withMainActorStandIn { main in
+            let hub = NotificationHub()
+            hub.useMainActorStandIn(main)
+            let recorder = hub.record(Tap.self, on: .mainQueue)
+            hub.post(Tap(value: 1))
+            #expect(recorder.values.isEmpty)
+            await main.runUntilIdle()
+            #expect(recorder.takeAll() == [Tap(value: 1)])
+            #expect(hub.registrations(of: Tap.self).map(\.target) == [.mainQueue])
+            hub.expectRegistered(Tap.self, on: .mainQueue)
+        }
+    }
+
+    @Test("A blocking postAndWait made on the main actor still runs main-actor observers inline")
+    func blockingWaitFromTheMainActorRunsInline() async {
+        await withMainActorStandIn { main in
+            let hub = NotificationHub()
+            hub.useMainActorStandIn(main)
+            var seen: [Int] = []
+            let token = hub.observe(Tap.self, on: MainActor.shared) { note in seen.append(note.value) }
+            let report = postAndWaitFromTheMainActor(hub, Tap(value: 7))
+            #expect(report.deliveredCount == 1)
+            #expect(seen == [7])
+            await main.runUntilIdle()  // the drain job handed to the stand-in finds nothing left
+            #expect(seen == [7])
+            token.cancel()
+        }
+    }
+
+    @Test("An async postAndWait fails fast, naming the deliveries only the test can run")
+    func asyncWaitingPostFailsFast() async throws {
+        try await withMainActorStandIn { main in
+            let hub = NotificationHub()
+            hub.useMainActorStandIn(main)
+            var seen: [Int] = []
+            let token = hub.observe(Tap.self, on: MainActor.shared) { note in seen.append(note.value) }
+            let report = await hub.postAndWait(Tap(value: 1))
+            #expect(report.deliveredCount == 0)
+            #expect(report.failures.count == 1)
+            let failure = try #require(report.failures.first)
+            #expect(failure.fileID.hasSuffix("TestMainActorTests.swift"))
+            let error = try #require(failure.error as? PendingWorkError)
+            #expect(error.waitsForStandIn)
+            #expect(error.pending.map(\.notificationType) == ["Tap"])
+            #expect(error.description.contains("TestMainActor(main)"))
+            #expect(error.description.contains("TestMainActorTests.swift"))
+
+            let timed = try await hub.postAndWait(Tap(value: 2), timeout: .seconds(60))
+            #expect(timed.failures.map { ($0.error as? PendingWorkError)?.waitsForStandIn } == [true])
+
+            #expect(seen.isEmpty)
+            await main.runUntilIdle()
+            #expect(seen == [1, 2], "the deliveries still run, once, when the test runs them")
+            token.cancel()
+        }
+    }
+
+    @Test("waitUntilIdle fails fast while the stand-in holds deliveries, and returns once they ran")
+    func quiescenceFailsFast() async throws {
+        try await withMainActorStandIn { main in
+            let hub = NotificationHub()
+            hub.useMainActorStandIn(main)
+            let token = hub.observe(Tap.self, on: MainActor.shared) { _ in }
+            hub.post(Tap(value: 1))
+            do throws(PendingWorkError) {
+                try await hub.waitUntilIdle(timeout: .seconds(60))
+                Issue.record("expected waitUntilIdle to fail fast")
+            } catch {
+                #expect(error.waitsForStandIn)
+                #expect(!error.isTimeout)
+                #expect(error.pending.first?.target == .mainQueue)
+                #expect(error.pending.first?.queuedCount == 1)
+            }
+            await main.runUntilIdle()
+            try await hub.waitUntilIdle()
+            token.cancel()
+        }
+    }
+
+    @Test("A waiting post made by a handler that the test runs does not fail: the stand-in is running")
+    func waitingPostInsideARunningStandIn() async throws {
+        try await withMainActorStandIn { main in
+            let hub = NotificationHub()
+            hub.useMainActorStandIn(main)
+            var echoes: [Int] = []
+            var reports: [DeliveryReport] = []
+            let echo = hub.observe(Echo.self, on: MainActor.shared) { note in echoes.append(note.value) }
+            let tap = hub.observe(Tap.self, on: MainActor.shared) { note async in
+                reports.append(await hub.postAndWait(Echo(value: note.value)))
+            }
+            hub.post(Tap(value: 5))
+            await main.runUntilIdle()
+            #expect(echoes == [5])
+            #expect(reports.map(\.deliveredCount) == [1])
+            #expect(reports.map(\.isSuccess) == [true])
+            try await hub.waitUntilIdle()
+            echo.cancel()
+            tap.cancel()
+        }
+    }
+
+    @Test("MainActor.perform and perform(after:) go to the stand-in and follow its clock")
+    func performFollowsTheStandIn() async {
+        await withMainActorStandIn { main in
+            var log: [String] = []
+            MainActor.perform(after: .seconds(2)) { log.append("later") }
+            MainActor.perform { log.append("now") }
+            #expect(log.isEmpty)
+            await main.runUntilIdle()
+            #expect(log == ["now"])
+            await main.advance(by: .milliseconds(1_999))
+            #expect(log == ["now"])
+            await main.advance(by: .milliseconds(1))
+            #expect(log == ["now", "later"])
+            #expect(main.now == .seconds(2))
+        }
+    }
+
+    @Test("expectNoPendingWork says what is left: jobs due now, jobs due later")
+    func pendingWorkIsReported() async {
+        await withMainActorStandIn(name: "ui") { main in
+            MainActor.perform {}
+            MainActor.perform(after: .seconds(1)) {}
+            withKnownIssue {
+                main.expectNoPendingWork()
+            } matching: { issue in
+                let text = String(describing: issue)
+                return text.contains("TestMainActor(ui) expected no pending work, found 2 jobs")
+                    && text.contains("1 due now") && text.contains("1 due later")
+            }
+            await main.advance(by: .seconds(1))
+            #expect(main.expectNoPendingWork())
+            #expect(main.executedCount == 2)
+        }
+    }
+}

@@ -1,0 +1,82 @@
+import Dispatch
+import Herald
+import Testing
+
+@Suite("Hub quiescence: waitUntilIdle")
+struct QuiescenceTests {
+    @Test("An idle hub returns at once, with nothing pending")
+    func idleHubReturnsAtOnce() async throws {
+        let hub = NotificationHub()
+        try await hub.waitUntilIdle()
+        let token = hub.observe(Ping.self, on: .queue(DispatchQueue(label: "q"))) { _ in }
+        try await hub.waitUntilIdle(timeout: .seconds(1))
+        #expect(hub.pendingDeliveries.isEmpty)
+        token.cancel()
+    }
+
+    @Test("It returns once every lane has drained, counting what handlers post meanwhile")
+    func waitsForChainsOfPosts() async throws {
+        let hub = NotificationHub()
+        let pongs = Log<Int>()
+        let first = hub.observe(Ping.self, on: .queue(DispatchQueue(label: "first"))) { note in
+            if note.value < 50 { hub.post(Ping(value: note.value + 1)) }
+            hub.post(Pong(value: note.value))
+        }
+        let second = hub.observe(Pong.self, on: .operationQueue(makeKeptOperationQueue())) { note in
+            pongs.append(note.value)
+        }
+        let third = hub.observe(Pong.self, on: Store()) { store, note in store.append(note.value) }
+        await onNewThread { hub.post(Ping(value: 1)) }
+        try await hub.waitUntilIdle(timeout: asyncPatience)
+        #expect(pongs.values == Array(1...50))
+        #expect(hub.pendingDeliveries.isEmpty)
+        for token in [first, second, third] { token.cancel() }
+    }
+
+    @Test("It waits for async handlers to return")
+    func waitsForAsyncHandlers() async throws {
+        let hub = NotificationHub()
+        let gate = AsyncLatch()
+        let done = Log<Int>()
+        let token = hub.observe(Ping.self, on: .queue(DispatchQueue(label: "q"))) { note async in
+            await gate.wait()
+            done.append(note.value)
+        }
+        hub.post(Ping(value: 1))
+        hub.post(Ping(value: 2))
+        let pending = hub.pendingDeliveries
+        #expect(pending.count == 1)
+        let waiting = Task { try await hub.waitUntilIdle(timeout: asyncPatience) }
+        gate.open()
+        try await waiting.value
+        #expect(done.values == [1, 2])
+        token.cancel()
+    }
+
+    @Test("The timeout form reports what is still pending, and the work still runs later")
+    func timeoutReportsPending() async throws {
+        let hub = NotificationHub()
+        let queue = DispatchQueue(label: "stalled")
+        let gate = Gate()
+        gate.close(queue)
+        let delivered = Counter()
+        let token = hub.observe(Ping.self, on: .queue(queue)) { _ in delivered.increment() }
+        for value in 1...3 { hub.post(Ping(value: value)) }
+        do {
+            try await hub.waitUntilIdle(timeout: .milliseconds(50))
+            Issue.record("expected a timeout while the queue is blocked")
+        } catch {
+            #expect(error.isTimeout)
+            #expect(error.pending.count == 1)
+            #expect(error.pending.first?.queuedCount == 3)
+            #expect(error.pending.first?.notificationType == "Ping")
+            #expect(error.pending.first?.fileID.hasSuffix("QuiescenceTests.swift") == true)
+            #expect(error.pending.first?.target == .queue(queue))
+            #expect(error.description.contains("3 Ping queued for the observer at"))
+        }
+        gate.open()
+        try await hub.waitUntilIdle(timeout: asyncPatience)
+        #expect(delivered.count == 3)
+        token.cancel()
+    }
+}
