@@ -177,18 +177,20 @@ struct PerformTests {
 
     @Test func performOnPostingDoesNotRunInsideTheCall() async {
         let log = Locked<[String]>([])
+        // The work waits until the caller has returned from `perform`: if `perform` ran it inside
+        // the call, the wait would time out with "caller returned" still missing from the log.
+        let callerReturned = DispatchSemaphore(value: 0)
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             log.withLock { $0.append("before") }
             DeliveryTarget.posting.perform {
-                log.withLock { $0.append("performed") }
+                let waited = callerReturned.wait(timeout: .now() + 60)
+                log.withLock { $0.append(waited == .success ? "performed" : "performed inside the call") }
                 continuation.resume()
             }
             log.withLock { $0.append("caller returned") }
+            callerReturned.signal()
         }
-        let entries = log.withLock { $0 }
-        #expect(entries.count == 3)
-        #expect(entries.first == "before")
-        #expect(entries.last == "performed")
+        #expect(log.withLock { $0 } == ["before", "caller returned", "performed"])
     }
 
     @Test @MainActor func mainActorPerformEnqueuesEvenOnTheMainActor() async {
