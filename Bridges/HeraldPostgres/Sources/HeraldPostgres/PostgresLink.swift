@@ -130,13 +130,22 @@ public final class PostgresLink: Sendable {
         /// A key shared by every link on the channel. With it, the link signs each envelope with
         /// HMAC-SHA256 and refuses unsigned and forged messages. Use 32 random bytes; never log it.
         public var signingKey: SymmetricKey?
+        /// Whether posts that wait while a `NOTIFY` is in flight go out together in the next one,
+        /// as many as fit in ``PostgresLink/maximumPayloadBytes`` (a version 2 batch envelope).
+        /// A post that finds the connection idle always goes out at once, alone (version 1).
+        ///
+        /// Turn it off only while links of builds that read version 1 alone share the channel:
+        /// they report batches as ``PostgresLinkError/Code/unsupportedVersion`` and skip them.
+        public var batchesBursts = true
 
         public init(
-            reconnection: Reconnection = Reconnection(), sendQueueLimit: Int = 10_000, signingKey: SymmetricKey? = nil
+            reconnection: Reconnection = Reconnection(), sendQueueLimit: Int = 10_000, signingKey: SymmetricKey? = nil,
+            batchesBursts: Bool = true
         ) {
             self.reconnection = reconnection
             self.sendQueueLimit = sendQueueLimit
             self.signingKey = signingKey
+            self.batchesBursts = batchesBursts
         }
     }
 
@@ -204,8 +213,10 @@ public final class PostgresLink: Sendable {
 
     /// Counters of a link's traffic and faults.
     public struct Statistics: Sendable, Equatable {
-        /// Envelopes handed to `pg_notify` successfully.
+        /// Notifications handed to `pg_notify` successfully, alone or in batches.
         public var sent = 0
+        /// `NOTIFY`s that carried a batch of several notifications (counted one by one in ``sent``).
+        public var batchesSent = 0
         /// Values received from other links and posted into the hub.
         public var received = 0
         /// This link's own messages, heard back on the channel and dropped by their origin.

@@ -7,11 +7,11 @@ import Foundation
 /// signed without re-encoding anything:
 ///
 /// ```json
-/// {"signature":"<44 base64 characters>","version":1,"type":…,"origin":…,"payload":…,"sequence":42}
+/// {"signature":"<44 base64 characters>","version":1,"type":…,"origin":…,"sequence":42,"payload":…}
 /// ```
 ///
 /// The signed bytes (the *canonical envelope*) are the channel name, one zero byte, and the envelope
-/// as it reads without its signature field: `{"version":1,…,"sequence":42}`, byte for byte. The
+/// as it reads without its signature field: `{"version":1,…,"payload":…}`, byte for byte. The
 /// channel name is included so that a message cannot be replayed on another channel.
 struct Signer: Sendable {
     let key: SymmetricKey
@@ -39,7 +39,7 @@ struct Signer: Sendable {
 
     enum Verdict {
         /// The canonical envelope, whose signature checked out.
-        case valid(Data)
+        case valid([UInt8])
         case unsigned
         case forged
     }
@@ -56,6 +56,6 @@ struct Signer: Sendable {
         let canonical = [UInt8(ascii: "{")] + bytes[start...]
         guard HMAC<SHA256>.isValidAuthenticationCode(signature, authenticating: authenticated(canonical), using: key)
         else { return .forged }
-        return .valid(Data(canonical))
+        return .valid(canonical)
     }
 }
