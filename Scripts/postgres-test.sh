@@ -116,13 +116,22 @@ export HERALD_PG_DATA=$workdir/restartable
 export HERALD_PG_LOG=$workdir/restartable.log
 export HERALD_PG_RUN_AS=${run_as:+postgres}
 export HERALD_PG_RESTART_PORT=$restart_port
-swift test --package-path "$root/Bridges/HeraldPostgres" "$@"
+# The build also writes the symbol graphs of the bridge's DocC catalog (built below), so that the
+# documentation needs no second build of the bridge and postgres-nio.
+graphs=$root/Bridges/HeraldPostgres/.build/symbol-graphs
+mkdir -p "$graphs"
+swift test --package-path "$root/Bridges/HeraldPostgres" "$@" \
+    -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc "$graphs" \
+    -Xswiftc -emit-extension-block-symbols -Xswiftc -symbol-graph-minimum-access-level -Xswiftc public
 
 # The benchmark's smoke run, on the debug build that `swift test` just made (no second build of
 # postgres-nio): it must run, receivers in other processes included; no timing is asserted. The
 # figures come from the release build: `Scripts/postgres-test.sh --bench`.
 echo "postgres-test: herald-postgres-bench --quick (debug build, a smoke run)"
 swift run --package-path "$root/Bridges/HeraldPostgres" --skip-build herald-postgres-bench --quick
+
+echo "postgres-test: the bridge's DocC catalog (docc convert --warnings-as-errors)"
+bash "$root/Scripts/build-docs.sh" --module HeraldPostgres Bridges/HeraldPostgres/Sources "$graphs"
 
 # The manifest that the bridge's README shows for a service must load.
 swift package --package-path "$root/Bridges/HeraldPostgres/Examples/ServicePackage" dump-package >/dev/null

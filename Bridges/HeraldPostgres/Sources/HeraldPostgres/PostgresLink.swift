@@ -21,8 +21,10 @@ import Synchronization
 /// For each shared type the link observes the hub on the posting thread. Each post is encoded as a
 /// versioned JSON envelope (type name, origin, sequence number, payload; see the README) and sent
 /// with `SELECT pg_notify($1, $2)`, bound parameters only, on the link's own sending connection, one
-/// after the other, in the order the posts were made. A second connection of its own `LISTEN`s on the
-/// channel; each message is decoded and posted into the hub.
+/// `NOTIFY` at a time, in the order the posts were made. A post that finds the connection idle goes
+/// out at once, from the posting thread; posts made while a `NOTIFY` is in flight go out together in
+/// the next one, as a batch (``Options/batchesBursts``). A second connection of its own `LISTEN`s on
+/// the channel; each message is decoded and its notifications posted into the hub, in order.
 ///
 /// ## Guarantees
 ///
@@ -86,6 +88,8 @@ public final class PostgresLink: Sendable {
     ///     connections.
     ///   - origin: The id of this link's messages; a fresh one by default. Never share it between
     ///     links.
+    ///   - options: How the link reconnects, how many posts it queues, whether it signs envelopes
+    ///     and whether it batches bursts.
     ///   - logger: A logger for connection events. Payloads are never logged.
     /// - Returns: The link. Call ``share(_:)`` for each type that travels, and ``close()`` at the end.
     /// - Throws: ``PostgresLinkError`` with code ``PostgresLinkError/Code/invalidChannelName``, or
