@@ -2,24 +2,37 @@
 # Builds the DocC documentation of Herald and HeraldTesting with the toolchain's own docc, no
 # plugin: extract the symbol graphs with the compiler, then `docc convert --warnings-as-errors`.
 # Also checks that each landing page's Topics name every public top-level symbol of its module.
+#
+# `Scripts/build-docs.sh --module NAME SOURCES GRAPHS` instead builds one other catalog, the module
+# NAME's in SOURCES/NAME.docc, from symbol graphs that a build already wrote to GRAPHS (the
+# HeraldPostgres bridge's: Scripts/postgres-test.sh emits them during its test build, so that the
+# bridge and postgres-nio are not built a second time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scratch=.build-docs
 graphs="$scratch/symbol-graphs"
-mkdir -p "$graphs"  # kept between runs: the compiler only rewrites graphs when it recompiles
-swift build --scratch-path "$scratch" --target HeraldTesting \
-    -Xswiftc -emit-symbol-graph \
-    -Xswiftc -emit-symbol-graph-dir -Xswiftc "$graphs" \
-    -Xswiftc -emit-extension-block-symbols \
-    -Xswiftc -symbol-graph-minimum-access-level -Xswiftc public
+modules=(Herald HeraldTesting)
+sources=Sources
+if [[ ${1:-} == --module ]]; then
+    modules=("$2")
+    sources=$3
+    graphs=$4
+else
+    mkdir -p "$graphs"  # kept between runs: the compiler only rewrites graphs when it recompiles
+    swift build --scratch-path "$scratch" --target HeraldTesting \
+        -Xswiftc -emit-symbol-graph \
+        -Xswiftc -emit-symbol-graph-dir -Xswiftc "$graphs" \
+        -Xswiftc -emit-extension-block-symbols \
+        -Xswiftc -symbol-graph-minimum-access-level -Xswiftc public
+fi
 
-for module in Herald HeraldTesting; do
+for module in "${modules[@]}"; do
     # Each catalog gets only its own module's graphs (and its extensions of other modules).
     own="$scratch/graphs-$module"
     rm -rf "$own" && mkdir -p "$own"
     cp "$graphs/$module.symbols.json" "$own/"
     cp "$graphs/$module@"*.symbols.json "$own/" 2>/dev/null || true
-    docc convert "Sources/$module/$module.docc" \
+    docc convert "$sources/$module/$module.docc" \
         --additional-symbol-graph-dir "$own" \
         --output-dir "$scratch/$module.doccarchive" \
         --fallback-display-name "$module" \
@@ -27,7 +40,7 @@ for module in Herald HeraldTesting; do
         --warnings-as-errors
 
     # Every public top-level type, protocol and function must appear in the landing page's Topics.
-    missing=$(python3 - "$own/$module.symbols.json" "Sources/$module/$module.docc/$module.md" <<'PY'
+    missing=$(python3 - "$own/$module.symbols.json" "$sources/$module/$module.docc/$module.md" <<'PY'
 import json, re, sys
 graph = json.load(open(sys.argv[1]))
 landing = open(sys.argv[2]).read()

@@ -39,6 +39,17 @@ SOURCES = {
         "Tests/DocSnippetTests/TestingCodeThatUsesHerald.swift",
     ],
     "Sources/HeraldTesting/HeraldTesting.docc/HeraldTesting.md": ["Tests/DocSnippetTests/HeraldTestingArticle.swift"],
+    # The HeraldPostgres bridge, a package of its own: its test target compiles the snippets, and
+    # `swift package dump-package` (in Scripts/postgres-test.sh) checks the example manifest.
+    "Bridges/HeraldPostgres/README.md": [
+        "Bridges/HeraldPostgres/Examples/ServicePackage/Package.swift",
+        "Bridges/HeraldPostgres/Examples/TwoTerminals/Instance.swift",
+        "Bridges/HeraldPostgres/Tests/HeraldPostgresTests/DocSnippets.swift",
+    ],
+    "Bridges/HeraldPostgres/Sources/HeraldPostgres/HeraldPostgres.docc/AcrossProcessesWithPostgreSQL.md": [
+        "Bridges/HeraldPostgres/Examples/TwoTerminals/Instance.swift",
+        "Bridges/HeraldPostgres/Tests/HeraldPostgresTests/DocSnippets.swift",
+    ],
 }
 
 DISCARDED_TOKEN = re.compile(r"(^|[\s;(])_\s*=\s*[^\n]*\.(observe|forward|record)\(")
@@ -153,7 +164,9 @@ def main():
                 for line in difflib.unified_diff(region, block, "compiled", "document", lineterm=""):
                     print("    " + line)
     # Every catalog article must be listed, so that a new article cannot skip the check.
-    for article in glob.glob(os.path.join(ROOT, "Sources", "*", "*.docc", "*.md")):
+    articles = glob.glob(os.path.join(ROOT, "Sources", "*", "*.docc", "*.md"))
+    articles += glob.glob(os.path.join(ROOT, "Bridges", "*", "Sources", "*", "*.docc", "*.md"))
+    for article in articles:
         relative = os.path.relpath(article, ROOT)
         if relative not in SOURCES and any(l.strip().startswith("```swift") for l in open(article, encoding="utf-8")):
             print(f"{relative} has swift blocks but no compiled copy: add it to SOURCES")

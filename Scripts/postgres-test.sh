@@ -7,9 +7,17 @@
 # stops the server and removes the folder, whatever the outcome.
 #
 # Extra arguments go to `swift test`, e.g. `Scripts/postgres-test.sh -Xswiftc -warnings-as-errors`.
+#
+# `Scripts/postgres-test.sh --bench [arguments]` instead starts the main cluster only and runs
+# `swift run -c release herald-postgres-bench [arguments]` against it (release build of the bridge).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
+mode=test
+if [[ ${1:-} == --bench ]]; then
+    mode=bench
+    shift
+fi
 
 find_pg_bin() {
     local dir
@@ -84,16 +92,23 @@ start_cluster() {
 
 port=$(free_port)
 start_cluster data "$port"
-restart_port=$(free_port)
-start_cluster restartable "$restart_port"
-echo "postgres-test: PostgreSQL $("$pg_bin/postgres" --version | awk '{print $3}') on 127.0.0.1:$port," \
-    "and a cluster to restart on 127.0.0.1:$restart_port (user $pg_user)"
 
 export HERALD_PG_HOST=127.0.0.1
 export HERALD_PG_PORT=$port
 export HERALD_PG_USER=$pg_user
 export HERALD_PG_DATABASE=postgres
 export HERALD_PG_SOCKET_DIR=$workdir/data-sockets
+
+if [[ $mode == bench ]]; then
+    echo "postgres-test: PostgreSQL $("$pg_bin/postgres" --version | awk '{print $3}') on 127.0.0.1:$port (user $pg_user)"
+    swift run -c release --package-path "$root/Bridges/HeraldPostgres" herald-postgres-bench "$@"
+    exit
+fi
+
+restart_port=$(free_port)
+start_cluster restartable "$restart_port"
+echo "postgres-test: PostgreSQL $("$pg_bin/postgres" --version | awk '{print $3}') on 127.0.0.1:$port," \
+    "and a cluster to restart on 127.0.0.1:$restart_port (user $pg_user)"
 # The restart test's cluster: pg_ctl, its data folder and log, the user to run pg_ctl as (empty:
 # this user), and its port.
 export HERALD_PG_CTL=$pg_bin/pg_ctl
@@ -101,4 +116,23 @@ export HERALD_PG_DATA=$workdir/restartable
 export HERALD_PG_LOG=$workdir/restartable.log
 export HERALD_PG_RUN_AS=${run_as:+postgres}
 export HERALD_PG_RESTART_PORT=$restart_port
-swift test --package-path "$root/Bridges/HeraldPostgres" "$@"
+# The build also writes the symbol graphs of the bridge's DocC catalog (built below), so that the
+# documentation needs no second build of the bridge and postgres-nio.
+graphs=$root/Bridges/HeraldPostgres/.build/symbol-graphs
+mkdir -p "$graphs"
+swift test --package-path "$root/Bridges/HeraldPostgres" "$@" \
+    -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc "$graphs" \
+    -Xswiftc -emit-extension-block-symbols -Xswiftc -symbol-graph-minimum-access-level -Xswiftc public
+
+# The benchmark's smoke run, on the debug build that `swift test` just made (no second build of
+# postgres-nio): it must run, receivers in other processes included; no timing is asserted. The
+# figures come from the release build: `Scripts/postgres-test.sh --bench`.
+echo "postgres-test: herald-postgres-bench --quick (debug build, a smoke run)"
+swift run --package-path "$root/Bridges/HeraldPostgres" --skip-build herald-postgres-bench --quick
+
+echo "postgres-test: the bridge's DocC catalog (docc convert --warnings-as-errors)"
+bash "$root/Scripts/build-docs.sh" --module HeraldPostgres Bridges/HeraldPostgres/Sources "$graphs"
+
+# The manifest that the bridge's README shows for a service must load.
+swift package --package-path "$root/Bridges/HeraldPostgres/Examples/ServicePackage" dump-package >/dev/null
+echo "postgres-test: Examples/ServicePackage/Package.swift loads"

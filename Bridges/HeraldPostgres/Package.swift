@@ -19,6 +19,7 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.5.3"),
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/apple/swift-collections.git", from: "1.0.4"),
     ],
     targets: [
         .target(
@@ -28,6 +29,7 @@ let package = Package(
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "DequeModule", package: "swift-collections"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -52,7 +54,9 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // The bridge against raw postgres-nio NOTIFY → LISTEN: latency and burst throughput.
+        // The bridge against raw postgres-nio NOTIFY → LISTEN: latency and burst throughput, each
+        // receiver in a process of its own. It lives here, not in the Benchmarks package, so that
+        // Benchmarks (and its CI smoke run) does not build postgres-nio and swift-crypto.
         .executableTarget(
             name: "herald-postgres-bench",
             dependencies: [
@@ -60,6 +64,7 @@ let package = Package(
                 .product(name: "Herald", package: "Herald"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -1,43 +1,333 @@
 import Foundation
 
-/// The wire format: one JSON object per `NOTIFY` payload.
+/// The wire format: one JSON object per `NOTIFY` payload, in one of two forms.
+///
+/// A single notification, version 1:
 ///
 /// ```json
 /// {"version":1,"type":"UserCreated","origin":"6F1C…","sequence":42,"payload":{"userID":7}}
 /// ```
 ///
-/// - `version`: the envelope version, ``current``. A reader skips (and reports) newer versions.
+/// A batch, version 2: `count` consecutive notifications of one origin, the first with `sequence`,
+/// each next one with the number after:
+///
+/// ```json
+/// {"version":2,"origin":"6F1C…","sequence":42,"count":2,"batch":[{"type":"UserCreated","payload":{"userID":7}},…]}
+/// ```
+///
+/// - `version`: 1 for a single notification, 2 for a batch. A reader skips (and reports) newer
+///   versions. A link writes version 1 whenever one notification is ready, so links of builds that
+///   read only version 1 still understand every message sent at a low rate.
 /// - `type`: the ``WireNotification/wireName`` of the payload's type.
 /// - `origin`: the UUID of the sending link; a link drops its own messages by it.
 /// - `sequence`: 1, 2, 3… per origin, across all types; receivers detect gaps and replays with it.
 /// - `payload`: the value, encoded by its `Codable` conformance.
 enum Envelope {
-    /// The version this build writes and the newest it reads.
-    static let current = 1
+    /// The newest version this build reads and writes.
+    static let current = 2
+    /// The version of a single notification.
+    static let singleVersion = 1
+    /// The version of a batch.
+    static let batchVersion = 2
 
-    struct Version: Decodable {
-        let version: Int
-    }
-
-    struct Header: Decodable {
-        let version: Int
-        let type: String
-        let origin: UUID
+    /// One outgoing notification, encoded, with its sequence number.
+    struct Item: Sendable {
+        /// The wire name, for error reports.
+        let typeName: String
+        /// The wire name as a JSON string literal.
+        let typeJSON: String
+        let payloadJSON: String
         let sequence: UInt64
     }
 
-    struct Payload<N: Decodable>: Decodable {
-        let payload: N
+    // MARK: - Writing
+
+    /// The single envelope of `item`.
+    static func single(_ item: Item, origin: String) -> String {
+        single(typeJSON: item.typeJSON, origin: origin, payloadJSON: item.payloadJSON, sequence: String(item.sequence))
     }
 
-    /// The part of an outgoing envelope before the sequence number, built outside any lock.
-    static func prefix(typeJSON: String, origin: UUID, payloadJSON: String) -> String {
-        #"{"version":\#(current),"type":\#(typeJSON),"origin":"\#(origin.uuidString)","payload":\#(payloadJSON),"sequence":"#
+    private static func single(typeJSON: String, origin: String, payloadJSON: String, sequence: String) -> String {
+        #"{"version":1,"type":\#(typeJSON),"origin":"\#(origin)","sequence":\#(sequence),"payload":\#(payloadJSON)}"#
     }
 
-    /// Completes an outgoing envelope with its sequence number.
-    static func complete(prefix: String, sequence: UInt64) -> String {
-        prefix + String(sequence) + "}"
+    /// The batch envelope of `items`, consecutive in sequence.
+    static func batch(_ items: some Collection<Item>, origin: String) -> String {
+        var text = batchHead(origin: origin, sequence: String(items.first?.sequence ?? 0), count: String(items.count))
+        text.reserveCapacity(items.reduce(batchOverhead) { $0 + batchItemSize($1) })
+        var isFirst = true
+        for item in items {
+            if !isFirst { text += "," }
+            isFirst = false
+            text += #"{"type":"#
+            text += item.typeJSON
+            text += #","payload":"#
+            text += item.payloadJSON
+            text += "}"
+        }
+        text += "]}"
+        return text
+    }
+
+    private static func batchHead(origin: String, sequence: String, count: String) -> String {
+        #"{"version":2,"origin":"\#(origin)","sequence":\#(sequence),"count":\#(count),"batch":["#
+    }
+
+    private static let uuidLength = 36
+
+    /// The bytes of a single envelope around its type, payload and sequence digits.
+    private static let singleOverhead =
+        single(typeJSON: "", origin: String(repeating: "0", count: uuidLength), payloadJSON: "", sequence: "").utf8
+        .count
+
+    /// The bytes of a batch envelope around its items and first sequence digits.
+    private static let batchOverhead =
+        (batchHead(origin: String(repeating: "0", count: uuidLength), sequence: "", count: "") + "]}").utf8.count
+
+    /// The size in bytes of `item`'s single envelope.
+    static func singleSize(_ item: Item) -> Int {
+        singleOverhead + item.typeJSON.utf8.count + item.payloadJSON.utf8.count + digits(item.sequence)
+    }
+
+    /// The bytes of `item` inside a batch, without the comma before it.
+    static func batchItemSize(_ item: Item) -> Int {
+        #"{"type":,"payload":}"#.utf8.count + item.typeJSON.utf8.count + item.payloadJSON.utf8.count
+    }
+
+    /// How many of `items`, from the first, go in the next `NOTIFY`: as many as fit in `limit`
+    /// bytes as one batch (with `extra` bytes more, the signature), and always at least the first,
+    /// which fits alone as a single envelope.
+    static func batchCount(_ items: some Sequence<Item>, limit: Int, extra: Int) -> Int {
+        var count = 0
+        var size = 0
+        for item in items {
+            if count == 0 {
+                size = batchOverhead + digits(item.sequence) + 1 + extra + batchItemSize(item)
+            } else {
+                // The count field may take one more digit.
+                let next = size + 1 + batchItemSize(item) + digits(UInt64(count + 1)) - digits(UInt64(count))
+                guard next <= limit else { break }
+                size = next
+            }
+            count += 1
+        }
+        // A first item too large for a batch of its own still goes, as a single envelope.
+        return count > 1 && size > limit ? 1 : count
+    }
+
+    private static func digits(_ value: UInt64) -> Int {
+        var value = value
+        var count = 1
+        while value >= 10 {
+            value /= 10
+            count += 1
+        }
+        return count
+    }
+
+    // MARK: - Reading
+
+    enum Keys: String, CodingKey {
+        case version, type, origin, sequence, count, payload, batch
+    }
+
+    /// Decodes the payload of a type that the link shares, and returns how to post it: from the
+    /// envelope's container (the full parse), or from the payload's bytes alone (the quick look).
+    struct PayloadDecoder: Sendable {
+        let fromContainer: @Sendable (KeyedDecodingContainer<Keys>) throws -> Delivery
+        let fromBytes: @Sendable (JSONDecoder, Data) throws -> Delivery
+    }
+
+    /// Posts a decoded value into the hub.
+    typealias Delivery = @Sendable () -> Void
+
+    /// What a reader needs while decoding: its own origin, to skip its echoes undecoded, and the
+    /// payload decoders of the shared types.
+    final class Context: Sendable {
+        static let key = CodingUserInfoKey(rawValue: "HeraldPostgres.Envelope.Context")!
+
+        let origin: UUID
+        let decoder: @Sendable (_ wireName: String) -> PayloadDecoder?
+
+        init(origin: UUID, decoder: @escaping @Sendable (String) -> PayloadDecoder?) {
+            self.origin = origin
+            self.decoder = decoder
+        }
+    }
+
+    /// An envelope version that this build does not read: newer, or below 1.
+    struct UnsupportedVersion: Error {
+        let found: Int
+    }
+
+    /// A received message, parsed once: header, and every payload decoded as its shared type.
+    struct Incoming: Decodable {
+        /// One notification of the message.
+        struct Item {
+            enum Content {
+                case value(Delivery)
+                case unknownType
+                /// The payload did not decode as the shared type: what was expected and found.
+                case undecodable(expected: String, found: String)
+            }
+
+            let typeName: String
+            let content: Content
+        }
+
+        let origin: UUID
+        /// The sequence number of the first notification; the others follow one by one.
+        let sequence: UInt64
+        /// How many notifications the message holds.
+        let count: Int
+        /// Empty for the link's own messages (echoes), whose payloads are not decoded.
+        let items: [Item]
+        let isEcho: Bool
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: Keys.self)
+            let version = try container.decode(Int.self, forKey: .version)
+            guard (Envelope.singleVersion...Envelope.current).contains(version) else {
+                throw UnsupportedVersion(found: version)
+            }
+            origin = try container.decode(UUID.self, forKey: .origin)
+            sequence = try container.decode(UInt64.self, forKey: .sequence)
+            guard let context = decoder.userInfo[Context.key] as? Context else {
+                throw DecodingError.dataCorruptedError(
+                    forKey: .origin, in: container, debugDescription: "no reading context")
+            }
+            isEcho = origin == context.origin
+            if version == Envelope.singleVersion {
+                let type = try container.decode(String.self, forKey: .type)
+                count = 1
+                items = isEcho ? [] : [Self.item(type, in: container, context: context)]
+                return
+            }
+            let declared = try container.decode(Int.self, forKey: .count)
+            var batch = try container.nestedUnkeyedContainer(forKey: .batch)
+            var items: [Item] = []
+            items.reserveCapacity(isEcho ? 0 : batch.count ?? 0)
+            var count = 0
+            while !batch.isAtEnd {
+                let entry = try batch.nestedContainer(keyedBy: Keys.self)
+                let type = try entry.decode(String.self, forKey: .type)
+                if !isEcho { items.append(Self.item(type, in: entry, context: context)) }
+                count += 1
+            }
+            guard count > 0 else {
+                throw DecodingError.dataCorruptedError(
+                    forKey: .batch, in: container, debugDescription: "an empty batch")
+            }
+            guard count == declared else {
+                throw DecodingError.dataCorruptedError(
+                    forKey: .count, in: container, debugDescription: "count \(declared), but \(count) notifications")
+            }
+            guard sequence <= UInt64.max - UInt64(count - 1) else {
+                throw DecodingError.dataCorruptedError(
+                    forKey: .sequence, in: container,
+                    debugDescription: "sequence \(sequence) with \(count) notifications, past the largest sequence")
+            }
+            self.count = count
+            self.items = items
+        }
+
+        private static func item(_ type: String, in container: KeyedDecodingContainer<Keys>, context: Context) -> Item {
+            guard let decode = context.decoder(type) else { return Item(typeName: type, content: .unknownType) }
+            do {
+                return Item(typeName: type, content: .value(try decode.fromContainer(container)))
+            } catch {
+                let (expected, found) = Envelope.describe(error, input: "")
+                return Item(typeName: type, content: .undecodable(expected: expected, found: found))
+            }
+        }
+    }
+
+    // MARK: - Reading the layouts this build writes, without a JSON parser
+
+    /// What a scan of a message's bytes found. It recognises only the exact layouts that this
+    /// build writes; anything else (another key order, white space, escapes in the type name) is
+    /// ``other``, and the full parse reads it, so the scan decides nothing that the parse would not.
+    enum QuickLook: Equatable {
+        /// The reader's own message: a single envelope, or a batch of `count`.
+        case echo(count: Int)
+        /// A single envelope of another origin; `origin` and `payload` are ranges of the bytes.
+        case single(type: String, origin: Range<Int>, sequence: UInt64, payload: Range<Int>)
+        case other
+    }
+
+    private static let singleStart = Array(#"{"version":1,"type":"#.utf8)
+    private static let batchStart = Array(#"{"version":2,"origin":""#.utf8)
+    private static let originKey = Array(#","origin":""#.utf8)
+    private static let sequenceKey = Array(#"","sequence":"#.utf8)
+    private static let countKey = Array(#","count":"#.utf8)
+    private static let payloadKey = Array(#","payload":"#.utf8)
+
+    /// Scans `bytes` for the layouts that ``single(_:origin:)`` and ``batch(_:origin:)`` write.
+    static func quickLook(_ bytes: [UInt8], own: [UInt8]) -> QuickLook {
+        var scanner = ByteScanner(bytes: bytes)
+        if scanner.skip(batchStart) {
+            guard let origin = scanner.take(uuidLength), bytes[origin].elementsEqual(own), scanner.skip(sequenceKey),
+                scanner.number() != nil, scanner.skip(countKey), let count = scanner.number(), count > 0,
+                count <= UInt64(bytes.count)
+            else { return .other }
+            return .echo(count: Int(count))
+        }
+        guard scanner.skip(singleStart), let type = scanner.plainString(), scanner.skip(originKey),
+            let origin = scanner.take(uuidLength), scanner.skip(sequenceKey), let sequence = scanner.number(),
+            scanner.skip(payloadKey), bytes.last == UInt8(ascii: "}"), scanner.index < bytes.count - 1
+        else { return .other }
+        if bytes[origin].elementsEqual(own) { return .echo(count: 1) }
+        return .single(type: type, origin: origin, sequence: sequence, payload: scanner.index..<(bytes.count - 1))
+    }
+
+    /// Reads the tokens of ``quickLook(_:own:)``; each method moves past what it read, or returns
+    /// `nil`/`false`.
+    private struct ByteScanner {
+        let bytes: [UInt8]
+        var index = 0
+
+        mutating func skip(_ literal: [UInt8]) -> Bool {
+            guard bytes.count - index >= literal.count,
+                bytes[index..<(index + literal.count)].elementsEqual(literal)
+            else { return false }
+            index += literal.count
+            return true
+        }
+
+        mutating func take(_ count: Int) -> Range<Int>? {
+            guard bytes.count - index >= count else { return nil }
+            defer { index += count }
+            return index..<(index + count)
+        }
+
+        /// A JSON string of printable ASCII without escapes.
+        mutating func plainString() -> String? {
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { return nil }
+            var end = index + 1
+            while end < bytes.count, bytes[end] != UInt8(ascii: "\"") {
+                guard (0x20..<0x7F).contains(bytes[end]), bytes[end] != UInt8(ascii: "\\") else { return nil }
+                end += 1
+            }
+            guard end < bytes.count else { return nil }
+            defer { index = end + 1 }
+            return String(decoding: bytes[(index + 1)..<end], as: UTF8.self)
+        }
+
+        /// A JSON number that is a `UInt64`, without sign, fraction, exponent or leading zeros.
+        mutating func number() -> UInt64? {
+            var value: UInt64 = 0
+            var end = index
+            while end < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[end]) {
+                let (times10, overflow) = value.multipliedReportingOverflow(by: 10)
+                let (sum, overflow2) = times10.addingReportingOverflow(UInt64(bytes[end] - UInt8(ascii: "0")))
+                guard !overflow, !overflow2 else { return nil }
+                value = sum
+                end += 1
+            }
+            guard end > index, bytes[index] != UInt8(ascii: "0") || end == index + 1 else { return nil }
+            index = end
+            return value
+        }
     }
 
     /// Describes a decoding failure as "expected … found …", without quoting the input.

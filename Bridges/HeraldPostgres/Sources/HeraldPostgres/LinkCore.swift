@@ -1,3 +1,4 @@
+import DequeModule
 import Foundation
 import Herald
 import Logging
@@ -31,14 +32,6 @@ final class RepostMarker: Sendable {
     }
 }
 
-/// One envelope waiting for the sending connection.
-struct Outgoing: Sendable {
-    let typeName: String
-    let sequence: UInt64
-    /// The canonical envelope; signed by the sending task when the link has a key.
-    let text: String
-}
-
 /// The link's sending connection, guarded against a query that never completes: postgres-nio
 /// 1.33 leaves a query written after the server closed the connection waiting forever. The guard
 /// fails the query in flight when the connection closes, and refuses new ones after.
@@ -68,8 +61,9 @@ final class SendingConnection: Sendable {
         inFlight?.fail(Closed())
     }
 
-    /// `SELECT pg_notify($1, $2)`, bound parameters only.
-    func notify(channel: String, payload: String, logger: Logger) async throws {
+    /// `SELECT pg_notify($1, $2)`, bound parameters only. Callable from any thread; the result
+    /// completes on the connection's event loop.
+    func notify(channel: String, payload: String, logger: Logger) -> EventLoopFuture<Void> {
         let promise = connection.closeFuture.eventLoop.makePromise(of: Void.self)
         let isClosed = state.withLock { state in
             if !state.isClosed { state.inFlight = promise }
@@ -77,33 +71,61 @@ final class SendingConnection: Sendable {
         }
         guard !isClosed else {
             promise.fail(Closed())
-            throw Closed()
+            return promise.futureResult
         }
         let query: EventLoopFuture<PostgresQueryResult> = connection.query(
             "SELECT pg_notify(\(channel), \(payload))", logger: logger)
         query.map { _ in }.cascade(to: promise)
-        defer { state.withLock { $0.inFlight = nil } }
-        try await promise.futureResult.get()
+        return promise.futureResult.always { [weak self] _ in
+            self?.state.withLock { state in
+                if state.inFlight?.futureResult === promise.futureResult { state.inFlight = nil }
+            }
+        }
     }
 }
 
-/// The state and the two tasks behind a ``PostgresLink``.
+/// The state and the work behind a ``PostgresLink``.
+///
+/// Sending needs no task of its own: a post that finds the sending connection idle writes its
+/// `NOTIFY` at once, from the posting thread; each `NOTIFY`'s completion, on the connection's event
+/// loop, writes the next one with whatever was posted meanwhile, batched. One `NOTIFY` is in flight
+/// at a time, so the order on the wire is the order of the sequence numbers.
 final class LinkCore: Sendable {
-    /// Decodes a received payload of one shared type and posts it into the hub.
-    typealias Receiver = @Sendable (_ envelope: Data, _ origin: UUID) -> Void
+    /// The sending side: a queue drained one `NOTIFY` at a time on one connection.
+    struct Sender {
+        /// Posts not yet in a `NOTIFY`, in sequence order.
+        var pending = Deque<Envelope.Item>()
+        /// The notifications of the `NOTIFY` in flight, or to send again once reconnected.
+        var inFlight: [Envelope.Item]?
+        /// `nil` while reconnecting, and once stopped.
+        var connection: SendingConnection?
+        var isReconnecting = false
+        /// The link closed and everything queued was sent or reported; the connection is closed.
+        var isStopped = false
+        /// `close()` calls waiting for the sender to stop.
+        var stopWaiters: [CheckedContinuation<Void, Never>] = []
+
+        /// Posts queued and not yet sent or given up.
+        var queued: Int { pending.count + (inFlight?.count ?? 0) }
+    }
+
+    /// What the sender does next, decided under the lock and done outside it.
+    enum SendStep {
+        case none
+        case transmit([Envelope.Item], on: SendingConnection)
+        case finish(SendingConnection?, waiters: [CheckedContinuation<Void, Never>])
+    }
 
     struct State {
         var nextSequence: UInt64 = 1
         var isClosed = false
-        /// Envelopes queued for the sending connection and not yet sent or given up.
-        var queued = 0
         var tokens: [ObjectIdentifier: ObservationToken] = [:]
-        var receivers: [String: Receiver] = [:]
+        var decoders: [String: Envelope.PayloadDecoder] = [:]
         var lastAccepted: [UUID: UInt64] = [:]
         var statistics = PostgresLink.Statistics()
         var errorHandler: (@Sendable (PostgresLinkError) -> Void)?
-        var senderTask: Task<Void, Never>?
         var listenerTask: Task<Void, Never>?
+        var sender = Sender()
     }
 
     let hub: NotificationHub
@@ -113,9 +135,9 @@ final class LinkCore: Sendable {
     let configuration: PostgresConnection.Configuration
     let options: PostgresLink.Options
     let signer: Signer?
+    /// The origin as it is written in envelopes.
+    private let originText: String
     private let state = Mutex(State())
-    private let outgoing: AsyncStream<Outgoing>
-    private let outgoingContinuation: AsyncStream<Outgoing>.Continuation
 
     init(
         hub: NotificationHub, channel: String, origin: UUID, configuration: PostgresConnection.Configuration,
@@ -124,11 +146,11 @@ final class LinkCore: Sendable {
         self.hub = hub
         self.channel = channel
         self.origin = origin
+        self.originText = origin.uuidString
         self.configuration = configuration
         self.options = options
         self.signer = options.signingKey.map { Signer(key: $0, channel: channel) }
         self.logger = logger
-        (outgoing, outgoingContinuation) = AsyncStream.makeStream(of: Outgoing.self, bufferingPolicy: .unbounded)
     }
 
     var statistics: PostgresLink.Statistics { state.withLock { $0.statistics } }
@@ -153,42 +175,27 @@ final class LinkCore: Sendable {
         try await PostgresConnection.connect(configuration: configuration, id: nextConnectionID(), logger: logger)
     }
 
-    /// Starts the sending task, and the listening task; returns once `LISTEN` is in effect.
+    /// Takes the sending connection, and starts the listening task; returns once `LISTEN` is in
+    /// effect.
     func start(sender: PostgresConnection, listener: PostgresConnection) async throws {
-        let senderTask = Task { await self.runSender(on: sender) }
+        state.withLock { $0.sender.connection = SendingConnection(sender) }
         do {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let ready = Ready(continuation)
                 let listenerTask = Task { await self.runListener(on: listener, ready: ready) }
-                state.withLock {
-                    $0.senderTask = senderTask
-                    $0.listenerTask = listenerTask
-                }
+                state.withLock { $0.listenerTask = listenerTask }
             }
         } catch {
-            state.withLock { $0.isClosed = true }
-            outgoingContinuation.finish()
-            await senderTask.value
+            state.withLock { state in
+                state.isClosed = true
+                state.sender.isStopped = true
+                state.sender.connection = nil
+            }
             throw error
         }
     }
 
     func close() async {
-        let (tokens, senderTask, listenerTask) = state.withLock { state in
-            state.isClosed = true
-            let tokens = state.tokens
-            state.tokens = [:]
-            return (tokens, state.senderTask, state.listenerTask)
-        }
-        for token in tokens.values { token.cancel() }
-        outgoingContinuation.finish()
-        await senderTask?.value  // flushes what was queued before `isClosed`
-        listenerTask?.cancel()
-        await listenerTask?.value
-    }
-
-    /// Stops without waiting, when the link is released without `close()`.
-    func abandon() {
         let (tokens, listenerTask) = state.withLock { state in
             state.isClosed = true
             let tokens = state.tokens
@@ -196,7 +203,30 @@ final class LinkCore: Sendable {
             return (tokens, state.listenerTask)
         }
         for token in tokens.values { token.cancel() }
-        outgoingContinuation.finish()
+        // Flushes what was queued before `isClosed`, then closes the sending connection.
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let step: SendStep? = state.withLock { state in
+                guard !state.sender.isStopped else { return nil }
+                state.sender.stopWaiters.append(continuation)
+                return nextStep(&state)
+            }
+            guard let step else { return continuation.resume() }
+            perform(step)
+        }
+        listenerTask?.cancel()
+        await listenerTask?.value
+    }
+
+    /// Stops without waiting, when the link is released without `close()`.
+    func abandon() {
+        let (tokens, listenerTask, step) = state.withLock { state in
+            state.isClosed = true
+            let tokens = state.tokens
+            state.tokens = [:]
+            return (tokens, state.listenerTask, nextStep(&state))
+        }
+        for token in tokens.values { token.cancel() }
+        perform(step)
         listenerTask?.cancel()
     }
 
@@ -241,25 +271,34 @@ final class LinkCore: Sendable {
 
     func share<N: WireNotification>(_ type: N.Type) {
         let key = ObjectIdentifier(type)
+        let encoder = JSONEncoder()
         let typeJSON: String
         do {
-            typeJSON = String(decoding: try JSONEncoder().encode(N.wireName), as: UTF8.self)
+            typeJSON = String(decoding: try encoder.encode(N.wireName), as: UTF8.self)
         } catch {
             report(.encodingFailed(type: N.wireName, error: error))
             return
         }
-        let receiver: Receiver = { [weak self] envelope, origin in
-            self?.deliver(N.self, envelope: envelope, origin: origin)
-        }
+        let decoder = Envelope.PayloadDecoder(
+            fromContainer: { [weak self] container in
+                let value = try container.decode(N.self, forKey: .payload)
+                let core = self  // held by the delivery until it runs
+                return { core?.post(value) }
+            },
+            fromBytes: { [weak self] decoder, bytes in
+                let value = try decoder.decode(N.self, from: bytes)
+                let core = self
+                return { core?.post(value) }
+            })
         let isNew = state.withLock { state in
             guard !state.isClosed, state.tokens[key] == nil else { return false }
-            state.receivers[N.wireName] = receiver
+            state.decoders[N.wireName] = decoder
             return true
         }
         guard isNew else { return }
         // Registered outside the lock: the hub may run user code (replay) while observing.
         let token = hub.observe(type) { [weak self] note in
-            self?.send(note, typeJSON: typeJSON)
+            self?.send(note, typeJSON: typeJSON, encoder: encoder)
         }
         let stale: ObservationToken? = state.withLock { state in
             guard !state.isClosed, state.tokens[key] == nil else { return token }
@@ -277,41 +316,42 @@ final class LinkCore: Sendable {
         case queueFull
     }
 
-    /// The link's observer: encodes a local post and queues it for the sending connection.
-    private func send<N: WireNotification>(_ note: N, typeJSON: String) {
+    /// The link's observer: encodes a local post, queues it, and sends it at once if the sending
+    /// connection is idle.
+    private func send<N: WireNotification>(_ note: N, typeJSON: String, encoder: JSONEncoder) {
         if let marker = RepostMarker.current, marker.consume(link: self, type: N.self) {
             state.withLock { $0.statistics.repostsNotResent += 1 }
             return
         }
         let payloadJSON: String
         do {
-            payloadJSON = String(decoding: try JSONEncoder().encode(note), as: UTF8.self)
+            payloadJSON = String(decoding: try encoder.encode(note), as: UTF8.self)
         } catch {
             state.withLock { $0.statistics.sendFailures += 1 }
             report(.encodingFailed(type: N.wireName, error: error))
             return
         }
-        let prefix = Envelope.prefix(typeJSON: typeJSON, origin: origin, payloadJSON: payloadJSON)
         let overhead = signer == nil ? 0 : Signer.overhead
         let limit = options.sendQueueLimit
         // The sequence number and the queue position are taken together, so that they agree.
-        let enqueued: Enqueued = state.withLock { state in
-            guard !state.isClosed else { return .closed }
-            let text = Envelope.complete(prefix: prefix, sequence: state.nextSequence)
-            let size = text.utf8.count + overhead
+        let (enqueued, step): (Enqueued, SendStep) = state.withLock { state in
+            guard !state.isClosed else { return (.closed, .none) }
+            let item = Envelope.Item(
+                typeName: N.wireName, typeJSON: typeJSON, payloadJSON: payloadJSON, sequence: state.nextSequence)
+            let size = Envelope.singleSize(item) + overhead
             guard size <= PostgresLink.maximumPayloadBytes else {
                 state.statistics.oversize += 1
-                return .oversize(size)
+                return (.oversize(size), .none)
             }
-            guard state.queued < limit else {
+            guard state.sender.queued < limit else {
                 state.statistics.sendFailures += 1
-                return .queueFull
+                return (.queueFull, .none)
             }
-            outgoingContinuation.yield(Outgoing(typeName: N.wireName, sequence: state.nextSequence, text: text))
+            state.sender.pending.append(item)
             state.nextSequence += 1
-            state.queued += 1
-            return .queued
+            return (.queued, nextStep(&state))
         }
+        perform(step)
         switch enqueued {
         case .oversize(let size):
             report(.payloadTooLarge(type: N.wireName, size: size, limit: PostgresLink.maximumPayloadBytes))
@@ -322,46 +362,121 @@ final class LinkCore: Sendable {
         }
     }
 
-    /// Sends the queue in order on one connection. When the connection is lost, it reconnects with
-    /// backoff and sends the same message again, then the rest; posts made meanwhile wait in the
-    /// queue (up to ``PostgresLink/Options/sendQueueLimit``). If the link is closed during an
-    /// outage, what is still queued is reported as not sent.
-    private func runSender(on first: PostgresConnection) async {
-        var connection: SendingConnection? = SendingConnection(first)
-        for await item in outgoing {
-            let text = signer?.sign(item.text) ?? item.text
-            while true {
-                if connection == nil { connection = await reconnect().map(SendingConnection.init) }
-                guard let current = connection else {
-                    state.withLock {
-                        $0.statistics.sendFailures += 1
-                        $0.queued -= 1
-                    }
-                    report(.notSent(type: item.typeName, sequence: item.sequence))
-                    break
+    /// Decides the sender's next step, under the lock: the next `NOTIFY` if the connection is idle
+    /// and posts wait (as many as fit in one, with ``PostgresLink/Options/batchesBursts``), or, once
+    /// the link is closed and nothing waits, to stop.
+    private func nextStep(_ state: inout State) -> SendStep {
+        guard !state.sender.isStopped, !state.sender.isReconnecting, state.sender.inFlight == nil else {
+            return .none
+        }
+        if !state.sender.pending.isEmpty, let connection = state.sender.connection {
+            let count =
+                options.batchesBursts
+                ? Envelope.batchCount(
+                    state.sender.pending, limit: PostgresLink.maximumPayloadBytes,
+                    extra: signer == nil ? 0 : Signer.overhead)
+                : 1
+            let items = Array(state.sender.pending.prefix(count))
+            state.sender.pending.removeFirst(count)
+            state.sender.inFlight = items
+            return .transmit(items, on: connection)
+        }
+        guard state.isClosed, state.sender.pending.isEmpty else { return .none }
+        state.sender.isStopped = true
+        let connection = state.sender.connection.take()
+        let waiters = state.sender.stopWaiters
+        state.sender.stopWaiters = []
+        return .finish(connection, waiters: waiters)
+    }
+
+    private func perform(_ step: SendStep) {
+        switch step {
+        case .none:
+            break
+        case .transmit(let items, let connection):
+            let text =
+                items.count == 1
+                ? Envelope.single(items[0], origin: originText) : Envelope.batch(items, origin: originText)
+            connection.notify(channel: channel, payload: signer?.sign(text) ?? text, logger: logger)
+                .whenComplete { result in
+                    self.transmitted(items, on: connection, result: result)
                 }
-                do {
-                    try await current.notify(channel: channel, payload: text, logger: logger)
-                    state.withLock {
-                        $0.statistics.sent += 1
-                        $0.queued -= 1
-                    }
-                    break
-                } catch  where Self.isConnectionFailure(error, on: current.connection) {
-                    connection = nil
-                    try? await current.connection.close()
-                    if !isClosed { report(.connectionLost(.sending, error: error)) }
-                } catch {
-                    state.withLock {
-                        $0.statistics.sendFailures += 1
-                        $0.queued -= 1
-                    }
-                    report(.sendFailed(type: item.typeName, sequence: item.sequence, error: error))
-                    break
-                }
+        case .finish(let connection, let waiters):
+            guard let connection else {
+                for waiter in waiters { waiter.resume() }
+                return
+            }
+            // The connection must outlive its closing: postgres-nio asserts that it is closed
+            // before it is released.
+            connection.connection.close().whenComplete { _ in
+                withExtendedLifetime(connection) {}
+                for waiter in waiters { waiter.resume() }
             }
         }
-        try? await connection?.connection.close()
+    }
+
+    /// A `NOTIFY` completed, on the connection's event loop: send the next one, or, if the
+    /// connection is gone, reconnect and send the same one again.
+    private func transmitted(
+        _ items: [Envelope.Item], on connection: SendingConnection, result: Result<Void, any Error>
+    ) {
+        switch result {
+        case .success:
+            let step = state.withLock { state in
+                state.statistics.sent += items.count
+                if items.count > 1 { state.statistics.batchesSent += 1 }
+                state.sender.inFlight = nil
+                return nextStep(&state)
+            }
+            perform(step)
+        case .failure(let error) where Self.isConnectionFailure(error, on: connection.connection):
+            let isClosed = state.withLock { state in
+                state.sender.connection = nil
+                state.sender.isReconnecting = true
+                return state.isClosed
+            }
+            connection.connection.close().whenComplete { _ in withExtendedLifetime(connection) {} }
+            if !isClosed { report(.connectionLost(.sending, error: error)) }
+            Task { await self.reconnectSender() }
+        case .failure(let error):
+            let step = state.withLock { state in
+                state.statistics.sendFailures += items.count
+                state.sender.inFlight = nil
+                return nextStep(&state)
+            }
+            for item in items { report(.sendFailed(type: item.typeName, sequence: item.sequence, error: error)) }
+            perform(step)
+        }
+    }
+
+    /// Opens a new sending connection with backoff, and sends the `NOTIFY` that failed again, then
+    /// the rest. (A `NOTIFY` that reached the server before the connection died arrives twice;
+    /// receivers drop the second copy by its sequence numbers.) If the link is closed meanwhile,
+    /// what is still queued is reported as not sent.
+    private func reconnectSender() async {
+        if let connection = await reconnect().map(SendingConnection.init) {
+            let step: SendStep = state.withLock { state in
+                state.sender.isReconnecting = false
+                state.sender.connection = connection
+                if let items = state.sender.inFlight { return .transmit(items, on: connection) }
+                return nextStep(&state)
+            }
+            perform(step)
+            return
+        }
+        let (lost, waiters) = state.withLock { state in
+            let lost = (state.sender.inFlight ?? []) + Array(state.sender.pending)
+            state.sender.inFlight = nil
+            state.sender.pending.removeAll()
+            state.sender.isReconnecting = false
+            state.sender.isStopped = true
+            state.statistics.sendFailures += lost.count
+            let waiters = state.sender.stopWaiters
+            state.sender.stopWaiters = []
+            return (lost, waiters)
+        }
+        for item in lost { report(.notSent(type: item.typeName, sequence: item.sequence)) }
+        for waiter in waiters { waiter.resume() }
     }
 
     // MARK: - Receiving
@@ -390,6 +505,7 @@ final class LinkCore: Sendable {
     private func runListener(on first: PostgresConnection, ready: Ready) async {
         var connection: PostgresConnection? = first
         var outageStart: Date?
+        var reader = makeReader()
         while let current = connection {
             var failure: (any Error)?
             do {
@@ -401,7 +517,7 @@ final class LinkCore: Sendable {
                     }
                     ready.resume(with: .success(()))
                     for try await notification in notifications {
-                        receive(notification.payload)
+                        receive(notification.payload, reader: &reader)
                     }
                 }
             } catch {
@@ -418,12 +534,44 @@ final class LinkCore: Sendable {
         }
     }
 
-    private func receive(_ text: String) {
-        let data: Data
+    /// What the listening task keeps between messages, which it reads one at a time.
+    struct Reader {
+        let decoder: JSONDecoder
+        /// This link's origin as written in envelopes.
+        let own: [UInt8]
+        /// The origins seen, as written and parsed (a UUID parses slowly); bounded.
+        var origins: [String: UUID] = [:]
+
+        mutating func origin(_ bytes: ArraySlice<UInt8>) -> UUID? {
+            let text = String(decoding: bytes, as: UTF8.self)
+            if let origin = origins[text] { return origin }
+            guard let origin = UUID(uuidString: text) else { return nil }
+            if origins.count >= 1_024 { origins.removeAll(keepingCapacity: true) }
+            origins[text] = origin
+            return origin
+        }
+    }
+
+    private func makeReader() -> Reader {
+        let decoder = JSONDecoder()
+        decoder.userInfo[Envelope.Context.key] = Envelope.Context(origin: origin) { [weak self] wireName in
+            self?.state.withLock { $0.decoders[wireName] }
+        }
+        return Reader(decoder: decoder, own: Array(originText.utf8))
+    }
+
+    /// Checks, parses and delivers one message of the channel: a single notification or a batch,
+    /// whose notifications go through the same checks one by one, in order.
+    ///
+    /// Messages in the layout this build writes are read by a scan of their bytes, which decodes
+    /// only the payload, and leaves the link's own messages undecoded; any other message, and any
+    /// payload that does not decode, goes through the full parse, which names what is wrong.
+    private func receive(_ text: String, reader: inout Reader) {
+        let bytes: [UInt8]
         if let signer {
             switch signer.verify(text) {
             case .valid(let canonical):
-                data = canonical
+                bytes = canonical
             case .unsigned:
                 reject(.unsignedEnvelope(size: text.utf8.count))
                 return
@@ -432,85 +580,90 @@ final class LinkCore: Sendable {
                 return
             }
         } else {
-            data = Data(text.utf8)
+            bytes = Array(text.utf8)
         }
-        let decoder = JSONDecoder()
-        // One parse on the usual path; the slower path below names what is wrong.
-        guard let header = try? decoder.decode(Envelope.Header.self, from: data),
-            (1...Envelope.current).contains(header.version)
-        else {
-            rejectMalformed(data, decoder: decoder)
+        switch Envelope.quickLook(bytes, own: reader.own) {
+        case .echo(let count):
+            state.withLock { $0.statistics.echoesIgnored += count }
+            return
+        case .single(let type, let originRange, let sequence, let payload):
+            guard let origin = reader.origin(bytes[originRange]) else { break }
+            guard let decoder = state.withLock({ $0.decoders[type] }) else {
+                accept(origin: origin, sequence: sequence, items: [.init(typeName: type, content: .unknownType)])
+                return
+            }
+            guard let delivery = try? decoder.fromBytes(reader.decoder, Data(bytes[payload])) else { break }
+            accept(origin: origin, sequence: sequence, items: [.init(typeName: type, content: .value(delivery))])
+            return
+        case .other:
+            break
+        }
+        let data = Data(bytes)
+        let incoming: Envelope.Incoming
+        do {
+            incoming = try reader.decoder.decode(Envelope.Incoming.self, from: data)
+        } catch let error as Envelope.UnsupportedVersion {
+            if error.found > Envelope.current {
+                reject(.unsupportedVersion(found: error.found, supported: Envelope.current))
+            } else {
+                reject(
+                    .malformedEnvelope(
+                        expected: "envelope version 1 to \(Envelope.current)", found: "version \(error.found)"))
+            }
+            return
+        } catch {
+            let (expected, found) = Envelope.describe(error, input: String(decoding: data, as: UTF8.self))
+            reject(.malformedEnvelope(expected: expected, found: found))
             return
         }
-        if header.origin == origin {
-            state.withLock { $0.statistics.echoesIgnored += 1 }
+        if incoming.isEcho {
+            state.withLock { $0.statistics.echoesIgnored += incoming.count }
             return
         }
+        accept(origin: incoming.origin, sequence: incoming.sequence, items: incoming.items)
+    }
+
+    /// Checks the sequence numbers of a message's notifications (`sequence`, the next, …), reports
+    /// gaps, replays and what does not decode, and posts the others into the hub, in order.
+    private func accept(origin: UUID, sequence first: UInt64, items: [Envelope.Incoming.Item]) {
         var errors: [PostgresLinkError] = []
-        let receiver: Receiver? = state.withLock { state in
-            let last = state.lastAccepted[header.origin]
-            if let last, header.sequence <= last {
-                state.statistics.duplicates += 1
-                errors.append(.duplicateSequence(origin: header.origin, lastAccepted: last, found: header.sequence))
-                return nil
+        var deliveries: [Envelope.Delivery] = []
+        deliveries.reserveCapacity(items.count)
+        state.withLock { state in
+            for (offset, item) in items.enumerated() {
+                let sequence = first + UInt64(offset)  // no overflow: checked when parsed
+                let last = state.lastAccepted[origin]
+                if let last, sequence <= last {
+                    state.statistics.duplicates += 1
+                    errors.append(.duplicateSequence(origin: origin, lastAccepted: last, found: sequence))
+                    continue
+                }
+                if let last, sequence > last + 1 {
+                    state.statistics.gaps += 1
+                    errors.append(.sequenceGap(origin: origin, expected: last + 1, found: sequence))
+                }
+                // Sequence numbers run across all types of an origin, so unknown types advance it too.
+                state.lastAccepted[origin] = sequence
+                switch item.content {
+                case .value(let delivery):
+                    deliveries.append(delivery)
+                case .unknownType:
+                    state.statistics.rejected += 1
+                    errors.append(.unknownType(item.typeName, origin: origin, shared: Array(state.decoders.keys)))
+                case .undecodable(let expected, let found):
+                    state.statistics.rejected += 1
+                    errors.append(
+                        .payloadDecodingFailed(type: item.typeName, origin: origin, expected: expected, found: found))
+                }
             }
-            if let last, header.sequence > last + 1 {
-                state.statistics.gaps += 1
-                errors.append(.sequenceGap(origin: header.origin, expected: last + 1, found: header.sequence))
-            }
-            // Sequence numbers run across all types of an origin, so unknown types advance it too.
-            state.lastAccepted[header.origin] = header.sequence
-            guard let receiver = state.receivers[header.type] else {
-                state.statistics.rejected += 1
-                errors.append(
-                    .unknownType(header.type, origin: header.origin, shared: Array(state.receivers.keys)))
-                return nil
-            }
-            return receiver
+            state.statistics.received += deliveries.count
         }
         for error in errors { report(error) }
-        receiver?(data, header.origin)
+        for delivery in deliveries { delivery() }
     }
 
-    /// Reports why `data` is not an envelope that this build reads.
-    private func rejectMalformed(_ data: Data, decoder: JSONDecoder) {
-        let input = String(decoding: data, as: UTF8.self)
-        let version: Int
-        do {
-            version = try decoder.decode(Envelope.Version.self, from: data).version
-        } catch {
-            let (expected, found) = Envelope.describe(error, input: input)
-            reject(.malformedEnvelope(expected: expected, found: found))
-            return
-        }
-        guard version <= Envelope.current else {
-            reject(.unsupportedVersion(found: version, supported: Envelope.current))
-            return
-        }
-        guard version >= 1 else {
-            reject(
-                .malformedEnvelope(expected: "envelope version 1 to \(Envelope.current)", found: "version \(version)"))
-            return
-        }
-        do {
-            _ = try decoder.decode(Envelope.Header.self, from: data)
-            reject(.malformedEnvelope(expected: "a Herald envelope", found: "\(data.count) bytes"))
-        } catch {
-            let (expected, found) = Envelope.describe(error, input: input)
-            reject(.malformedEnvelope(expected: expected, found: found))
-        }
-    }
-
-    private func deliver<N: WireNotification>(_ type: N.Type, envelope: Data, origin: UUID) {
-        let value: N
-        do {
-            value = try JSONDecoder().decode(Envelope.Payload<N>.self, from: envelope).payload
-        } catch {
-            let (expected, found) = Envelope.describe(error, input: "")
-            reject(.payloadDecodingFailed(type: N.wireName, origin: origin, expected: expected, found: found))
-            return
-        }
-        state.withLock { $0.statistics.received += 1 }
+    /// Posts a received value into the hub, marked as this link's re-post.
+    private func post<N: WireNotification>(_ value: N) {
         RepostMarker.$current.withValue(RepostMarker(link: self, type: N.self)) {
             hub.post(value)
         }

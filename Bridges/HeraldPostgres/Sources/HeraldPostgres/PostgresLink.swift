@@ -21,8 +21,10 @@ import Synchronization
 /// For each shared type the link observes the hub on the posting thread. Each post is encoded as a
 /// versioned JSON envelope (type name, origin, sequence number, payload; see the README) and sent
 /// with `SELECT pg_notify($1, $2)`, bound parameters only, on the link's own sending connection, one
-/// after the other, in the order the posts were made. A second connection of its own `LISTEN`s on the
-/// channel; each message is decoded and posted into the hub.
+/// `NOTIFY` at a time, in the order the posts were made. A post that finds the connection idle goes
+/// out at once, from the posting thread; posts made while a `NOTIFY` is in flight go out together in
+/// the next one, as a batch (``Options/batchesBursts``). A second connection of its own `LISTEN`s on
+/// the channel; each message is decoded and its notifications posted into the hub, in order.
 ///
 /// ## Guarantees
 ///
@@ -86,6 +88,8 @@ public final class PostgresLink: Sendable {
     ///     connections.
     ///   - origin: The id of this link's messages; a fresh one by default. Never share it between
     ///     links.
+    ///   - options: How the link reconnects, how many posts it queues, whether it signs envelopes
+    ///     and whether it batches bursts.
     ///   - logger: A logger for connection events. Payloads are never logged.
     /// - Returns: The link. Call ``share(_:)`` for each type that travels, and ``close()`` at the end.
     /// - Throws: ``PostgresLinkError`` with code ``PostgresLinkError/Code/invalidChannelName``, or
@@ -130,13 +134,22 @@ public final class PostgresLink: Sendable {
         /// A key shared by every link on the channel. With it, the link signs each envelope with
         /// HMAC-SHA256 and refuses unsigned and forged messages. Use 32 random bytes; never log it.
         public var signingKey: SymmetricKey?
+        /// Whether posts that wait while a `NOTIFY` is in flight go out together in the next one,
+        /// as many as fit in ``PostgresLink/maximumPayloadBytes`` (a version 2 batch envelope).
+        /// A post that finds the connection idle always goes out at once, alone (version 1).
+        ///
+        /// Turn it off only while links of builds that read version 1 alone share the channel:
+        /// they report batches as ``PostgresLinkError/Code/unsupportedVersion`` and skip them.
+        public var batchesBursts = true
 
         public init(
-            reconnection: Reconnection = Reconnection(), sendQueueLimit: Int = 10_000, signingKey: SymmetricKey? = nil
+            reconnection: Reconnection = Reconnection(), sendQueueLimit: Int = 10_000, signingKey: SymmetricKey? = nil,
+            batchesBursts: Bool = true
         ) {
             self.reconnection = reconnection
             self.sendQueueLimit = sendQueueLimit
             self.signingKey = signingKey
+            self.batchesBursts = batchesBursts
         }
     }
 
@@ -204,8 +217,10 @@ public final class PostgresLink: Sendable {
 
     /// Counters of a link's traffic and faults.
     public struct Statistics: Sendable, Equatable {
-        /// Envelopes handed to `pg_notify` successfully.
+        /// Notifications handed to `pg_notify` successfully, alone or in batches.
         public var sent = 0
+        /// `NOTIFY`s that carried a batch of several notifications (counted one by one in ``sent``).
+        public var batchesSent = 0
         /// Values received from other links and posted into the hub.
         public var received = 0
         /// This link's own messages, heard back on the channel and dropped by their origin.

@@ -1,0 +1,45 @@
+import Crypto
+import Foundation
+import Herald
+import HeraldPostgres
+import PostgresNIO
+import Testing
+
+// The Swift blocks of the bridge's README.md and of its DocC article that are not whole files.
+// Scripts/check-doc-snippets.py checks that each region below equals its block.
+
+enum SignedLinks {
+    static func connect(
+        hub: NotificationHub, configuration: PostgresConnection.Configuration, secret: [UInt8]
+    ) async throws -> PostgresLink {
+        // snippet: begin
+        // import Crypto: the key is swift-crypto's SymmetricKey, the same 32 random bytes for every link
+        let options = PostgresLink.Options(signingKey: SymmetricKey(data: secret))
+        let link = try await PostgresLink.connect(
+            hub: hub, channel: "users", configuration: configuration, options: options)
+        link.share(UserCreated.self)
+        // snippet: end
+        return link
+    }
+}
+
+@Suite("HeraldPostgres documentation", .enabled(if: TestServer.shouldRun, Comment(rawValue: TestServer.missing)))
+struct DocSnippetTests {
+    @Test func theSigningExampleLinksTwoHubsThatShareAKey() async throws {
+        let configuration = try TestServer.requireConfiguration()
+        let secret = (0..<32).map { _ in UInt8.random(in: 0...255) }
+        let (a, b) = (NotificationHub(), NotificationHub())
+        let linkA = try await SignedLinks.connect(hub: a, configuration: configuration, secret: secret)
+        let linkB = try await SignedLinks.connect(hub: b, configuration: configuration, secret: secret)
+        let received = Recorder<UserCreated>()
+        let token = b.observe(UserCreated.self) { received.append($0) }
+
+        a.post(UserCreated(userID: 42))
+        try await waitUntil("the signed user on B") { received.count == 1 }
+        #expect(received.values == [UserCreated(userID: 42)])
+        #expect(linkB.statistics.rejected == 0)
+        token.cancel()
+        await linkA.close()
+        await linkB.close()
+    }
+}
