@@ -28,6 +28,17 @@ public protocol TypedNotification: Sendable {
     /// conforms, so that registering an observer finds the class in a cache of your module's
     /// instead of asking the runtime to look it up. Do not implement it.
     static var _heraldObserverClass: AnyClass { get }
+
+    /// Not API: runs the posting-thread observers of a fire-and-forget post of this type, in
+    /// order, and returns whether any accepted it.
+    ///
+    /// Like ``_heraldCall(_:with:)``, its default implementation is compiled where your type
+    /// conforms, so that a post calls each observer's handler straight from a loop made for your
+    /// type, rather than through two calls of code that does not know it. `observers` points to
+    /// `count` of Herald's observers of this type. Do not implement it.
+    static func _heraldDeliver(
+        _ observers: UnsafeRawPointer, count: Int, payload: UnsafeRawPointer, subject: AnyObject?
+    ) -> Bool
 }
 
 extension TypedNotification {
@@ -40,4 +51,13 @@ extension TypedNotification {
     /// Not API: see the requirement.
     @inlinable
     public static var _heraldObserverClass: AnyClass { Observer<Self>.self }
+
+    /// Not API: see the requirement.
+    @inlinable
+    public static func _heraldDeliver(
+        _ observers: UnsafeRawPointer, count: Int, payload: UnsafeRawPointer, subject: AnyObject?
+    ) -> Bool {
+        Observer<Self>.deliver(
+            to: observers.assumingMemoryBound(to: Unmanaged<AnyObserver>.self), count: count, payload, subject: subject)
+    }
 }

@@ -56,6 +56,36 @@ struct LaneStateMachineTests {
         #expect(machine.readyCount == 2)
     }
 
+    @Test("A lingering job goes back to its target once after emptying the lane, and ends if it then finds nothing")
+    func lingeringJob() {
+        var machine = LaneStateMachine()
+        machine.lingers = true
+        #expect(machine.append(hold: 0) == .storeAndSchedule)
+        #expect(machine.jobStarted(on: 1) == .run(1))
+        // The lane is empty: the job is handed back instead of ending, and stays pending, so a
+        // post meanwhile schedules nothing.
+        #expect(machine.jobRanBatch() == .reschedule)
+        #expect(machine.isJobPending)
+        #expect(machine.append(hold: 0) == .store)
+        // The lingering job finds that item and runs it, then lingers again.
+        #expect(machine.jobStarted(on: 1) == .run(1))
+        #expect(machine.jobRanBatch() == .reschedule)
+        // Nothing came: the job ends, and the next post hands a new one to the target.
+        #expect(machine.jobStarted(on: 1) == .stop)
+        #expect(!machine.isJobPending)
+        #expect(!machine.isBusy)
+        #expect(machine.append(hold: 0) == .storeAndSchedule)
+    }
+
+    @Test("A job that does not linger ends as soon as the lane is empty")
+    func jobWithoutLingering() {
+        var machine = LaneStateMachine()
+        #expect(machine.append(hold: 0) == .storeAndSchedule)
+        #expect(machine.jobStarted(on: 1) == .run(1))
+        #expect(machine.jobRanBatch() == .stop)
+        #expect(!machine.isJobPending)
+    }
+
     @Test("A job runs at most one slice, then asks to be rescheduled")
     func jobIsSliced() {
         var machine = LaneStateMachine()

@@ -31,6 +31,48 @@ struct NotificationHubTests {
         withExtendedLifetime(tokens) {}
     }
 
+    @Test(
+        "1. plain, subject and owner observers on the posting thread run in registration order; those that do not accept a post are skipped"
+    )
+    func mixedPostingThreadObserversRunInOrder() {
+        final class Owner: Sendable {}
+        struct Failure: Error {}
+        let hub = NotificationHub()
+        let reported = Log<String>()
+        hub.errorHandler = { reported.append("\($0.line)") }
+        let log = Log<String>()
+        let subject = Owner()
+        let other = Owner()
+        var owner: Owner? = Owner()
+        let throwingLine = #line + 1
+        let throwing = hub.observe(Ping.self) { note in
+            log.append("throws:\(note.value)")
+            throw Failure()
+        }
+        let plain = hub.observe(Ping.self) { note in log.append("plain:\(note.value)") }
+        let fromSubject = hub.observe(Ping.self, from: subject) { note in log.append("subject:\(note.value)") }
+        if let owner {
+            hub.observe(Ping.self, owner: owner) { _, note in log.append("owner:\(note.value)") }
+        }
+        let cancelled = hub.observe(Ping.self) { note in log.append("cancelled:\(note.value)") }
+        let last = hub.observe(Ping.self) { note in log.append("last:\(note.value)") }
+        cancelled.cancel()
+
+        hub.post(Ping(value: 1), from: subject)
+        hub.post(Ping(value: 2), from: other)
+        owner = nil  // the owner observation ends
+        hub.post(Ping(value: 3))
+
+        #expect(
+            log.values == [
+                "throws:1", "plain:1", "subject:1", "owner:1", "last:1",
+                "throws:2", "plain:2", "owner:2", "last:2",
+                "throws:3", "plain:3", "last:3",
+            ])
+        #expect(reported.values == Array(repeating: "\(throwingLine)", count: 3))
+        withExtendedLifetime((throwing, plain, fromSubject, last, owner)) {}
+    }
+
     // MARK: 2. Per-observer FIFO
 
     @Test(

@@ -119,6 +119,18 @@ public struct DeliveryTarget: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// Whether a drain job that found its lane empty may go back to this target once more, in
+    /// case the poster is still at work (see ``LaneStateMachine/lingers``): a queue or thread
+    /// of Herald's own knowing, where handing over a job from the target itself wakes no thread.
+    /// Never the main queue, which other work must get at, nor executors and actors, whose cost
+    /// Herald does not know.
+    var drainMayLinger: Bool {
+        switch kind {
+        case .queue, .thread: return true
+        default: return false
+        }
+    }
+
     /// Runs `job` later on this target. ``posting`` runs it right away.
     func schedule(_ job: @escaping @Sendable () -> Void) {
         switch kind {

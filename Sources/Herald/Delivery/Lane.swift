@@ -36,6 +36,8 @@ final class Lane<N: TypedNotification>: Sendable {
         self.contextual = contextual
         if asyncHandler != nil {
             mailbox.withLock { $0.machine.batchLimit = 1 }
+        } else if stream == nil && target.drainMayLinger {
+            mailbox.withLock { $0.machine.lingers = true }
         }
     }
 
@@ -309,9 +311,15 @@ final class Lane<N: TypedNotification>: Sendable {
         return mailbox.withLock { $0.helpers }
     }
 
-    /// The job the target refused: the lane closes (see ``close()``).
-    func jobRefused() {
-        mailbox.withLock { $0.machine.jobRefused() }
+    /// The job the target refused is no longer pending.
+    ///
+    /// - Returns: Whether the lane holds items, which nothing will ever run now; `false` for a
+    ///   lingering job that found the lane empty (the next post's job will be refused in turn).
+    func jobRefused() -> Bool {
+        mailbox.withLock { mailbox in
+            mailbox.machine.jobRefused()
+            return mailbox.machine.count > 0
+        }
     }
 
     // MARK: Closing

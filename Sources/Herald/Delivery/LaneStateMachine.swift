@@ -17,6 +17,13 @@
 ///   the thread that runs it would otherwise wait for a job queued behind itself.
 /// - At most one drain runs at a time, and at most one job is with the target at a time.
 ///
+/// ## Lingering
+/// On a target where handing a job back is cheap (a serial queue, a ``DeliveryThread``), a job
+/// that has run items and then finds the lane empty goes back to the target once more instead of
+/// ending (``lingers``), in case the poster is still at work: a burst is then drained by a chain
+/// of jobs that the target hands itself, instead of one job per gap, each woken by the poster.
+/// A job that starts and finds nothing ends, so an idle lane costs one empty job, never a spin.
+///
 /// ## Asynchronous handlers
 /// A lane whose handler is `async` takes one item per batch (``batchLimit`` 1). When the drain
 /// has started the handler's task it *suspends* the lane (``suspend()``): the drain ends and gives
@@ -66,6 +73,9 @@ struct LaneStateMachine: Sendable {
     private(set) var isClosed = false
     /// The most items one batch takes: 1 for an async handler, which suspends the lane after each.
     var batchLimit = Int.max
+    /// Whether a job that ran items and then finds the lane empty is handed to the target once
+    /// more (see "Lingering").
+    var lingers = false
 
     /// Whether the lane has work left: items, a job with the target, a drain running, or an async
     /// handler that has not finished.
@@ -160,6 +170,9 @@ struct LaneStateMachine: Sendable {
         let count = min(readyCount, sliceRemaining, batchLimit)
         guard !isClosed, count > 0 else {
             runner = nil
+            if lingers && !isClosed && sliceRemaining < Self.sliceLimit {
+                return .reschedule  // the job stays pending; it ends if it then finds nothing
+            }
             isJobPending = false
             return .stop
         }

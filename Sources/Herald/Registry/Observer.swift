@@ -11,11 +11,11 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
     // whole object is 56 bytes, which the allocator serves from its 64-byte size class.
     let core: HubCore
     /// The index of the registration site (see ``SourceLocation/site(_:)``) above the `Flags` bits.
-    private let siteAndFlags: UInt32
+    @usableFromInline let siteAndFlags: UInt32
     /// Bit 0: cancelled. Bits 1...31: the observer's index in its bucket's list, plus one; 0 when
     /// it is in none. The index is written only under the registry lock; the flag only by
     /// ``markCancelled()``.
-    private let state = Atomic<UInt32>(0)
+    @usableFromInline let state = Atomic<UInt32>(0)
 
     /// `Flags` bits.
     @inline(__always)
@@ -66,6 +66,14 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
 
     /// Whether the handler is `async`.
     final var isAsync: Bool { flags & Flags.isAsync != 0 }
+
+    /// Whether this is a posting-thread observer without filters or a contextual handler, whose
+    /// registration has not ended: one whose plain handler a post calls without asking more.
+    @inlinable @inline(__always)
+    final var isPlainPostingAndLive: Bool {
+        // `Flags.isPosting` alone among the flags, and the cancelled bit clear.
+        UInt8(truncatingIfNeeded: siteAndFlags) == 1 << 2 && state.load(ordering: .acquiring) & 1 == 0
+    }
 
     // MARK: Cancellation
 
@@ -120,6 +128,25 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
     /// reported to the hub's error handler.
     func deliver(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) {}
 
+    /// Calls the handler like ``deliver(_:subjectID:)`` if the observer accepts a post with
+    /// `subject`; returns whether it did.
+    @usableFromInline
+    final func deliverIfAccepted(_ payload: UnsafeRawPointer, subject: AnyObject?) -> Bool {
+        guard accepts(subject) else { return false }
+        deliver(payload, subjectID: subject.map(ObjectIdentifier.init))
+        return true
+    }
+
+    /// Runs the posting-thread observers `observers`, all of this observer's notification type, for
+    /// a fire-and-forget post (see ``TypedNotification/_heraldDeliver(_:count:payload:subject:)``).
+    ///
+    /// - Returns: Whether any of them accepted the post.
+    func deliver(
+        to observers: UnsafeBufferPointer<Unmanaged<AnyObserver>>, _ payload: UnsafeRawPointer, subject: AnyObject?
+    )
+        -> Bool
+    { false }
+
     /// Calls the handler like ``deliver(_:subjectID:)`` and returns the failure, if any.
     func deliverReporting(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) -> ObserverFailure? { nil }
 
@@ -162,7 +189,7 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
 @usableFromInline
 final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  // Immutable; see AnyObserver.
     /// The handler; unused when `extras` holds a contextual one, or for a stream.
-    private let handler: @Sendable (N) throws -> Void
+    @usableFromInline let handler: @Sendable (N) throws -> Void
     /// The `async` handler, for an observer registered with one; it lives in the lane, which such
     /// an observer always has, to keep the observer in the allocator's 64-byte size class.
     private var asyncHandler: (@Sendable (N) async throws -> Void)? { extras?.asyncHandler }
@@ -251,6 +278,49 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         for _ in 0..<max(dropped, 1) {
             core.report(failure)
         }
+    }
+
+    override func deliver(
+        to observers: UnsafeBufferPointer<Unmanaged<AnyObserver>>, _ payload: UnsafeRawPointer, subject: AnyObject?
+    ) -> Bool {
+        guard let first = observers.baseAddress else { return false }
+        return N._heraldDeliver(UnsafeRawPointer(first), count: observers.count, payload: payload, subject: subject)
+    }
+
+    /// The loop behind ``TypedNotification/_heraldDeliver(_:count:payload:subject:)``, compiled
+    /// for `N` where `N` conforms: a plain observer's handler is called right here; any other asks
+    /// its own observer.
+    @inlinable
+    static func deliver(
+        to observers: UnsafePointer<Unmanaged<AnyObserver>>, count: Int, _ payload: UnsafeRawPointer,
+        subject: AnyObject?
+    ) -> Bool {
+        var reached = false
+        var index = 0
+        while index < count {  // a while loop: `for in` over a range costs witness calls here
+            let accepted = observers[index]._withUnsafeGuaranteedRef { observer in
+                guard observer.isPlainPostingAndLive else {
+                    return observer.deliverIfAccepted(payload, subject: subject)
+                }
+                let typed = unsafeDowncast(observer, to: Observer<N>.self)
+                do {
+                    try typed.handler(payload.assumingMemoryBound(to: N.self).pointee)
+                } catch {
+                    typed.reportThrown(error)
+                }
+                return true
+            }
+            if accepted { reached = true }
+            index += 1
+        }
+        return reached
+    }
+
+    /// Reports a handler's error to the hub.
+    @usableFromInline
+    @inline(never)
+    func reportThrown(_ error: any Error) {
+        report(error)
     }
 
     override func deliver(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) {
@@ -369,8 +439,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     /// holds is dropped and reported at once (see ``targetRefused(_:)``).
     func scheduleDrain() {
         if let refusal = core.schedulingTarget(for: target).trySchedule({ [self] in runJob() }) {
-            lane?.jobRefused()
-            targetRefused(refusal)
+            if lane?.jobRefused() == true { targetRefused(refusal) }
             return
         }
         // A blocked waiter that occupies the target would otherwise wait for this job forever.

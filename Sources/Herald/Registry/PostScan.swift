@@ -78,14 +78,16 @@ extension HubCore {
                     }
                 }
             }
+            guard let wait else {
+                // The posting-thread observers all have the snapshot's type: a loop made for it
+                // calls them (see `TypedNotification._heraldDeliver`).
+                guard let first = posting.first else { return reached }
+                return first._withUnsafeGuaranteedRef { $0.deliver(to: posting, payload, subject: subject) } || reached
+            }
             for observer in posting {
                 observer._withUnsafeGuaranteedRef { observer in
                     guard observer.accepts(subject) else { return }
                     reached = true
-                    guard let wait else {
-                        observer.deliver(payload, subjectID: subjectID)
-                        return
-                    }
                     wait.report.deliveredCount += 1
                     if let failure = observer.deliverReporting(payload, subjectID: subjectID) {
                         wait.report.failures.append(failure)
