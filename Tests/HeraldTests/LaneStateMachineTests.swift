@@ -56,12 +56,16 @@ struct LaneStateMachineTests {
         #expect(machine.readyCount == 2)
     }
 
-    @Test("A lingering job goes back to its target once after emptying the lane, and ends if it then finds nothing")
+    @Test(
+        "A job that took a second batch lingers once after emptying the lane; a lingering job that finds items lingers again, one that finds nothing ends"
+    )
     func lingeringJob() {
         var machine = LaneStateMachine()
         machine.lingers = true
         #expect(machine.append(hold: 0) == .storeAndSchedule)
         #expect(machine.jobStarted(on: 1) == .run(1))
+        #expect(machine.append(hold: 0) == .store)  // arrives while the job runs: a poster is at work
+        #expect(machine.jobRanBatch() == .run(1))
         // The lane is empty: the job is handed back instead of ending, and stays pending, so a
         // post meanwhile schedules nothing.
         #expect(machine.jobRanBatch() == .reschedule)
@@ -77,13 +81,16 @@ struct LaneStateMachineTests {
         #expect(machine.append(hold: 0) == .storeAndSchedule)
     }
 
-    @Test("A job that does not linger ends as soon as the lane is empty")
-    func jobWithoutLingering() {
-        var machine = LaneStateMachine()
-        #expect(machine.append(hold: 0) == .storeAndSchedule)
-        #expect(machine.jobStarted(on: 1) == .run(1))
-        #expect(machine.jobRanBatch() == .stop)
-        #expect(!machine.isJobPending)
+    @Test("A job for a lone post ends as soon as the lane is empty, lingering or not")
+    func loneJobDoesNotLinger() {
+        for lingers in [false, true] {
+            var machine = LaneStateMachine()
+            machine.lingers = lingers
+            #expect(machine.append(hold: 0) == .storeAndSchedule)
+            #expect(machine.jobStarted(on: 1) == .run(1))
+            #expect(machine.jobRanBatch() == .stop)
+            #expect(!machine.isJobPending)
+        }
     }
 
     @Test("A job runs at most one slice, then asks to be rescheduled")

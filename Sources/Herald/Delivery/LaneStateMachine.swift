@@ -19,10 +19,13 @@
 ///
 /// ## Lingering
 /// On a target where handing a job back is cheap (a serial queue, a ``DeliveryThread``), a job
-/// that has run items and then finds the lane empty goes back to the target once more instead of
-/// ending (``lingers``), in case the poster is still at work: a burst is then drained by a chain
-/// of jobs that the target hands itself, instead of one job per gap, each woken by the poster.
-/// A job that starts and finds nothing ends, so an idle lane costs one empty job, never a spin.
+/// that finds the lane empty while a poster is at work goes back to the target once more instead
+/// of ending (``lingers``): a burst is then drained by a chain of jobs that the target hands
+/// itself, instead of one job per gap, each woken by the poster. A poster is at work when items
+/// arrived while the job ran (it took a second batch), or when a lingering job found items. A job
+/// that starts and finds nothing ends, so an idle lane costs one empty job, never a spin; and a
+/// job for a lone post (one batch) ends at once, so lone posts keep their drains in the order of
+/// the posts' scans.
 ///
 /// ## Asynchronous handlers
 /// A lane whose handler is `async` takes one item per batch (``batchLimit`` 1). When the drain
@@ -73,9 +76,13 @@ struct LaneStateMachine: Sendable {
     private(set) var isClosed = false
     /// The most items one batch takes: 1 for an async handler, which suspends the lane after each.
     var batchLimit = Int.max
-    /// Whether a job that ran items and then finds the lane empty is handed to the target once
-    /// more (see "Lingering").
+    /// Whether a job that finds the lane empty while a poster is at work is handed to the target
+    /// once more (see "Lingering").
     var lingers = false
+    /// The batches the running job has taken; a lingering job starts at 1.
+    private var jobBatches = 0
+    /// Whether the pending job is a lingering one.
+    private var jobIsLingering = false
 
     /// Whether the lane has work left: items, a job with the target, a drain running, or an async
     /// handler that has not finished.
@@ -146,6 +153,8 @@ struct LaneStateMachine: Sendable {
     /// The job handed to the target starts on `thread`.
     mutating func jobStarted(on thread: UInt) -> DrainAction {
         precondition(isJobPending, "Herald: a lane job started that was not scheduled")
+        let isLingering = jobIsLingering
+        jobIsLingering = false
         guard runner == nil, !isClosed, readyCount > 0 else {
             // An inline drain runs (and takes what comes), or there is nothing to run.
             isJobPending = false
@@ -153,6 +162,7 @@ struct LaneStateMachine: Sendable {
         }
         runner = .job(thread: thread)
         sliceRemaining = Self.sliceLimit
+        jobBatches = isLingering ? 1 : 0
         return takeForJob()
     }
 
@@ -170,12 +180,14 @@ struct LaneStateMachine: Sendable {
         let count = min(readyCount, sliceRemaining, batchLimit)
         guard !isClosed, count > 0 else {
             runner = nil
-            if lingers && !isClosed && sliceRemaining < Self.sliceLimit {
+            if lingers && !isClosed && jobBatches >= 2 {
+                jobIsLingering = true
                 return .reschedule  // the job stays pending; it ends if it then finds nothing
             }
             isJobPending = false
             return .stop
         }
+        jobBatches += 1
         sliceRemaining -= count
         takenCount += count
         return .run(count)
@@ -241,6 +253,7 @@ struct LaneStateMachine: Sendable {
     /// A job the target refused is no longer pending.
     mutating func jobRefused() {
         isJobPending = false
+        jobIsLingering = false
     }
 }
 
