@@ -9,7 +9,7 @@
 /// Each item is a 16-byte header followed by the payload:
 /// `[subject identity or 0][retained WaitGroup or 0][payload, aligned]`.
 ///
-/// Items live in fixed-size blocks of about 4 KiB, so an append never copies the items already
+/// Items live in fixed-size blocks of at most 1 KiB, so an append never copies the items already
 /// queued: a lane that a flood fills with millions of items grows by one block at a time, and the
 /// lane's lock, which a drain on the main queue needs for its next batch, is never held for a copy
 /// of the whole mailbox. The live items are positions `head..<end`, counted from the start of the
@@ -43,10 +43,15 @@ struct ItemQueue: @unchecked Sendable {  // Owned by one lane, under its lock, o
             payloadOffset = (16 + alignment - 1) & ~(alignment - 1)
             stride = (payloadOffset + MemoryLayout<N>.size + alignment - 1) & ~(alignment - 1)
             self.alignment = alignment
-            // The largest power of two of items that fits in 4 KiB, between 1 and 256.
-            let fitting = max(1, 4096 / stride)
-            blockShift = min(8, Int.bitWidth - 1 - fitting.leadingZeroBitCount)
+            // The largest power of two of items that fits in 1 KiB, between 1 and 64: small enough
+            // for the allocator's per-thread caches, so that a lane that holds one item at a time
+            // (a round trip) allocates and frees its block cheaply.
+            let fitting = max(1, Self.blockBudget / stride)
+            blockShift = min(6, Int.bitWidth - 1 - fitting.leadingZeroBitCount)
         }
+
+        /// The most bytes of items in one block.
+        static let blockBudget = 1024
 
         var blockItems: Int { 1 << blockShift }
         var blockBytes: Int { stride << blockShift }
