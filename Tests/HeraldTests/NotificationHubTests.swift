@@ -315,6 +315,41 @@ struct NotificationHubTests {
         withExtendedLifetime(token) {}
     }
 
+    @Test("6. a wait that timed out leaves nothing behind: the thread's next postAndWait still waits for its observer")
+    func waitAfterATimeoutStillWaits() async {
+        let hub = NotificationHub()
+        let queue = DispatchQueue(label: "slow")
+        let gate = DispatchSemaphore(value: 0)
+        let firstRan = DispatchSemaphore(value: 0)
+        let log = Log<Int>()
+        let token = hub.observe(Ping.self, on: .queue(queue)) { note in
+            if note.value == 1 {
+                gate.wait()
+                log.append(1)
+                firstRan.signal()
+            } else {
+                log.append(note.value)
+            }
+        }
+        let (timedOut, seenOnReturn) = await onNewThread { () -> (Bool, [Int]) in
+            let timedOut: Bool
+            do {
+                try hub.postAndWait(Ping(value: 1), timeout: .milliseconds(20))
+                timedOut = false
+            } catch {
+                timedOut = true
+            }
+            // The first delivery finishes late: it wakes this thread's wait, which has ended.
+            gate.signal()
+            firstRan.wait()
+            hub.postAndWait(Ping(value: 2))
+            return (timedOut, log.values)
+        }
+        #expect(timedOut)
+        #expect(seenOnReturn == [1, 2], "the second wait returned only once its observer had run")
+        withExtendedLifetime(token) {}
+    }
+
     @Test("6. a nested wait A → B → A completes")
     func nestedCrossTargetWait() async {
         let hub = NotificationHub()

@@ -24,8 +24,15 @@ final class Waiter: Sendable {
     /// The waiter this one runs on behalf of.
     let parent: Waiter?
     private let state = Lock(State())
-    private let semaphore = DispatchSemaphore(value: 0)
+    /// The waiting thread's semaphore. One per thread, reused by its waits: ``wait(until:)``
+    /// checks its own state after each wake-up, so a signal meant for an outer wait of the same
+    /// thread, or one left over from a wait that timed out, only costs a turn of its loop.
+    private let semaphore = Waiter.threadSemaphore.current
 
+    /// The semaphore of each thread that has waited.
+    private static let threadSemaphore = ThreadLocalObject { DispatchSemaphore(value: 0) }
+
+    /// A waiter for the calling thread, which is the one that will call ``wait(until:)``.
     init(isolation: (any Actor)?) {
         self.isolation = isolation
         self.parent = Waiter.chain.current

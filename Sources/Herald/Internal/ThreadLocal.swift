@@ -40,6 +40,36 @@ struct ThreadLocalSlot<Value: AnyObject>: Sendable {
     }
 }
 
+/// A per-thread object, made on first use and released when its thread exits.
+struct ThreadLocalObject<Value: AnyObject & Sendable>: Sendable {
+    private let key: pthread_key_t
+    private let make: @Sendable () -> Value
+
+    init(_ make: @escaping @Sendable () -> Value) {
+        var key = pthread_key_t()
+        #if canImport(Darwin)
+        let status = pthread_key_create(&key) { raw in Unmanaged<AnyObject>.fromOpaque(raw).release() }
+        #else
+        let status = pthread_key_create(&key) { raw in
+            if let raw { Unmanaged<AnyObject>.fromOpaque(raw).release() }
+        }
+        #endif
+        precondition(status == 0, "Herald: pthread_key_create failed with \(status)")
+        self.key = key
+        self.make = make
+    }
+
+    /// The calling thread's object.
+    var current: Value {
+        if let raw = pthread_getspecific(key) {
+            return Unmanaged<Value>.fromOpaque(raw).takeUnretainedValue()
+        }
+        let value = make()
+        pthread_setspecific(key, Unmanaged.passRetained(value).toOpaque())
+        return value
+    }
+}
+
 /// A number that identifies the calling thread while it runs.
 @inline(__always)
 func currentThreadID() -> UInt {
