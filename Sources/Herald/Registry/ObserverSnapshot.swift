@@ -11,6 +11,9 @@ final class ObserverSnapshot: @unchecked Sendable {  // Immutable once made.
     private let queuedCount: Int
     /// All observers.
     let count: Int
+    /// Each post shard has a copy of the snapshot (see ``copy()``), whose reference count a post
+    /// writes twice: the padding keeps those counts on cache lines of their own.
+    private let padding = CacheLinePadding()
 
     /// A snapshot of `queued` observers followed by `posting` ones.
     init(queued: some Collection<AnyObserver>, posting: some Collection<AnyObserver>) {

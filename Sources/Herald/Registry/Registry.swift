@@ -141,7 +141,23 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
 
 /// One post shard: a table from notification type to snapshot, behind its own lock.
 final class PostShard: Sendable {
+    /// Keeps the lock off the cache lines of whatever was allocated just before the shard.
+    private let leadingPadding = CacheLinePadding()
     let table = Lock(SnapshotTable())
+    /// Keeps the next shard's lock off this one's cache lines: the shards are made one after
+    /// another, and threads posting through two shards would otherwise write the same line.
+    private let trailingPadding = CacheLinePadding()
+}
+
+/// Room that keeps an object's hot fields and its neighbours' on separate cache lines (of 64
+/// bytes, fetched in pairs by some processors): objects written by different threads without a
+/// shared lock end with it.
+struct CacheLinePadding: Sendable {
+    private let words:
+        (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) =
+            (
+                0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
+            )
 }
 
 /// The registry's table from notification type to its bucket and the shards that may cache it.
