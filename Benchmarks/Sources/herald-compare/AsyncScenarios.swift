@@ -76,7 +76,9 @@ struct AsyncScenarios {
         var section = Section(
             title: "Asynchronous burst of \(settings.burstSize.formatted) posts to 1 observer on a serial queue",
             metric: "ns/notification", rows: rows)
-        section.rows[0].notes.append("\(hops.formatted) hops for \(hopsSize.formatted) posts")
+        section.rows[0].notes.append(
+            "\(hops.formatted) hops for \(hopsSize.formatted) posts (counted through a DeliveryExecutor, where "
+                + "drains do not linger)")
         return SerialBurstResult(
             section: section, herald: results[0], dispatch: results[1], asyncMessage: results[2],
             heraldHops: hops, hopsBurstSize: hopsSize)

@@ -250,7 +250,9 @@ if let burst {
                 passed: dispatch >= 5 * herald,
                 limit: "each time the drain empties the mailbox and its one lingering job finds nothing "
                     + "either, the next post hands a new job to the queue, and Dispatch wakes a worker "
-                    + "thread for it (a futex wake, several µs); the hops line above counts those jobs. "
+                    + "thread for it (a futex wake, several µs). Each post also makes six atomic "
+                    + "read-modify-writes (the post shard's lock, the snapshot's reference count, the "
+                    + "mailbox's lock), each tens of cycles on x86 and more under virtualisation. "
                     + "On a loaded machine the poster is descheduled more often, so the drain catches up "
                     + "and goes idle more often."))
     }
