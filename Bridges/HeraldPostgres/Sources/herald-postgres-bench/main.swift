@@ -27,10 +27,12 @@
 //
 // Latency: one message at a time, from the send on A (`hub.post`, or the `pg_notify` query) to the
 // handler on B (the hub's observer, or the raw listener's loop), both reading the system's monotonic
-// clock; B acknowledges each message before A sends the next. The contenders take turns message by
-// message: sample i of every contender is taken before sample i + 1 of any, in an order that
-// rotates, so that the load of the machine weighs on all of them alike. p50 and p99 of the samples
-// after a warm-up of 50. Throughput: a burst of messages sent as fast as A sends them (raw: each
+// clock; B acknowledges each message before A sends the next. The contenders take turns in short
+// blocks (20 samples each, all contenders' blocks of a cycle before the next cycle, in an order
+// that rotates), so that the load of the machine weighs on all of them alike. The first 2 messages
+// of each block are not counted: the previous contender's processes may still be finishing its last
+// message (a hub hears its acknowledgement's echo after A has it), which would slow whoever comes
+// next. p50 and p99 of the counted samples, after a warm-up of 50 each. Throughput: a burst of messages sent as fast as A sends them (raw: each
 // `pg_notify` awaited, in order, on one connection, as an ordered sender must), from the first send
 // to the last arrival on B; the contenders' bursts follow one another, in a rotating order.
 //
@@ -478,7 +480,7 @@ func pad(_ text: String) -> String { text.padding(toLength: 32, withPad: " ", st
 let databases = try await prepareDatabases()
 print(
     "herald-postgres-bench: \(rounds) rounds; each: \(samples) one-at-a-time samples per contender after "
-        + "\(warmUp) warm-up, taken in turns, then a burst of \(burst) each; every receiver in a process of its "
+        + "\(warmUp) warm-up, taken in turns of 20, then a burst of \(burst) each; every receiver in a process of its "
         + "own, every contender in a database of its own")
 print(pad("") + "      p50          p99          burst")
 var results: [Contender: [Figures]] = [:]
@@ -489,11 +491,17 @@ for round in 1...rounds {
         let database = databases[contender] ?? environment["HERALD_PG_DATABASE"] ?? user
         contestants.append(try await Contestant(contender, round: round, database: database))
     }
-    for index in -warmUp..<samples {
-        // Sample `index` of every contender, starting with a different one each time.
-        let first = (index + warmUp) % contestants.count
+    for contestant in contestants {
+        for index in -warmUp..<0 { try await contestant.sample(index) }
+    }
+    // Cycles of one block per contender, starting with a different one each cycle.
+    let block = 20
+    let settling = 2
+    for (cycle, start) in stride(from: 0, to: samples, by: block).enumerated() {
         for turn in 0..<contestants.count {
-            try await contestants[(first + turn) % contestants.count].sample(index)
+            let contestant = contestants[(cycle + turn) % contestants.count]
+            for _ in 0..<settling { try await contestant.sample(-1) }  // not counted
+            for index in start..<min(start + block, samples) { try await contestant.sample(index) }
         }
     }
     var figures: [Contender: Figures] = [:]
