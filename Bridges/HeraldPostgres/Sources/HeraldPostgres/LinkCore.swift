@@ -308,7 +308,12 @@ final class LinkCore: Sendable {
                 return { core?.post(value) }
             },
             fromBytes: { [weak self] decoder, bytes in
-                let value = try decoder.decode(N.self, from: bytes)
+                let value: N
+                do {
+                    value = try QuickJSONDecoder.decode(N.self, from: bytes)
+                } catch {
+                    value = try decoder.decode(N.self, from: Data(bytes))
+                }
                 let core = self
                 return { core?.post(value) }
             })
@@ -614,7 +619,7 @@ final class LinkCore: Sendable {
                 accept(origin: origin, sequence: sequence, items: [.init(typeName: type, content: .unknownType)])
                 return
             }
-            guard let delivery = try? decoder.fromBytes(reader.decoder, Data(bytes[payload])) else { break }
+            guard let delivery = try? decoder.fromBytes(reader.decoder, bytes[payload]) else { break }
             accept(origin: origin, sequence: sequence, items: [.init(typeName: type, content: .value(delivery))])
             return
         case .other:
