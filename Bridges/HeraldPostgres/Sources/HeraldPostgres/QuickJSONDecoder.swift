@@ -8,8 +8,8 @@ import Foundation
 /// otherwise throws, so that the caller decodes with `JSONDecoder` instead, which then also names
 /// what is wrong. It throws for the types `JSONDecoder` treats specially (`Date`, `Data`, `URL`,
 /// `Decimal`), for `Float` (which `JSONDecoder` may round twice), for strings with escapes, for
-/// numbers with a fraction or an exponent read as integers, for objects with a repeated key or more
-/// than ``maximumKeys`` keys, for `superDecoder`, and for every error, including a missing key or a
+/// numbers with a fraction or an exponent read as integers, for objects with a repeated key, a key
+/// that is not ASCII or more than ``maximumKeys`` keys, for `superDecoder`, and for every error, including a missing key or a
 /// type mismatch.
 enum QuickJSONDecoder {
     /// The most keys an object may have; larger ones go to `JSONDecoder`.
@@ -269,7 +269,10 @@ enum QuickJSONDecoder {
                     try scanner.expect(UInt8(ascii: ":"))
                     scanner.skipWhitespace()
                     let value = try scanner.skipValue()
+                    // ASCII keys only: `JSONDecoder` matches keys as `String`s, by canonical
+                    // equivalence, where this reader compares bytes.
                     guard members.count < QuickJSONDecoder.maximumKeys,
+                        reader.bytes[key].allSatisfy({ $0 < 0x80 }),
                         !members.contains(where: { reader.bytes[$0.key].elementsEqual(reader.bytes[key]) })
                     else { throw Unsupported() }
                     members.append((key, value))

@@ -149,6 +149,10 @@ struct QuickJSONDecoderTests {
         #expect(quick(Pair.self, #"{ "a" : 1 , "b" : "x" }"#) == Pair(a: 1, b: "x"))
         #expect(quick(Pair.self, #"{"a":1,"b":"x","c":[1,{"d":null}]}"#) == Pair(a: 1, b: "x"))
         #expect(quick(Pair.self, #"{"a":1,"b":"x","a":2}"#) == nil)  // a repeated key: declined
+        // Keys that are not ASCII: declined (JSONDecoder matches "é" and "e\u{301}" alike).
+        #expect(throws: QuickJSONDecoder.Unsupported.self) {
+            try QuickJSONDecoder.decode([String: Int].self, from: ArraySlice(Array(#"{"é":1}"#.utf8)))
+        }
     }
 
     @Test func optionalsReadAsJSONDecoderReadsThem() {
