@@ -135,7 +135,7 @@ enum Envelope {
     /// envelope's container (the full parse), or from the payload's bytes alone (the quick look).
     struct PayloadDecoder: Sendable {
         let fromContainer: @Sendable (KeyedDecodingContainer<Keys>) throws -> Delivery
-        let fromBytes: @Sendable (JSONDecoder, Data) throws -> Delivery
+        let fromBytes: @Sendable (JSONDecoder, ArraySlice<UInt8>) throws -> Delivery
     }
 
     /// Posts a decoded value into the hub.

@@ -84,6 +84,19 @@ final class SendingConnection: Sendable {
     }
 }
 
+/// Runs a task's jobs on an event loop. The listening task runs on the event loop of its connection,
+/// so that each notification is handled where postgres-nio delivers it, without a thread hop.
+final class EventLoopTaskExecutor: TaskExecutor {
+    let eventLoop: any EventLoop
+
+    init(_ eventLoop: any EventLoop) { self.eventLoop = eventLoop }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        eventLoop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+    }
+}
+
 /// The state and the work behind a ``PostgresLink``.
 ///
 /// Sending needs no task of its own: a post that finds the sending connection idle writes its
@@ -135,6 +148,8 @@ final class LinkCore: Sendable {
     let configuration: PostgresConnection.Configuration
     let options: PostgresLink.Options
     let signer: Signer?
+    /// The event loop of the link's connections, which also runs its listening task.
+    let eventLoop: any EventLoop
     /// The origin as it is written in envelopes.
     private let originText: String
     private let state = Mutex(State())
@@ -150,6 +165,7 @@ final class LinkCore: Sendable {
         self.configuration = configuration
         self.options = options
         self.signer = options.signingKey.map { Signer(key: $0, channel: channel) }
+        self.eventLoop = PostgresConnection.defaultEventLoopGroup.any()
         self.logger = logger
     }
 
@@ -171,8 +187,10 @@ final class LinkCore: Sendable {
 
     // MARK: - Life cycle
 
+    /// Opens a connection on the link's event loop.
     func makeConnection() async throws -> PostgresConnection {
-        try await PostgresConnection.connect(configuration: configuration, id: nextConnectionID(), logger: logger)
+        try await PostgresConnection.connect(
+            on: eventLoop, configuration: configuration, id: nextConnectionID(), logger: logger)
     }
 
     /// Takes the sending connection, and starts the listening task; returns once `LISTEN` is in
@@ -182,7 +200,11 @@ final class LinkCore: Sendable {
         do {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let ready = Ready(continuation)
-                let listenerTask = Task { await self.runListener(on: listener, ready: ready) }
+                // On the connections' event loop: a notification is read, decoded and posted on the
+                // thread that received it, with no hop to the global executor and back.
+                let listenerTask = Task(executorPreference: EventLoopTaskExecutor(eventLoop)) {
+                    await self.runListener(on: listener, ready: ready)
+                }
                 state.withLock { $0.listenerTask = listenerTask }
             }
         } catch {
@@ -286,7 +308,12 @@ final class LinkCore: Sendable {
                 return { core?.post(value) }
             },
             fromBytes: { [weak self] decoder, bytes in
-                let value = try decoder.decode(N.self, from: bytes)
+                let value: N
+                do {
+                    value = try QuickJSONDecoder.decode(N.self, from: bytes)
+                } catch {
+                    value = try decoder.decode(N.self, from: Data(bytes))
+                }
                 let core = self
                 return { core?.post(value) }
             })
@@ -592,7 +619,7 @@ final class LinkCore: Sendable {
                 accept(origin: origin, sequence: sequence, items: [.init(typeName: type, content: .unknownType)])
                 return
             }
-            guard let delivery = try? decoder.fromBytes(reader.decoder, Data(bytes[payload])) else { break }
+            guard let delivery = try? decoder.fromBytes(reader.decoder, bytes[payload]) else { break }
             accept(origin: origin, sequence: sequence, items: [.init(typeName: type, content: .value(delivery))])
             return
         case .other:

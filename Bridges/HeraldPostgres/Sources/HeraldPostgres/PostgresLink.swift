@@ -59,8 +59,11 @@ import Synchronization
 /// ## Threading
 ///
 /// `share(_:)` and `close()` may be called from any thread or task. Received values are posted into
-/// the hub from the link's listening task, one at a time, so a posting-thread observer of a remote
-/// value runs on that task's thread. Errors go to ``errorHandler`` on whichever thread found them.
+/// the hub from the link's listening task, one at a time. That task runs on the event loop of the
+/// link's connections (a SwiftNIO thread), where postgres-nio reads each message, so a posting-thread
+/// observer of a remote value runs on that event loop: keep such observers short and never block in
+/// them (no waiting on a future, a semaphore or a slow `postAndWait`), or observe on a queue or an
+/// actor instead. Errors go to ``errorHandler`` on whichever thread found them.
 public final class PostgresLink: Sendable {
     /// The largest envelope, in UTF-8 bytes, that PostgreSQL accepts in a `NOTIFY` by default:
     /// the payload must be shorter than 8000 bytes.

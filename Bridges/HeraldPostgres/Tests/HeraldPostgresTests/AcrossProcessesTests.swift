@@ -68,7 +68,10 @@ struct AcrossProcessesTests {
         #expect(status == 0, Comment(rawValue: peerOutput()))
         #expect(peerOutput().contains("result ok"), Comment(rawValue: peerOutput()))
 
-        try await waitUntil("our own messages heard back") { link.statistics.echoesIgnored == count + 1 }
+        // A `NOTIFY` counts as sent when its query completes, which may come after its echo.
+        try await waitUntil("our own messages sent and heard back") {
+            link.statistics.echoesIgnored == count + 1 && link.statistics.sent == count + 1
+        }
         let received = notes.withLock { $0 }
         #expect(received["peer"] == Array(0..<count))  // exactly once, in order
         #expect(received["test"] == Array(0..<count))  // our own, once each: no echo

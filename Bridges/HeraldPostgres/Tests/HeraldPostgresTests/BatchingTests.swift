@@ -33,7 +33,7 @@ struct EnvelopeTests {
                     return { posted.append(user) }
                 },
                 fromBytes: { decoder, bytes in
-                    let user = try decoder.decode(UserCreated.self, from: bytes)
+                    let user = try decoder.decode(UserCreated.self, from: Data(bytes))
                     return { posted.append(user) }
                 })
         }
