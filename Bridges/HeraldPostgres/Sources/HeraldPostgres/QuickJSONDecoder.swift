@@ -56,8 +56,13 @@ enum QuickJSONDecoder {
             index += count
         }
 
+        /// The most arrays and objects a value may nest; deeper ones go to `JSONDecoder`, which
+        /// has a limit of its own, so that no input can exhaust the stack here.
+        static let maximumDepth = 64
+
         /// Skips one value and returns its range.
-        mutating func skipValue() throws -> Value {
+        mutating func skipValue(depth: Int = 0) throws -> Value {
+            guard depth < Self.maximumDepth else { throw Unsupported() }
             let start = index
             switch current {
             case UInt8(ascii: "{"):
@@ -72,7 +77,7 @@ enum QuickJSONDecoder {
                         skipWhitespace()
                         try expect(UInt8(ascii: ":"))
                         skipWhitespace()
-                        _ = try skipValue()
+                        _ = try skipValue(depth: depth + 1)
                         skipWhitespace()
                         if current == UInt8(ascii: ",") {
                             index += 1
@@ -90,7 +95,7 @@ enum QuickJSONDecoder {
                 } else {
                     while true {
                         skipWhitespace()
-                        _ = try skipValue()
+                        _ = try skipValue(depth: depth + 1)
                         skipWhitespace()
                         if current == UInt8(ascii: ",") {
                             index += 1

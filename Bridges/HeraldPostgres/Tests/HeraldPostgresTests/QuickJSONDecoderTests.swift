@@ -155,6 +155,18 @@ struct QuickJSONDecoderTests {
         }
     }
 
+    @Test func deeplyNestedInputIsDeclinedNotRecursedInto() {
+        // 4,000 nested arrays fit in one NOTIFY payload; the scanner gives them to JSONDecoder.
+        let depth = 4_000
+        let text = String(repeating: "[", count: depth) + String(repeating: "]", count: depth)
+        #expect(throws: QuickJSONDecoder.Unsupported.self) {
+            try QuickJSONDecoder.decode([Int].self, from: ArraySlice(Array(text.utf8)))
+        }
+        // Nesting within the limit still decodes.
+        let shallow = "[[[[1]]]]"
+        #expect(quick([[[[Int]]]].self, shallow) == [[[[1]]]])
+    }
+
     @Test func optionalsReadAsJSONDecoderReadsThem() {
         struct Optionals: Codable, Equatable {
             var a: Int?
