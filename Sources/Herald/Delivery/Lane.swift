@@ -20,6 +20,8 @@ final class Lane<N: TypedNotification>: Sendable {
     let asyncHandler: (@Sendable (N) async throws -> Void)?
     /// The layout of one queued item of type `N`.
     let layout = ItemQueue.Layout(of: N.self)
+    /// The mailbox policy and its counts; `nil` for an unbounded mailbox.
+    let policy: MailboxPolicy?
 
     private let mailbox = Lock(LaneMailbox())
     /// The number of waiters in `mailbox.helpers`, read without the lock by ``helpers``.
@@ -27,8 +29,10 @@ final class Lane<N: TypedNotification>: Sendable {
 
     init(
         target: DeliveryTarget, filters: Filters?, contextual: (@Sendable (N, DeliveryContext) throws -> Void)?,
-        stream: NotificationSequence<N>.Storage? = nil, asyncHandler: (@Sendable (N) async throws -> Void)? = nil
+        stream: NotificationSequence<N>.Storage? = nil, asyncHandler: (@Sendable (N) async throws -> Void)? = nil,
+        policy: MailboxPolicy? = nil
     ) {
+        self.policy = policy
         self.stream = stream
         self.asyncHandler = asyncHandler
         self.target = target
@@ -55,15 +59,31 @@ final class Lane<N: TypedNotification>: Sendable {
         }
     }
 
-    /// Appends copies of `items`, which a drain may take at once (replayed values).
+    /// Appends copies of `items`, which a drain may take at once (replayed values), under the
+    /// lane's policy if it has one.
     ///
-    /// - Returns: Whether the caller must hand a drain job to the target.
-    func append(_ items: [QueuedItem<N>]) -> Bool {
+    /// - Returns: Whether the caller must hand a drain job to the target, and the notifications
+    ///   the policy discarded, to release after every lock.
+    func append(_ items: [QueuedItem<N>]) -> (mustSchedule: Bool, discarded: [N]) {
         mailbox.withLock { mailbox in
             var mustSchedule = false
+            var discarded: [N] = []
             for item in items {
+                if let policy {
+                    let result = withUnsafePointer(to: item.notification) {
+                        append($0, subjectID: item.subjectID, group: item.group, hold: 0, under: policy, in: &mailbox)
+                    }
+                    if let notification = result.discarded { discarded.append(notification) }
+                    result.droppedGroup?.leave(.dropped)  // replayed items have none: no waiter to wake here
+                    switch result.action {
+                    case .reject: return (false, discarded)
+                    case .store: break
+                    case .storeAndSchedule: mustSchedule = true
+                    }
+                    continue
+                }
                 switch mailbox.machine.append(hold: 0) {
-                case .reject: return false
+                case .reject: return (false, discarded)
                 case .store: break
                 case .storeAndSchedule: mustSchedule = true
                 }
@@ -71,8 +91,104 @@ final class Lane<N: TypedNotification>: Sendable {
                     store($0, subjectID: item.subjectID, group: item.group, in: &mailbox.items)
                 }
             }
-            return mustSchedule
+            return (mustSchedule, discarded)
         }
+    }
+
+    // MARK: Mailbox policies
+
+    /// What an append under a mailbox policy did, and what the caller must finish after unlocking.
+    struct PolicyAppend {
+        var action: LaneStateMachine.AppendAction
+        /// The notification the policy removed from the lane (replaced or dropped), to release
+        /// after unlocking: its `deinit` is user code.
+        var discarded: N?
+        /// The waiting post whose notification was dropped: tell it `.dropped` after unlocking.
+        var droppedGroup: WaitGroup?
+    }
+
+    /// Appends a copy of `notification` under the lane's policy: it may replace a pending item,
+    /// push out the oldest, or be dropped itself. Only lanes with a policy call it.
+    func appendUnderPolicy(
+        _ notification: UnsafePointer<N>, subjectID: ObjectIdentifier?, group: WaitGroup?, hold: UInt,
+        policy: MailboxPolicy
+    ) -> PolicyAppend {
+        mailbox.withLock { mailbox in
+            append(notification, subjectID: subjectID, group: group, hold: hold, under: policy, in: &mailbox)
+        }
+    }
+
+    /// The body of ``appendUnderPolicy(_:subjectID:group:hold:policy:)``. Call under the lane's lock.
+    private func append(
+        _ notification: UnsafePointer<N>, subjectID: ObjectIdentifier?, group: WaitGroup?, hold: UInt,
+        under policy: MailboxPolicy, in mailbox: inout LaneMailbox
+    ) -> PolicyAppend {
+        if mailbox.machine.isClosed { return PolicyAppend(action: .reject) }
+        var discarded: N?
+        var droppedGroup: WaitGroup?
+        var storedGroup = group
+        var relay: WaitGroup?  // a relay made here, which the stored item retains
+        switch policy.rule {
+        case .latest(let perSubject):
+            if let index = pendingIndex(perSubject ? subjectID : nil, matchingSubject: perSubject, in: mailbox.items) {
+                let (old, oldGroup) = removeItem(at: index, from: &mailbox)
+                discarded = old
+                if let oldGroup {
+                    relay = WaitGroup(relaying: group, replaced: oldGroup)
+                    storedGroup = relay
+                }
+                policy.noteReplaced()
+            }
+        case .dropOldest(let limit):
+            if mailbox.machine.count >= limit {
+                (discarded, droppedGroup) = removeItem(at: 0, from: &mailbox)
+                policy.noteDropped()
+            }
+        case .dropNewest(let limit):
+            if mailbox.machine.count >= limit {
+                policy.noteDropped()
+                return PolicyAppend(action: .store, droppedGroup: group)
+            }
+        }
+        let action = mailbox.machine.append(hold: hold)
+        store(notification, subjectID: subjectID, group: storedGroup, in: &mailbox.items)
+        withExtendedLifetime(relay) {}
+        return PolicyAppend(action: action, discarded: discarded, droppedGroup: droppedGroup)
+    }
+
+    /// The index of the pending item a new one replaces: the one of `subjectID` if
+    /// `matchingSubject`, otherwise the only one.
+    private func pendingIndex(_ subjectID: ObjectIdentifier?, matchingSubject: Bool, in items: ItemQueue) -> Int? {
+        guard !items.isEmpty else { return nil }
+        guard matchingSubject else { return items.count - 1 }
+        let bits = subjectID.map { UInt(bitPattern: $0) } ?? 0
+        let layout = self.layout
+        var index = items.count - 1
+        while index >= 0 {
+            if items.item(index, layout).load(as: UInt.self) == bits { return index }
+            index -= 1
+        }
+        return nil
+    }
+
+    /// Takes the item at `index` out of the lane. Call under the lane's lock.
+    ///
+    /// - Returns: Its notification, to release after unlocking, and its wait group.
+    private func removeItem(at index: Int, from mailbox: inout LaneMailbox) -> (N, WaitGroup?) {
+        let layout = self.layout
+        let item = mailbox.items.item(index, layout)
+        let (_, group) = Self.takeHeader(item)
+        let notification = (item + layout.payloadOffset).assumingMemoryBound(to: N.self).move()
+        mailbox.items.removeMoved(at: index, layout) { Self.move(from: $0, to: $1, count: $2, layout) }
+        mailbox.machine.remove(at: index)
+        return (notification, group)
+    }
+
+    /// What the policy has discarded so far: notifications replaced by newer ones, and
+    /// notifications dropped.
+    var discardedCounts: (replaced: Int, dropped: Int) {
+        guard let policy else { return (0, 0) }
+        return (policy.replacedCount.load(ordering: .relaxed), policy.droppedCount.load(ordering: .relaxed))
     }
 
     /// Ends the hold of a post that has reached every lane.
