@@ -213,13 +213,13 @@ public final class NotificationRecorder<N: TypedNotification>: Sendable {
         }
     }
 
-    /// The mailbox policy of the recorder's observer (see ``Herald/ObservationToken/bufferingPolicy``).
+    /// The mailbox policy of the recorder's observer (see `ObservationToken.bufferingPolicy`).
     public var bufferingPolicy: NotificationBufferingPolicy {
         state.withLock { $0.counts?.bufferingPolicy } ?? policy
     }
 
     /// The notifications that the recorder's mailbox policy replaced with newer ones before they
-    /// could be recorded (see ``Herald/ObservationToken/replacedCount``).
+    /// could be recorded (see `ObservationToken.replacedCount`).
     ///
     /// ```swift
     /// let recorder = hub.record(Progress.self, on: main.target, bufferingPolicy: .latest)
@@ -233,7 +233,7 @@ public final class NotificationRecorder<N: TypedNotification>: Sendable {
     }
 
     /// The notifications that the recorder's bounded mailbox policy dropped (see
-    /// ``Herald/ObservationToken/droppedCount``).
+    /// `ObservationToken.droppedCount`).
     public var droppedCount: Int {
         state.withLock { $0.counts?.droppedCount ?? 0 }
     }
@@ -458,7 +458,7 @@ extension NotificationHub {
     ///   - subject: If not `nil`, only posts with this object as subject are recorded (held weakly).
     ///   - target: Where the recorder's observer runs.
     ///   - bufferingPolicy: The mailbox policy of the recorder's observer, as for `observe`. With
-    ///     a ``Herald/DeliveryTarget`` of a `TestDeliveryTarget`, coalescing is deterministic: the
+    ///     the `target` of a ``TestDeliveryTarget``, coalescing is deterministic: the
     ///     posts made before `runUntilIdle()` are what the policy sees.
     ///   - replayLatest: Whether to start with the retained values.
     ///   - fileID: The file that registers; leave the default.
