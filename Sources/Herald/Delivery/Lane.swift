@@ -70,12 +70,21 @@ final class Lane<N: TypedNotification>: Sendable {
             var discarded: [N] = []
             for item in items {
                 if let policy {
-                    let result = withUnsafePointer(to: item.notification) {
-                        append($0, subjectID: item.subjectID, group: item.group, hold: 0, under: policy, in: &mailbox)
+                    // Replayed items have no wait group: only payloads are left to release.
+                    let action = withUnsafeTemporaryAllocation(byteCount: layout.stride, alignment: layout.alignment) {
+                        buffer in
+                        let slot = buffer.baseAddress.unsafelyUnwrapped
+                        let (action, displacement) = withUnsafePointer(to: item.notification) {
+                            append(
+                                $0, subjectID: item.subjectID, group: nil, hold: 0, under: policy, displacingInto: slot,
+                                in: &mailbox)
+                        }
+                        if displacement == .removed {
+                            discarded.append((slot + layout.payloadOffset).assumingMemoryBound(to: N.self).move())
+                        }
+                        return action
                     }
-                    if let notification = result.discarded { discarded.append(notification) }
-                    result.droppedGroup?.leave(.dropped)  // replayed items have none: no waiter to wake here
-                    switch result.action {
+                    switch action {
                     case .reject: return (false, discarded)
                     case .store: break
                     case .storeAndSchedule: mustSchedule = true
@@ -97,63 +106,76 @@ final class Lane<N: TypedNotification>: Sendable {
 
     // MARK: Mailbox policies
 
-    /// What an append under a mailbox policy did, and what the caller must finish after unlocking.
-    struct PolicyAppend {
-        var action: LaneStateMachine.AppendAction
-        /// The notification the policy removed from the lane (replaced or dropped), to release
-        /// after unlocking: its `deinit` is user code.
-        var discarded: N?
-        /// The waiting post whose notification was dropped: tell it `.dropped` after unlocking.
-        var droppedGroup: WaitGroup?
-    }
-
     /// Appends a copy of `notification` under the lane's policy: it may replace a pending item,
     /// push out the oldest, or be dropped itself. Only lanes with a policy call it.
+    ///
+    /// A removed item is moved into `slot` (room for one item of ``layout``), so that its payload
+    /// is destroyed after unlocking: its `deinit` is user code.
     func appendUnderPolicy(
         _ notification: UnsafePointer<N>, subjectID: ObjectIdentifier?, group: WaitGroup?, hold: UInt,
-        policy: MailboxPolicy
-    ) -> PolicyAppend {
+        policy: MailboxPolicy, displacingInto slot: UnsafeMutableRawPointer
+    ) -> (action: LaneStateMachine.AppendAction, displacement: MailboxPolicy.Displacement) {
         mailbox.withLock { mailbox in
-            append(notification, subjectID: subjectID, group: group, hold: hold, under: policy, in: &mailbox)
+            append(
+                notification, subjectID: subjectID, group: group, hold: hold, under: policy, displacingInto: slot,
+                in: &mailbox)
         }
     }
 
-    /// The body of ``appendUnderPolicy(_:subjectID:group:hold:policy:)``. Call under the lane's lock.
+    /// Finishes what ``appendUnderPolicy(_:subjectID:group:hold:policy:displacingInto:)`` left, outside
+    /// the lane's lock: destroys a removed item's payload and tells the waiting posts that lost
+    /// their notification.
+    func finish(
+        _ displacement: MailboxPolicy.Displacement, in slot: UnsafeMutableRawPointer, newGroup group: WaitGroup?
+    ) {
+        switch displacement {
+        case .none:
+            return
+        case .rejectedNew:
+            group?.leave(.dropped)
+        case .removed:
+            (slot + layout.payloadOffset).assumingMemoryBound(to: N.self).deinitialize(count: 1)
+            Self.takeHeader(slot).1?.leave(.dropped)
+        }
+    }
+
+    /// The body of ``appendUnderPolicy(_:subjectID:group:hold:policy:displacingInto:)``. Call under
+    /// the lane's lock.
     private func append(
         _ notification: UnsafePointer<N>, subjectID: ObjectIdentifier?, group: WaitGroup?, hold: UInt,
-        under policy: MailboxPolicy, in mailbox: inout LaneMailbox
-    ) -> PolicyAppend {
-        if mailbox.machine.isClosed { return PolicyAppend(action: .reject) }
-        var discarded: N?
-        var droppedGroup: WaitGroup?
+        under policy: MailboxPolicy, displacingInto slot: UnsafeMutableRawPointer, in mailbox: inout LaneMailbox
+    ) -> (action: LaneStateMachine.AppendAction, displacement: MailboxPolicy.Displacement) {
+        if mailbox.machine.isClosed { return (.reject, .none) }
+        var displacement = MailboxPolicy.Displacement.none
         var storedGroup = group
-        var relay: WaitGroup?  // a relay made here, which the stored item retains
         switch policy.rule {
         case .latest(let perSubject):
-            if let index = pendingIndex(perSubject ? subjectID : nil, matchingSubject: perSubject, in: mailbox.items) {
-                let (old, oldGroup) = removeItem(at: index, from: &mailbox)
-                discarded = old
-                if let oldGroup {
-                    relay = WaitGroup(relaying: group, replaced: oldGroup)
-                    storedGroup = relay
+            if let index = pendingIndex(subjectID, matchingSubject: perSubject, in: mailbox.items) {
+                removeItem(at: index, into: slot, from: &mailbox)
+                displacement = .removed
+                // The replaced post's wait moves to the new item: it completes with the new one.
+                let groupSlot = slot + 8
+                if let oldGroup = Self.takeHeader(slot).1 {
+                    groupSlot.storeBytes(of: 0, as: UInt.self)
+                    storedGroup = WaitGroup(relaying: group, replaced: oldGroup)
                 }
                 policy.noteReplaced()
             }
         case .dropOldest(let limit):
             if mailbox.machine.count >= limit {
-                (discarded, droppedGroup) = removeItem(at: 0, from: &mailbox)
+                removeItem(at: 0, into: slot, from: &mailbox)
+                displacement = .removed
                 policy.noteDropped()
             }
         case .dropNewest(let limit):
             if mailbox.machine.count >= limit {
                 policy.noteDropped()
-                return PolicyAppend(action: .store, droppedGroup: group)
+                return (.store, .rejectedNew)
             }
         }
         let action = mailbox.machine.append(hold: hold)
         store(notification, subjectID: subjectID, group: storedGroup, in: &mailbox.items)
-        withExtendedLifetime(relay) {}
-        return PolicyAppend(action: action, discarded: discarded, droppedGroup: droppedGroup)
+        return (action, displacement)
     }
 
     /// The index of the pending item a new one replaces: the one of `subjectID` if
@@ -171,17 +193,12 @@ final class Lane<N: TypedNotification>: Sendable {
         return nil
     }
 
-    /// Takes the item at `index` out of the lane. Call under the lane's lock.
-    ///
-    /// - Returns: Its notification, to release after unlocking, and its wait group.
-    private func removeItem(at index: Int, from mailbox: inout LaneMailbox) -> (N, WaitGroup?) {
+    /// Moves the item at `index` out of the lane into `slot`. Call under the lane's lock.
+    private func removeItem(at index: Int, into slot: UnsafeMutableRawPointer, from mailbox: inout LaneMailbox) {
         let layout = self.layout
-        let item = mailbox.items.item(index, layout)
-        let (_, group) = Self.takeHeader(item)
-        let notification = (item + layout.payloadOffset).assumingMemoryBound(to: N.self).move()
+        Self.move(from: mailbox.items.item(index, layout), to: slot, count: 1, layout)
         mailbox.items.removeMoved(at: index, layout) { Self.move(from: $0, to: $1, count: $2, layout) }
         mailbox.machine.remove(at: index)
-        return (notification, group)
     }
 
     /// What the policy has discarded so far: notifications replaced by newer ones, and

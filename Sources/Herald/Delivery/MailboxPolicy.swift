@@ -16,6 +16,18 @@ final class MailboxPolicy: Sendable {
         case dropNewest(limit: Int)
     }
 
+    /// What an append under a mailbox policy left for the caller to finish after unlocking.
+    /// (The lane's, not generic: the append under a policy asks the runtime for no metadata.)
+    enum Displacement: Equatable {
+        /// Nothing was removed.
+        case none
+        /// A pending item was removed and moved into the caller's slot: destroy it, and tell its
+        /// waiting post, if it still has one there, that it was dropped (see ``Lane/finish(_:in:newGroup:)``).
+        case removed
+        /// The new notification was not stored: tell its waiting post, if any, that it was dropped.
+        case rejectedNew
+    }
+
     /// The policy given at registration.
     let policy: NotificationBufferingPolicy
     let rule: Rule

@@ -355,13 +355,17 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
             return stream.push(notification.pointee, hold: hold)
         }
         guard let lane = extras, let policy = lane.policy else { return false }
-        let result = lane.appendUnderPolicy(
-            notification, subjectID: subjectID, group: group, hold: hold, policy: policy)
-        // After the lane's lock: a discarded payload's `deinit` is user code, and a dropped
-        // waiting post completes at once.
-        withExtendedLifetime(result.discarded) {}
-        result.droppedGroup?.leave(.dropped)
-        switch result.action {
+        let layout = lane.layout
+        let action = withUnsafeTemporaryAllocation(byteCount: layout.stride, alignment: layout.alignment) { buffer in
+            let slot = buffer.baseAddress.unsafelyUnwrapped
+            let (action, displacement) = lane.appendUnderPolicy(
+                notification, subjectID: subjectID, group: group, hold: hold, policy: policy, displacingInto: slot)
+            // After the lane's lock: a removed payload's `deinit` is user code, and a dropped
+            // waiting post completes at once.
+            lane.finish(displacement, in: slot, newGroup: group)
+            return action
+        }
+        switch action {
         case .reject:
             return false
         case .store:
