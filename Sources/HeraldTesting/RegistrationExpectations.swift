@@ -71,17 +71,20 @@ extension NotificationHub {
         _ comment: Comment? = nil,
         sourceLocation: SourceLocation = #_sourceLocation
     ) -> Bool {
+        report(discardFailure(type, on: target, replaced: replaced, dropped: dropped), comment, sourceLocation)
+    }
+
+    /// The failure message for the replaced and dropped counts, or `nil` if they match.
+    func discardFailure<N: TypedNotification>(
+        _ type: N.Type, on target: DeliveryTarget?, replaced: Int, dropped: Int
+    ) -> String? {
         let matching = registrations(of: type, on: target, bufferingPolicy: nil)
         let found = (matching.reduce(0) { $0 + $1.replacedCount }, matching.reduce(0) { $0 + $1.droppedCount })
-        var failure: String?
-        if found != (replaced, dropped) {
-            let place = target.map { " on \($0)" } ?? ""
-            let listed = matching.isEmpty ? "none" : matching.map(\.description).joined(separator: "; ")
-            failure =
-                "expected the observers of \(N.self)\(place) to have replaced \(replaced) and dropped \(dropped), "
-                + "found replaced \(found.0) and dropped \(found.1) (registrations: \(listed))"
-        }
-        return report(failure, comment, sourceLocation)
+        guard found != (replaced, dropped) else { return nil }
+        let place = target.map { " on \($0)" } ?? ""
+        let listed = matching.isEmpty ? "none" : matching.map(\.description).joined(separator: "; ")
+        return "expected the observers of \(N.self)\(place) to have replaced \(replaced) and dropped \(dropped), "
+            + "found replaced \(found.0) and dropped \(found.1) (registrations: \(listed))"
     }
 
     /// Records a test issue if any live observation of `type` exists (on `target`, if given).
