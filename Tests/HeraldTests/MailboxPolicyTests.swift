@@ -496,6 +496,60 @@ struct MailboxPolicyTests {
         #expect(latest.replacedCount == 999)
     }
 
+    // MARK: Fair drains and causal order
+
+    @Test("a drain under a policy is still sliced: it gives the target back after 128 notifications")
+    func fairDrainUnderPolicy() {
+        let hub = NotificationHub()
+        let executor = ManualExecutor()
+        let log = Log<Int>()
+        let token = hub.observe(Ping.self, on: .executor(executor), bufferingPolicy: .bufferingOldest(1_000)) {
+            log.append($0.value)
+        }
+        for value in 0..<300 { hub.post(Ping(value: value)) }
+        executor.runNext()
+        #expect(log.count == 128)
+        #expect(executor.pendingCount == 1)  // the job queued itself again, behind other work
+        executor.runUntilIdle()
+        #expect(log.values == Array(0..<300))
+        #expect(token.droppedCount == 0)
+    }
+
+    @Test("causal order holds for a coalescing observer: an effect never arrives before its cause")
+    func causalOrderUnderPolicy() async throws {
+        let hub = NotificationHub()
+        let causes = Subject()
+        let effects = Subject()
+        let reactorQueue = DispatchQueue(label: "mailbox.reactor")
+        let watcherQueue = DispatchQueue(label: "mailbox.watcher")
+        let reactor = hub.observe(Numbered.self, from: causes, on: .queue(reactorQueue)) { note in
+            hub.post(Numbered(poster: 1, index: note.index), from: effects)
+        }
+        let log = Log<Numbered>()
+        let watcher = hub.observe(
+            Numbered.self, on: .queue(watcherQueue), bufferingPolicy: .latest(perSubject: true)
+        ) { log.append($0) }
+        let count = 2_000
+        await onNewThread {
+            for index in 0..<count { hub.post(Numbered(poster: 0, index: index), from: causes) }
+        }
+        try await hub.waitUntilIdle(timeout: asyncPatience)
+        let delivered = log.values
+        let deliveredCauses = Set(delivered.filter { $0.poster == 0 }.map(\.index))
+        var seenCauses = Set<Int>()
+        var inversions = 0
+        for note in delivered {
+            if note.poster == 0 {
+                seenCauses.insert(note.index)
+            } else if deliveredCauses.contains(note.index) && !seenCauses.contains(note.index) {
+                inversions += 1  // the effect came first, and its cause was delivered later
+            }
+        }
+        #expect(inversions == 0)
+        #expect(delivered.count + watcher.replacedCount == 2 * count)
+        withExtendedLifetime((reactor, causes, effects)) {}
+    }
+
     // MARK: Concurrent posters
 
     @Test(
