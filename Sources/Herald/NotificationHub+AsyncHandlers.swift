@@ -25,6 +25,10 @@ extension NotificationHub {
     ///   - type: The notification type to observe.
     ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
     ///   - target: Where the calls are ordered and started.
+    ///   - bufferingPolicy: What the observer's mailbox keeps when notifications arrive faster than
+    ///     the handler runs: everything (``NotificationBufferingPolicy/unbounded``, the default), the
+    ///     newest one (``NotificationBufferingPolicy/latest``), or at most *n*. See
+    ///     ``NotificationBufferingPolicy``.
     ///   - replayLatest: Whether to start with the values retained by ``postAndRetain(_:from:)``.
     ///   - fileID: The file that registers, for error reports; leave the default.
     ///   - line: The line that registers, for error reports; leave the default.
@@ -34,13 +38,15 @@ extension NotificationHub {
         _ type: N.Type,
         from subject: AnyObject? = nil,
         on target: DeliveryTarget,
+        bufferingPolicy: NotificationBufferingPolicy = .unbounded,
         replayLatest: Bool = false,
         fileID: StaticString = #fileID,
         line: UInt = #line,
         _ handler: @escaping @Sendable (N) async throws -> Void
     ) -> ObservationToken {
         register(
-            target: target, subject: subject, owner: nil, fileID: fileID, line: line, replayLatest: replayLatest,
+            target: target, subject: subject, owner: nil, fileID: fileID, line: line, bufferingPolicy: bufferingPolicy,
+            replayLatest: replayLatest,
             handler: .async(handler))
     }
 
@@ -61,6 +67,10 @@ extension NotificationHub {
     ///   - type: The notification type to observe.
     ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
     ///   - mainActor: `MainActor.shared`.
+    ///   - bufferingPolicy: What the observer's mailbox keeps when notifications arrive faster than
+    ///     the handler runs: everything (``NotificationBufferingPolicy/unbounded``, the default), the
+    ///     newest one (``NotificationBufferingPolicy/latest``), or at most *n*. See
+    ///     ``NotificationBufferingPolicy``.
     ///   - replayLatest: Whether to start with the values retained by ``postAndRetain(_:from:)``.
     ///   - fileID: The file that registers; leave the default.
     ///   - line: The line that registers; leave the default.
@@ -70,13 +80,15 @@ extension NotificationHub {
         _ type: N.Type,
         from subject: AnyObject? = nil,
         on mainActor: MainActor,
+        bufferingPolicy: NotificationBufferingPolicy = .unbounded,
         replayLatest: Bool = false,
         fileID: StaticString = #fileID,
         line: UInt = #line,
         _ handler: @escaping @MainActor @Sendable (N) async throws -> Void
     ) -> ObservationToken {
         register(
-            target: .mainQueue, subject: subject, owner: nil, fileID: fileID, line: line, replayLatest: replayLatest,
+            target: .mainQueue, subject: subject, owner: nil, fileID: fileID, line: line,
+            bufferingPolicy: bufferingPolicy, replayLatest: replayLatest,
             handler: .async { note in try await handler(note) })
     }
 
@@ -97,6 +109,10 @@ extension NotificationHub {
     ///   - type: The notification type to observe.
     ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
     ///   - actor: The actor to deliver on. The hub retains it for as long as the observation lasts.
+    ///   - bufferingPolicy: What the observer's mailbox keeps when notifications arrive faster than
+    ///     the handler runs: everything (``NotificationBufferingPolicy/unbounded``, the default), the
+    ///     newest one (``NotificationBufferingPolicy/latest``), or at most *n*. See
+    ///     ``NotificationBufferingPolicy``.
     ///   - replayLatest: Whether to start with the values retained by ``postAndRetain(_:from:)``.
     ///   - fileID: The file that registers; leave the default.
     ///   - line: The line that registers; leave the default.
@@ -106,6 +122,7 @@ extension NotificationHub {
         _ type: N.Type,
         from subject: AnyObject? = nil,
         on actor: A,
+        bufferingPolicy: NotificationBufferingPolicy = .unbounded,
         replayLatest: Bool = false,
         fileID: StaticString = #fileID,
         line: UInt = #line,
@@ -113,7 +130,7 @@ extension NotificationHub {
     ) -> ObservationToken {
         register(
             target: DeliveryTarget(kind: .actor(actor)), subject: subject, owner: nil, fileID: fileID, line: line,
-            replayLatest: replayLatest,
+            bufferingPolicy: bufferingPolicy, replayLatest: replayLatest,
             handler: .async { note in try await handler(actor, note) })
     }
 
@@ -134,6 +151,10 @@ extension NotificationHub {
     ///   - owner: The object whose lifetime bounds the observation, held weakly.
     ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
     ///   - target: Where the calls are ordered and started.
+    ///   - bufferingPolicy: What the observer's mailbox keeps when notifications arrive faster than
+    ///     the handler runs: everything (``NotificationBufferingPolicy/unbounded``, the default), the
+    ///     newest one (``NotificationBufferingPolicy/latest``), or at most *n*. See
+    ///     ``NotificationBufferingPolicy``.
     ///   - replayLatest: Whether to start with the values retained by ``postAndRetain(_:from:)``.
     ///   - fileID: The file that registers; leave the default.
     ///   - line: The line that registers; leave the default.
@@ -145,13 +166,15 @@ extension NotificationHub {
         owner: Owner,
         from subject: AnyObject? = nil,
         on target: DeliveryTarget,
+        bufferingPolicy: NotificationBufferingPolicy = .unbounded,
         replayLatest: Bool = false,
         fileID: StaticString = #fileID,
         line: UInt = #line,
         _ handler: @escaping @Sendable (Owner, N) async throws -> Void
     ) -> ObservationToken {
         register(
-            target: target, subject: subject, owner: owner, fileID: fileID, line: line, replayLatest: replayLatest,
+            target: target, subject: subject, owner: owner, fileID: fileID, line: line,
+            bufferingPolicy: bufferingPolicy, replayLatest: replayLatest,
             handler: .async { [weak owner] note in
                 guard let owner else { return }
                 try await handler(owner, note)
@@ -172,6 +195,10 @@ extension NotificationHub {
     ///   - owner: The object whose lifetime bounds the observation, held weakly.
     ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
     ///   - mainActor: `MainActor.shared`.
+    ///   - bufferingPolicy: What the observer's mailbox keeps when notifications arrive faster than
+    ///     the handler runs: everything (``NotificationBufferingPolicy/unbounded``, the default), the
+    ///     newest one (``NotificationBufferingPolicy/latest``), or at most *n*. See
+    ///     ``NotificationBufferingPolicy``.
     ///   - replayLatest: Whether to start with the values retained by ``postAndRetain(_:from:)``.
     ///   - fileID: The file that registers; leave the default.
     ///   - line: The line that registers; leave the default.
@@ -183,13 +210,15 @@ extension NotificationHub {
         owner: Owner,
         from subject: AnyObject? = nil,
         on mainActor: MainActor,
+        bufferingPolicy: NotificationBufferingPolicy = .unbounded,
         replayLatest: Bool = false,
         fileID: StaticString = #fileID,
         line: UInt = #line,
         _ handler: @escaping @MainActor @Sendable (Owner, N) async throws -> Void
     ) -> ObservationToken {
         register(
-            target: .mainQueue, subject: subject, owner: owner, fileID: fileID, line: line, replayLatest: replayLatest,
+            target: .mainQueue, subject: subject, owner: owner, fileID: fileID, line: line,
+            bufferingPolicy: bufferingPolicy, replayLatest: replayLatest,
             handler: .async { [weak owner] note in
                 guard let owner else { return }
                 try await handler(owner, note)

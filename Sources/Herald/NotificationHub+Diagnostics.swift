@@ -47,21 +47,32 @@ extension NotificationHub {
         observerCount(of: type) > 0
     }
 
-    /// The live registrations for `type`: where each observer runs and where it was registered.
+    /// The live registrations for `type`: where each observer runs, where it was registered, its
+    /// mailbox policy and what that policy has discarded.
     ///
-    /// Use it in tests to check that a component registered on the target you expect.
+    /// Use it in tests to check that a component registered on the target you expect. It is also
+    /// the way to read the replaced and dropped counts of an observation made with an `owner:`,
+    /// whose token the app usually discards:
+    ///
+    /// ```swift
+    /// let dropped = hub.registrations(of: SensorReading.self).reduce(0) { $0 + $1.droppedCount }
+    /// ```
     ///
     /// - Parameter type: The notification type.
     /// - Returns: One entry per live observation, posting-thread observers first, each group in
     ///   registration order.
     public func registrations<N: TypedNotification>(of type: N.Type) -> [Registration] {
         core.observers(of: type).map { observer in
-            Registration(
+            let counts = observer.discardedCounts
+            return Registration(
                 target: observer.target,
                 fileID: observer.location.fileString,
                 line: Int(observer.location.line),
                 hasSubject: observer.filters?.hasSubject ?? false,
-                hasOwner: observer.filters?.hasOwner ?? false
+                hasOwner: observer.filters?.hasOwner ?? false,
+                bufferingPolicy: observer.bufferingPolicy,
+                replacedCount: counts.replaced,
+                droppedCount: counts.dropped
             )
         }
     }

@@ -13,12 +13,17 @@ extension NotificationHub {
     /// ```
     ///
     /// ## Threading
-    /// As for ``observe(_:from:on:replayLatest:fileID:line:_:)``.
+    /// As for ``observe(_:from:on:bufferingPolicy:replayLatest:fileID:line:_:)``.
     ///
     /// - Parameters:
     ///   - type: The notification type to observe.
     ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
     ///   - target: Where the handler runs.
+    ///   - bufferingPolicy: What the observer's mailbox keeps when notifications arrive faster than
+    ///     the handler runs: everything (``NotificationBufferingPolicy/unbounded``, the default), the
+    ///     newest one (``NotificationBufferingPolicy/latest``), or at most *n*. See
+    ///     ``NotificationBufferingPolicy``. On ``DeliveryTarget/posting`` the handler runs inside
+    ///     `post` and has no mailbox: the policy has no effect.
     ///   - replayLatest: Whether to start with the retained values.
     ///   - fileID: The file that registers; leave the default.
     ///   - line: The line that registers; leave the default.
@@ -29,13 +34,15 @@ extension NotificationHub {
         _ type: N.Type,
         from subject: AnyObject? = nil,
         on target: DeliveryTarget = .posting,
+        bufferingPolicy: NotificationBufferingPolicy = .unbounded,
         replayLatest: Bool = false,
         fileID: StaticString = #fileID,
         line: UInt = #line,
         _ handler: @escaping @Sendable (N, DeliveryContext) throws -> Void
     ) -> ObservationToken {
         register(
-            target: target, subject: subject, owner: nil, fileID: fileID, line: line, replayLatest: replayLatest,
+            target: target, subject: subject, owner: nil, fileID: fileID, line: line, bufferingPolicy: bufferingPolicy,
+            replayLatest: replayLatest,
             handler: .contextual(handler))
     }
 }

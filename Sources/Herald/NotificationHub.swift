@@ -53,6 +53,11 @@ public final class NotificationHub: Sendable {
     ///     The hub holds it weakly; when it is deallocated, the observation ends.
     ///   - target: Where the handler runs. The default, ``DeliveryTarget/posting``, runs it
     ///     synchronously inside `post`.
+    ///   - bufferingPolicy: What the observer's mailbox keeps when notifications arrive faster than
+    ///     the handler runs: everything (``NotificationBufferingPolicy/unbounded``, the default), the
+    ///     newest one (``NotificationBufferingPolicy/latest``), or at most *n*. See
+    ///     ``NotificationBufferingPolicy``. On ``DeliveryTarget/posting`` the handler runs inside
+    ///     `post` and has no mailbox: the policy has no effect.
     ///   - replayLatest: Whether to start with the values retained by ``postAndRetain(_:from:)``:
     ///     on an asynchronous target they run first, in order, before any later post; on the
     ///     posting thread they run inside this call. No retaining post is missed or delivered
@@ -66,13 +71,15 @@ public final class NotificationHub: Sendable {
         _ type: N.Type,
         from subject: AnyObject? = nil,
         on target: DeliveryTarget = .posting,
+        bufferingPolicy: NotificationBufferingPolicy = .unbounded,
         replayLatest: Bool = false,
         fileID: StaticString = #fileID,
         line: UInt = #line,
         _ handler: @escaping @Sendable (N) throws -> Void
     ) -> ObservationToken {
         register(
-            target: target, subject: subject, owner: nil, fileID: fileID, line: line, replayLatest: replayLatest,
+            target: target, subject: subject, owner: nil, fileID: fileID, line: line, bufferingPolicy: bufferingPolicy,
+            replayLatest: replayLatest,
             handler: .plain(handler))
     }
 
@@ -90,6 +97,10 @@ public final class NotificationHub: Sendable {
     ///   - type: The notification type to observe.
     ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
     ///   - mainActor: `MainActor.shared`.
+    ///   - bufferingPolicy: What the observer's mailbox keeps when notifications arrive faster than
+    ///     the handler runs: everything (``NotificationBufferingPolicy/unbounded``, the default), the
+    ///     newest one (``NotificationBufferingPolicy/latest``), or at most *n*. See
+    ///     ``NotificationBufferingPolicy``.
     ///   - replayLatest: Whether to start with the values retained by ``postAndRetain(_:from:)``:
     ///     on an asynchronous target they run first, in order, before any later post; on the
     ///     posting thread they run inside this call. No retaining post is missed or delivered
@@ -102,13 +113,15 @@ public final class NotificationHub: Sendable {
         _ type: N.Type,
         from subject: AnyObject? = nil,
         on mainActor: MainActor,
+        bufferingPolicy: NotificationBufferingPolicy = .unbounded,
         replayLatest: Bool = false,
         fileID: StaticString = #fileID,
         line: UInt = #line,
         _ handler: @escaping @MainActor @Sendable (N) throws -> Void
     ) -> ObservationToken {
         register(
-            target: .mainQueue, subject: subject, owner: nil, fileID: fileID, line: line, replayLatest: replayLatest,
+            target: .mainQueue, subject: subject, owner: nil, fileID: fileID, line: line,
+            bufferingPolicy: bufferingPolicy, replayLatest: replayLatest,
             handler: .plain { note in try MainActor.assumeIsolated { try handler(note) } }
         )
     }
@@ -126,6 +139,10 @@ public final class NotificationHub: Sendable {
     ///   - type: The notification type to observe.
     ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
     ///   - actor: The actor to deliver on. The hub retains it for as long as the observation lasts.
+    ///   - bufferingPolicy: What the observer's mailbox keeps when notifications arrive faster than
+    ///     the handler runs: everything (``NotificationBufferingPolicy/unbounded``, the default), the
+    ///     newest one (``NotificationBufferingPolicy/latest``), or at most *n*. See
+    ///     ``NotificationBufferingPolicy``.
     ///   - replayLatest: Whether to start with the values retained by ``postAndRetain(_:from:)``:
     ///     on an asynchronous target they run first, in order, before any later post; on the
     ///     posting thread they run inside this call. No retaining post is missed or delivered
@@ -138,6 +155,7 @@ public final class NotificationHub: Sendable {
         _ type: N.Type,
         from subject: AnyObject? = nil,
         on actor: A,
+        bufferingPolicy: NotificationBufferingPolicy = .unbounded,
         replayLatest: Bool = false,
         fileID: StaticString = #fileID,
         line: UInt = #line,
@@ -145,7 +163,7 @@ public final class NotificationHub: Sendable {
     ) -> ObservationToken {
         register(
             target: DeliveryTarget(kind: .actor(actor)), subject: subject, owner: nil, fileID: fileID, line: line,
-            replayLatest: replayLatest,
+            bufferingPolicy: bufferingPolicy, replayLatest: replayLatest,
             handler: .plain { note in try actor.assumeIsolated { actor in try handler(actor, note) } }
         )
     }
@@ -167,6 +185,11 @@ public final class NotificationHub: Sendable {
     ///   - owner: The object whose lifetime bounds the observation.
     ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
     ///   - target: Where the handler runs.
+    ///   - bufferingPolicy: What the observer's mailbox keeps when notifications arrive faster than
+    ///     the handler runs: everything (``NotificationBufferingPolicy/unbounded``, the default), the
+    ///     newest one (``NotificationBufferingPolicy/latest``), or at most *n*. See
+    ///     ``NotificationBufferingPolicy``. On ``DeliveryTarget/posting`` the handler runs inside
+    ///     `post` and has no mailbox: the policy has no effect.
     ///   - replayLatest: Whether to start with the values retained by ``postAndRetain(_:from:)``:
     ///     on an asynchronous target they run first, in order, before any later post; on the
     ///     posting thread they run inside this call. No retaining post is missed or delivered
@@ -181,13 +204,15 @@ public final class NotificationHub: Sendable {
         owner: Owner,
         from subject: AnyObject? = nil,
         on target: DeliveryTarget = .posting,
+        bufferingPolicy: NotificationBufferingPolicy = .unbounded,
         replayLatest: Bool = false,
         fileID: StaticString = #fileID,
         line: UInt = #line,
         _ handler: @escaping @Sendable (Owner, N) throws -> Void
     ) -> ObservationToken {
         register(
-            target: target, subject: subject, owner: owner, fileID: fileID, line: line, replayLatest: replayLatest,
+            target: target, subject: subject, owner: owner, fileID: fileID, line: line,
+            bufferingPolicy: bufferingPolicy, replayLatest: replayLatest,
             handler: .plain { [weak owner] note in
                 guard let owner else { return }
                 try handler(owner, note)
@@ -202,6 +227,10 @@ public final class NotificationHub: Sendable {
     ///   - owner: The object whose lifetime bounds the observation, held weakly.
     ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
     ///   - mainActor: `MainActor.shared`.
+    ///   - bufferingPolicy: What the observer's mailbox keeps when notifications arrive faster than
+    ///     the handler runs: everything (``NotificationBufferingPolicy/unbounded``, the default), the
+    ///     newest one (``NotificationBufferingPolicy/latest``), or at most *n*. See
+    ///     ``NotificationBufferingPolicy``.
     ///   - replayLatest: Whether to start with the values retained by ``postAndRetain(_:from:)``:
     ///     on an asynchronous target they run first, in order, before any later post; on the
     ///     posting thread they run inside this call. No retaining post is missed or delivered
@@ -216,13 +245,15 @@ public final class NotificationHub: Sendable {
         owner: Owner,
         from subject: AnyObject? = nil,
         on mainActor: MainActor,
+        bufferingPolicy: NotificationBufferingPolicy = .unbounded,
         replayLatest: Bool = false,
         fileID: StaticString = #fileID,
         line: UInt = #line,
         _ handler: @escaping @MainActor @Sendable (Owner, N) throws -> Void
     ) -> ObservationToken {
         register(
-            target: .mainQueue, subject: subject, owner: owner, fileID: fileID, line: line, replayLatest: replayLatest,
+            target: .mainQueue, subject: subject, owner: owner, fileID: fileID, line: line,
+            bufferingPolicy: bufferingPolicy, replayLatest: replayLatest,
             handler: .plain { [weak owner] note in
                 guard let owner else { return }
                 try MainActor.assumeIsolated { try handler(owner, note) }
@@ -236,6 +267,7 @@ public final class NotificationHub: Sendable {
         owner: AnyObject?,
         fileID: StaticString,
         line: UInt,
+        bufferingPolicy: NotificationBufferingPolicy = .unbounded,
         replayLatest: Bool = false,
         handler: Handler<N>
     ) -> ObservationToken {
@@ -245,7 +277,8 @@ public final class NotificationHub: Sendable {
         let observerClass = unsafeBitCast(N._heraldObserverClass, to: Observer<N>.Type.self)
         let observer = observerClass.init(
             core: core, target: target, filters: filters,
-            location: SourceLocation(fileID: fileID, line: UInt32(clamping: line)), handler: handler
+            location: SourceLocation(fileID: fileID, line: UInt32(clamping: line)), handler: handler,
+            bufferingPolicy: bufferingPolicy
         )
         if replayLatest {
             core.addReplaying(observer)

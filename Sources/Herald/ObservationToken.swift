@@ -66,6 +66,43 @@ public final class ObservationToken: Hashable, Sendable {
         registration.isCancelled
     }
 
+    /// The mailbox policy the observation was registered with.
+    ///
+    /// ``NotificationBufferingPolicy/unbounded`` for an observation without a mailbox policy,
+    /// including a synchronous one on the posting thread, which has no mailbox.
+    public var bufferingPolicy: NotificationBufferingPolicy {
+        registration.bufferingPolicy
+    }
+
+    /// The number of notifications that the mailbox policy
+    /// (``NotificationBufferingPolicy/latest(perSubject:)``) replaced with newer ones before the
+    /// handler got them, so far.
+    ///
+    /// ```swift
+    /// let progress = hub.observe(DownloadProgress.self, on: MainActor.shared, bufferingPolicy: .latest) { note in
+    ///     progressBar.value = note.fraction
+    /// }
+    /// // later
+    /// print("\(progress.replacedCount) progress updates skipped for newer ones")
+    /// ```
+    ///
+    /// The count is exact, and stays readable after the observation ends. It is 0 for an
+    /// observation without a policy. ``NotificationHub/registrations(of:)`` reports it too, for
+    /// observations made with an `owner:`.
+    public var replacedCount: Int {
+        registration.discardedCounts.replaced
+    }
+
+    /// The number of notifications that a bounded mailbox policy
+    /// (``NotificationBufferingPolicy/bufferingNewest(_:)``, ``NotificationBufferingPolicy/bufferingOldest(_:)``)
+    /// dropped so far, because the observer's mailbox was full.
+    ///
+    /// The count is exact, and stays readable after the observation ends. It is 0 for an
+    /// observation without a policy. ``NotificationHub/registrations(of:)`` reports it too.
+    public var droppedCount: Int {
+        registration.discardedCounts.dropped
+    }
+
     /// Keeps this observation alive in `set` until the set lets go of it.
     ///
     /// - Parameter set: The set that owns the observation.

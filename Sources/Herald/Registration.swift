@@ -10,9 +10,23 @@ public struct Registration: Sendable, Equatable, CustomStringConvertible {
     public let hasSubject: Bool
     /// Whether the observation is bound to an owner's lifetime.
     public let hasOwner: Bool
+    /// The observer's mailbox policy (see ``ObservationToken/bufferingPolicy``).
+    public let bufferingPolicy: NotificationBufferingPolicy
+    /// The notifications its mailbox policy has replaced with newer ones so far (see
+    /// ``ObservationToken/replacedCount``).
+    public let replacedCount: Int
+    /// The notifications its bounded mailbox policy has dropped so far (see
+    /// ``ObservationToken/droppedCount``).
+    public let droppedCount: Int
 
-    /// The registration's location, target, and whether it has a subject or an owner.
+    /// The registration's location, target, whether it has a subject or an owner, and its mailbox
+    /// policy with what it discarded, unless it keeps everything.
     public var description: String {
-        "\(fileID):\(line) on \(target)\(hasSubject ? " from a subject" : "")\(hasOwner ? " with an owner" : "")"
+        var text = "\(fileID):\(line) on \(target)\(hasSubject ? " from a subject" : "")"
+        if hasOwner { text += " with an owner" }
+        if bufferingPolicy != .unbounded {
+            text += " buffering \(bufferingPolicy) (replaced \(replacedCount), dropped \(droppedCount))"
+        }
+        return text
     }
 }

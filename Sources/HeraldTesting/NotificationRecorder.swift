@@ -98,7 +98,7 @@ public struct NotificationRecorderError: Error, Sendable, Equatable, CustomStrin
 
 /// Captures every notification of one type posted to a hub, for assertions in tests.
 ///
-/// Make one with ``Herald/NotificationHub/record(_:from:on:replayLatest:fileID:line:)``. It records
+/// Make one with ``Herald/NotificationHub/record(_:from:on:bufferingPolicy:replayLatest:fileID:line:)``. It records
 /// each notification with its subject and the target it arrived on, for as long as the recorder
 /// lives or until ``stop()``.
 ///
@@ -127,6 +127,8 @@ public final class NotificationRecorder<N: TypedNotification>: Sendable {
         /// Timeouts and cancellations that arrived while their waiter was not suspended.
         var interrupted: [UInt64: Interruption] = [:]
         var observation: ObservationToken?
+        /// The observation, kept after `stop()` so that its counts stay readable.
+        var counts: ObservationToken?
     }
 
     private enum Interruption {
@@ -136,10 +138,12 @@ public final class NotificationRecorder<N: TypedNotification>: Sendable {
 
     /// The target the recorder observes on.
     public let target: DeliveryTarget
+    private let policy: NotificationBufferingPolicy
     private let state = Locked(State())
 
-    init(target: DeliveryTarget) {
+    init(target: DeliveryTarget, bufferingPolicy: NotificationBufferingPolicy = .unbounded) {
         self.target = target
+        self.policy = bufferingPolicy
     }
 
     deinit {
@@ -147,7 +151,10 @@ public final class NotificationRecorder<N: TypedNotification>: Sendable {
     }
 
     func attach(_ observation: ObservationToken) {
-        state.withLock { $0.observation = observation }
+        state.withLock {
+            $0.observation = observation
+            $0.counts = observation
+        }
     }
 
     func append(_ notification: N, context: DeliveryContext) {
@@ -204,6 +211,31 @@ public final class NotificationRecorder<N: TypedNotification>: Sendable {
             defer { state.cursor = state.records.count }
             return state.records[state.cursor...].map(\.notification)
         }
+    }
+
+    /// The mailbox policy of the recorder's observer (see `ObservationToken.bufferingPolicy`).
+    public var bufferingPolicy: NotificationBufferingPolicy {
+        state.withLock { $0.counts?.bufferingPolicy } ?? policy
+    }
+
+    /// The notifications that the recorder's mailbox policy replaced with newer ones before they
+    /// could be recorded (see `ObservationToken.replacedCount`).
+    ///
+    /// ```swift
+    /// let recorder = hub.record(Progress.self, on: main.target, bufferingPolicy: .latest)
+    /// for percent in 1...100 { hub.post(Progress(percent: percent)) }
+    /// main.runUntilIdle()
+    /// #expect(recorder.values == [Progress(percent: 100)])
+    /// #expect(recorder.replacedCount == 99)
+    /// ```
+    public var replacedCount: Int {
+        state.withLock { $0.counts?.replacedCount ?? 0 }
+    }
+
+    /// The notifications that the recorder's bounded mailbox policy dropped (see
+    /// `ObservationToken.droppedCount`).
+    public var droppedCount: Int {
+        state.withLock { $0.counts?.droppedCount ?? 0 }
     }
 
     /// Whether the recorder has stopped recording.
@@ -425,6 +457,9 @@ extension NotificationHub {
     ///   - type: The notification type to record.
     ///   - subject: If not `nil`, only posts with this object as subject are recorded (held weakly).
     ///   - target: Where the recorder's observer runs.
+    ///   - bufferingPolicy: The mailbox policy of the recorder's observer, as for `observe`. With
+    ///     the `target` of a ``TestDeliveryTarget``, coalescing is deterministic: the
+    ///     posts made before `runUntilIdle()` are what the policy sees.
     ///   - replayLatest: Whether to start with the retained values.
     ///   - fileID: The file that registers; leave the default.
     ///   - line: The line that registers; leave the default.
@@ -433,13 +468,15 @@ extension NotificationHub {
         _ type: N.Type,
         from subject: AnyObject? = nil,
         on target: DeliveryTarget = .posting,
+        bufferingPolicy: NotificationBufferingPolicy = .unbounded,
         replayLatest: Bool = false,
         fileID: StaticString = #fileID,
         line: UInt = #line
     ) -> NotificationRecorder<N> {
-        let recorder = NotificationRecorder<N>(target: target)
+        let recorder = NotificationRecorder<N>(target: target, bufferingPolicy: bufferingPolicy)
         let observation = observeWithContext(
-            type, from: subject, on: target, replayLatest: replayLatest, fileID: fileID, line: line
+            type, from: subject, on: target, bufferingPolicy: bufferingPolicy, replayLatest: replayLatest,
+            fileID: fileID, line: line
         ) { [weak recorder] note, context in
             recorder?.append(note, context: context)
         }

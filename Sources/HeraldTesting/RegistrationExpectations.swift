@@ -2,14 +2,17 @@ import Herald
 import Testing
 
 extension NotificationHub {
-    /// Records a test issue unless exactly `count` live observations of `type` exist on `target`.
+    /// Records a test issue unless exactly `count` live observations of `type` exist on `target`
+    /// (with `bufferingPolicy`, if given).
     ///
     /// ```swift
     /// let model = ProfileViewModel(hub: hub, deliveringOn: main.target)
     /// hub.expectRegistered(ProfileLoaded.self, on: main.target)
+    /// hub.expectRegistered(DownloadProgress.self, on: main.target, bufferingPolicy: .latest)
     /// ```
     ///
-    /// The issue lists the registrations found, with the file and line that made each one.
+    /// The issue lists the registrations found, with the file and line that made each one, and
+    /// the mailbox policy of each one that has one, with what it replaced and dropped.
     ///
     /// ## Threading
     /// Callable from any thread; it reads a snapshot of the registry.
@@ -17,6 +20,7 @@ extension NotificationHub {
     /// - Parameters:
     ///   - type: The notification type.
     ///   - target: The target the observations must use, or `nil` for any target.
+    ///   - bufferingPolicy: The mailbox policy the observations must have, or `nil` for any.
     ///   - count: The number of matching observations expected.
     ///   - comment: An optional note added to the issue.
     ///   - sourceLocation: Where to report; leave the default.
@@ -25,11 +29,62 @@ extension NotificationHub {
     public func expectRegistered<N: TypedNotification>(
         _ type: N.Type,
         on target: DeliveryTarget? = nil,
+        bufferingPolicy: NotificationBufferingPolicy? = nil,
         count: Int = 1,
         _ comment: Comment? = nil,
         sourceLocation: SourceLocation = #_sourceLocation
     ) -> Bool {
-        report(registrationFailure(type, on: target, count: count), comment, sourceLocation)
+        report(
+            registrationFailure(type, on: target, bufferingPolicy: bufferingPolicy, count: count), comment,
+            sourceLocation)
+    }
+
+    /// Records a test issue unless the observations of `type` (on `target`, if given) have
+    /// discarded exactly `replaced` and `dropped` notifications under their mailbox policies, in
+    /// total.
+    ///
+    /// ```swift
+    /// main.runUntilIdle()
+    /// hub.expectDiscarded(DownloadProgress.self, replaced: 99)
+    /// ```
+    ///
+    /// Only live observations count: read an ended one's counts from its token.
+    ///
+    /// ## Threading
+    /// Callable from any thread. Counts change as posts arrive: check them once the posts you
+    /// expect have been made and delivered.
+    ///
+    /// - Parameters:
+    ///   - type: The notification type.
+    ///   - target: The target to check, or `nil` for any target.
+    ///   - replaced: The notifications expected to have been replaced by newer ones.
+    ///   - dropped: The notifications expected to have been dropped by bounded mailboxes.
+    ///   - comment: An optional note added to the issue.
+    ///   - sourceLocation: Where to report; leave the default.
+    /// - Returns: `true` if the expectation held.
+    @discardableResult
+    public func expectDiscarded<N: TypedNotification>(
+        _ type: N.Type,
+        on target: DeliveryTarget? = nil,
+        replaced: Int = 0,
+        dropped: Int = 0,
+        _ comment: Comment? = nil,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) -> Bool {
+        report(discardFailure(type, on: target, replaced: replaced, dropped: dropped), comment, sourceLocation)
+    }
+
+    /// The failure message for the replaced and dropped counts, or `nil` if they match.
+    func discardFailure<N: TypedNotification>(
+        _ type: N.Type, on target: DeliveryTarget?, replaced: Int, dropped: Int
+    ) -> String? {
+        let matching = registrations(of: type, on: target, bufferingPolicy: nil)
+        let found = (matching.reduce(0) { $0 + $1.replacedCount }, matching.reduce(0) { $0 + $1.droppedCount })
+        guard found != (replaced, dropped) else { return nil }
+        let place = target.map { " on \($0)" } ?? ""
+        let listed = matching.isEmpty ? "none" : matching.map(\.description).joined(separator: "; ")
+        return "expected the observers of \(N.self)\(place) to have replaced \(replaced) and dropped \(dropped), "
+            + "found replaced \(found.0) and dropped \(found.1) (registrations: \(listed))"
     }
 
     /// Records a test issue if any live observation of `type` exists (on `target`, if given).
@@ -58,17 +113,24 @@ extension NotificationHub {
         report(registrationFailure(type, on: target, count: 0), comment, sourceLocation)
     }
 
-    /// The registrations of `type`, on `target` if given.
-    func registrations<N: TypedNotification>(of type: N.Type, on target: DeliveryTarget?) -> [Registration] {
-        registrations(of: type).filter { target == nil || $0.target == target }
+    /// The registrations of `type`, on `target` and with `bufferingPolicy` if given.
+    func registrations<N: TypedNotification>(
+        of type: N.Type, on target: DeliveryTarget?, bufferingPolicy: NotificationBufferingPolicy? = nil
+    ) -> [Registration] {
+        registrations(of: type).filter {
+            (target == nil || $0.target == target) && (bufferingPolicy == nil || $0.bufferingPolicy == bufferingPolicy)
+        }
     }
 
     /// The failure message for a registration count, or `nil` if it matches.
-    func registrationFailure<N: TypedNotification>(_ type: N.Type, on target: DeliveryTarget?, count: Int) -> String? {
-        let matching = registrations(of: type, on: target)
+    func registrationFailure<N: TypedNotification>(
+        _ type: N.Type, on target: DeliveryTarget?, bufferingPolicy: NotificationBufferingPolicy? = nil, count: Int
+    ) -> String? {
+        let matching = registrations(of: type, on: target, bufferingPolicy: bufferingPolicy)
         guard matching.count != count else { return nil }
         let all = registrations(of: type)
-        let place = target.map { " on \($0)" } ?? ""
+        var place = target.map { " on \($0)" } ?? ""
+        if let bufferingPolicy { place += " buffering \(bufferingPolicy)" }
         let found = all.isEmpty ? "none" : all.map(\.description).joined(separator: "; ")
         return "expected \(count) registration\(count == 1 ? "" : "s") for \(N.self)\(place), "
             + "found \(matching.count) (all registrations for \(N.self): \(found))"

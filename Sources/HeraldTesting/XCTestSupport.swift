@@ -93,6 +93,36 @@ extension NotificationHub {
         XCTFail(message, file: file, line: line)
         return false
     }
+
+    /// Fails the current XCTest test unless the observations of `type` (on `target`, if given)
+    /// have replaced and dropped exactly `replaced` and `dropped` notifications under their
+    /// mailbox policies. See ``expectDiscarded(_:on:replaced:dropped:_:sourceLocation:)``.
+    ///
+    /// ```swift
+    /// hub.assertDiscarded(DownloadProgress.self, replaced: 99)
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - type: The notification type.
+    ///   - target: The target to check, or `nil` for any target.
+    ///   - replaced: The notifications expected to have been replaced by newer ones.
+    ///   - dropped: The notifications expected to have been dropped by bounded mailboxes.
+    ///   - file: The file to report; leave the default.
+    ///   - line: The line to report; leave the default.
+    /// - Returns: `true` if the assertion held.
+    @discardableResult
+    public func assertDiscarded<N: TypedNotification>(
+        _ type: N.Type,
+        on target: DeliveryTarget? = nil,
+        replaced: Int = 0,
+        dropped: Int = 0,
+        file: StaticString = #filePath,
+        line: UInt = #line
+    ) -> Bool {
+        guard let message = discardFailure(type, on: target, replaced: replaced, dropped: dropped) else { return true }
+        XCTFail(message, file: file, line: line)
+        return false
+    }
 }
 
 /// Fails the current XCTest test unless a component registers for `type` while it lives and

@@ -1,3 +1,4 @@
+import Dispatch
 import Herald
 import Testing
 
@@ -45,4 +46,50 @@ struct ThreadingAndDeliveryExamples {
         #expect(await store.synced == [7])
         withExtendedLifetime((dismissal, storing, syncing)) {}
     }
+
+    @Test("A progress bar observes the latest progress; a dashboard bounds its mailbox")
+    @MainActor
+    func mailboxPolicies() async throws {
+        let hub = NotificationHub()
+        let progressBar = ProgressBar()
+        // snippet: begin
+        let progress = hub.observe(DownloadProgress.self, on: MainActor.shared, bufferingPolicy: .latest) { note in
+            progressBar.value = note.fraction  // the newest fraction; older pending ones were replaced
+        }
+        // snippet: end
+        for step in 1...1_000 { hub.post(DownloadProgress(fraction: Double(step) / 1_000)) }
+        try await hub.waitUntilIdle()
+        #expect(progressBar.value == 1)
+        #expect(progressBar.updates + progress.replacedCount == 1_000)
+
+        let dashboard = Dashboard()
+        let charts = DispatchQueue(label: "charts")
+        // snippet: begin
+        hub.observe(SensorReading.self, owner: dashboard, on: .queue(charts), bufferingPolicy: .bufferingNewest(1_000))
+        {
+            dashboard, reading in
+            dashboard.plot(reading)
+        }
+        // Later, for the diagnostics screen: what the slow chart could not keep up with.
+        let dropped = hub.registrations(of: SensorReading.self).reduce(0) { $0 + $1.droppedCount }
+        // snippet: end
+        #expect(dropped == 0)
+        try await hub.waitUntilIdle()
+        withExtendedLifetime(dashboard) {}
+    }
+}
+
+private struct DownloadProgress: TypedNotification { let fraction: Double }
+private struct SensorReading: TypedNotification { let value: Double }
+
+@MainActor
+private final class ProgressBar {
+    private(set) var updates = 0
+    var value = 0.0 {
+        didSet { updates += 1 }
+    }
+}
+
+private final class Dashboard: Sendable {
+    func plot(_ reading: SensorReading) {}
 }

@@ -33,6 +33,13 @@ final class XCTestSupportTests: XCTestCase {
         withExtendedLifetime(beeper) {}
         recorder.stop()
         XCTAssertTrue(hub.assertNotRegistered(Beep.self, on: .mainQueue))
+
+        let latest = hub.observe(Beep.self, on: main.target, bufferingPolicy: .latest) { _ in }
+        hub.post(Beep())
+        hub.post(Beep())
+        XCTAssertTrue(hub.assertDiscarded(Beep.self, replaced: 1))
+        main.runUntilIdle()
+        withExtendedLifetime(latest) {}
     }
 }
 #endif

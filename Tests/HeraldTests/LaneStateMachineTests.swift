@@ -244,4 +244,38 @@ struct LaneStateMachineTests {
         #expect(!resumed)
         #expect(!machine.isBusy)
     }
+
+    @Test("A policy removes a held item in the middle: its hold goes, and the later holds keep their items")
+    func removeHeldItemInTheMiddle() {
+        var machine = LaneStateMachine()
+        _ = machine.append(hold: 0)  // 0: ready
+        _ = machine.append(hold: 5)  // 1: held by 5
+        _ = machine.append(hold: 6)  // 2: held by 6
+        #expect(machine.readyCount == 1)
+        machine.remove(at: 1)  // the item held by 5
+        #expect(machine.count == 2)
+        #expect(machine.heldCount == 1)
+        let releasedRemoved = machine.release(hold: 5)
+        #expect(!releasedRemoved)  // nothing left to release
+        #expect(machine.readyCount == 1)
+        let releasedLast = machine.release(hold: 6)
+        #expect(!releasedLast)  // the job the first item asked for is still pending
+        #expect(machine.readyCount == 2)
+    }
+
+    @Test("A policy removes the front item, held or not, as if a drain had taken it")
+    func removeFrontItem() {
+        var machine = LaneStateMachine()
+        _ = machine.append(hold: 3)
+        _ = machine.append(hold: 0)
+        #expect(machine.readyCount == 0)
+        machine.remove(at: 0)
+        #expect(machine.count == 1)
+        #expect(machine.heldCount == 0)
+        #expect(machine.readyCount == 1)
+        let appended = machine.append(hold: 0)  // a removal always comes with an append
+        #expect(appended == .storeAndSchedule)
+        let started = machine.jobStarted(on: 1)
+        #expect(started == .run(2))
+    }
 }

@@ -16,8 +16,10 @@ let usage = """
       --svg PATH   write a chart of cost per post against observer count to PATH
       --strict     exit with status 1 if a DESIGN target shows MISS
       --only LIST  run only these scenarios (comma-separated): sync, many, crowd, churn,
-                   contention, burst, main, fairness, idle, roundtrip, memory, soak; the targets
-                   of the others are not checked
+                   contention, burst, main, fairness, idle, roundtrip, memory, soak, coalescing
+                   (a MainActor flood with bufferingPolicy .latest against .unbounded), bounded
+                   (a slow observer's memory with .bufferingNewest(1000) against .unbounded); the
+                   targets of the others are not checked
     """
 
 var settings = Settings()
@@ -154,6 +156,16 @@ if settings.runs("memory") {
     progress("memory per queued notification")
     perQueued = memory.bytesPerQueuedNotification()
     sections.append(perQueued!.section)
+}
+// Mailbox policies.
+let mailboxPolicies = MailboxPolicyScenarios(settings: settings)
+if settings.runs("coalescing") {
+    progress("mailbox policy .latest, flood of \(settings.floodSize.formatted) posts to a MainActor observer")
+    sections.append(mailboxPolicies.coalescingFlood().section)
+}
+if settings.runs("bounded") {
+    progress("mailbox policy .bufferingNewest(1000), a slow observer behind a fast poster")
+    sections.append(mailboxPolicies.boundedMemory().section)
 }
 var soak: MemoryScenarios.SoakResult?
 if settings.runs("soak") {

@@ -1,4 +1,5 @@
-/// What happened to one waiting post: how many observers ran, and what they threw.
+/// What happened to one waiting post: how many observers ran, how many a mailbox policy spared
+/// the notification, and what the handlers threw.
 ///
 /// The waiting posts (`postAndWait(_:from:)`, blocking
 /// or `async`) return a report once every observer has run. The failures it lists also went to the hub's
@@ -16,6 +17,14 @@ public struct DeliveryReport: Sendable, Equatable, CustomStringConvertible {
     /// The number of deliveries that did not run because the observation ended first, or because
     /// their target rejected them (a ``DeliveryThread`` that was shut down).
     public var skippedCount: Int
+    /// The number of observers whose mailbox policy (``NotificationBufferingPolicy/latest(perSubject:)``)
+    /// replaced the notification with a newer one before their handler got it. The post completes
+    /// for such an observer once its handler has returned for the newer notification.
+    public var replacedCount: Int
+    /// The number of observers whose bounded mailbox policy
+    /// (``NotificationBufferingPolicy/bufferingNewest(_:)``, ``NotificationBufferingPolicy/bufferingOldest(_:)``)
+    /// dropped the notification. The post completes for such an observer as soon as it is dropped.
+    public var droppedCount: Int
     /// The errors thrown by handlers, in the order they were caught.
     public var failures: [ObserverFailure]
 
@@ -27,21 +36,36 @@ public struct DeliveryReport: Sendable, Equatable, CustomStringConvertible {
     /// - Parameters:
     ///   - deliveredCount: The number of handlers that ran.
     ///   - skippedCount: The number of deliveries skipped because their observation ended.
+    ///   - replacedCount: The number of deliveries replaced by a newer notification.
+    ///   - droppedCount: The number of deliveries dropped by a bounded mailbox.
     ///   - failures: The errors thrown by handlers.
-    public init(deliveredCount: Int = 0, skippedCount: Int = 0, failures: [ObserverFailure] = []) {
+    public init(
+        deliveredCount: Int = 0, skippedCount: Int = 0, replacedCount: Int = 0, droppedCount: Int = 0,
+        failures: [ObserverFailure] = []
+    ) {
         self.deliveredCount = deliveredCount
         self.skippedCount = skippedCount
+        self.replacedCount = replacedCount
+        self.droppedCount = droppedCount
         self.failures = failures
     }
 
     /// A one-line summary, for example `DeliveryReport(delivered: 2, skipped: 0, failures: 1)`.
+    ///
+    /// Replaced and dropped deliveries are listed when there are any, for example
+    /// `DeliveryReport(delivered: 1, skipped: 0, replaced: 1, failures: 0)`.
     public var description: String {
-        "DeliveryReport(delivered: \(deliveredCount), skipped: \(skippedCount), failures: \(failures.count))"
+        var text = "DeliveryReport(delivered: \(deliveredCount), skipped: \(skippedCount)"
+        if replacedCount != 0 { text += ", replaced: \(replacedCount)" }
+        if droppedCount != 0 { text += ", dropped: \(droppedCount)" }
+        return text + ", failures: \(failures.count))"
     }
 
     mutating func merge(_ other: DeliveryReport) {
         deliveredCount += other.deliveredCount
         skippedCount += other.skippedCount
+        replacedCount += other.replacedCount
+        droppedCount += other.droppedCount
         failures += other.failures
     }
 

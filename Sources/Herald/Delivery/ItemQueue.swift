@@ -126,6 +126,25 @@ struct ItemQueue: @unchecked Sendable {  // Owned by one lane, under its lock, o
         freeConsumedBlocks(layout)
     }
 
+    /// Forgets the item at `index`, whose contents the caller has moved out or destroyed, and
+    /// moves the items behind it up by one.
+    ///
+    /// - Complexity: O(1) for the front item; O(*n*) in the items behind `index` otherwise.
+    mutating func removeMoved(at index: Int, _ layout: Layout, move: Move) {
+        precondition(index >= 0 && index < count, "Herald: bad lane index")
+        if index == 0 {
+            head += 1
+            freeConsumedBlocks(layout)
+            return
+        }
+        var position = head + index
+        while position + 1 < end {
+            move(address(position + 1, layout), address(position, layout), 1)
+            position += 1
+        }
+        end -= 1
+    }
+
     /// Forgets the items without touching them: their new owner has moved or destroyed them.
     /// Keeps one block for the next items if `keepingCapacity`, none otherwise.
     mutating func removeAllMoved(keepingCapacity: Bool) {

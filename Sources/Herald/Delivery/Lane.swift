@@ -20,6 +20,8 @@ final class Lane<N: TypedNotification>: Sendable {
     let asyncHandler: (@Sendable (N) async throws -> Void)?
     /// The layout of one queued item of type `N`.
     let layout = ItemQueue.Layout(of: N.self)
+    /// The mailbox policy and its counts; `nil` for an unbounded mailbox.
+    let policy: MailboxPolicy?
 
     private let mailbox = Lock(LaneMailbox())
     /// The number of waiters in `mailbox.helpers`, read without the lock by ``helpers``.
@@ -27,8 +29,10 @@ final class Lane<N: TypedNotification>: Sendable {
 
     init(
         target: DeliveryTarget, filters: Filters?, contextual: (@Sendable (N, DeliveryContext) throws -> Void)?,
-        stream: NotificationSequence<N>.Storage? = nil, asyncHandler: (@Sendable (N) async throws -> Void)? = nil
+        stream: NotificationSequence<N>.Storage? = nil, asyncHandler: (@Sendable (N) async throws -> Void)? = nil,
+        policy: MailboxPolicy? = nil
     ) {
+        self.policy = policy
         self.stream = stream
         self.asyncHandler = asyncHandler
         self.target = target
@@ -57,15 +61,40 @@ final class Lane<N: TypedNotification>: Sendable {
         }
     }
 
-    /// Appends copies of `items`, which a drain may take at once (replayed values).
+    /// Appends copies of `items`, which a drain may take at once (replayed values), under the
+    /// lane's policy if it has one.
     ///
-    /// - Returns: Whether the caller must hand a drain job to the target.
-    func append(_ items: [QueuedItem<N>]) -> Bool {
+    /// - Returns: Whether the caller must hand a drain job to the target, and the notifications
+    ///   the policy discarded, to release after every lock.
+    func append(_ items: [QueuedItem<N>]) -> (mustSchedule: Bool, discarded: [N]) {
         mailbox.withLock { mailbox in
             var mustSchedule = false
+            var discarded: [N] = []
             for item in items {
+                if let policy {
+                    // Replayed items have no wait group: only payloads are left to release.
+                    let action = withUnsafeTemporaryAllocation(byteCount: layout.stride, alignment: layout.alignment) {
+                        buffer in
+                        let slot = buffer.baseAddress.unsafelyUnwrapped
+                        let (action, displacement) = withUnsafePointer(to: item.notification) {
+                            append(
+                                $0, subjectID: item.subjectID, group: nil, hold: 0, under: policy, displacingInto: slot,
+                                in: &mailbox)
+                        }
+                        if displacement == .removed {
+                            discarded.append((slot + layout.payloadOffset).assumingMemoryBound(to: N.self).move())
+                        }
+                        return action
+                    }
+                    switch action {
+                    case .reject: return (false, discarded)
+                    case .store: break
+                    case .storeAndSchedule: mustSchedule = true
+                    }
+                    continue
+                }
                 switch mailbox.machine.append(hold: 0) {
-                case .reject: return false
+                case .reject: return (false, discarded)
                 case .store: break
                 case .storeAndSchedule: mustSchedule = true
                 }
@@ -73,8 +102,112 @@ final class Lane<N: TypedNotification>: Sendable {
                     store($0, subjectID: item.subjectID, group: item.group, in: &mailbox.items)
                 }
             }
-            return mustSchedule
+            return (mustSchedule, discarded)
         }
+    }
+
+    // MARK: Mailbox policies
+
+    /// Appends a copy of `notification` under the lane's policy: it may replace a pending item,
+    /// push out the oldest, or be dropped itself. Only lanes with a policy call it.
+    ///
+    /// A removed item is moved into `slot` (room for one item of ``layout``), so that its payload
+    /// is destroyed after unlocking: its `deinit` is user code.
+    func appendUnderPolicy(
+        _ notification: UnsafePointer<N>, subjectID: ObjectIdentifier?, group: WaitGroup?, hold: UInt,
+        policy: MailboxPolicy, displacingInto slot: UnsafeMutableRawPointer
+    ) -> (action: LaneStateMachine.AppendAction, displacement: MailboxPolicy.Displacement) {
+        mailbox.withLock { mailbox in
+            append(
+                notification, subjectID: subjectID, group: group, hold: hold, under: policy, displacingInto: slot,
+                in: &mailbox)
+        }
+    }
+
+    /// Finishes what ``appendUnderPolicy(_:subjectID:group:hold:policy:displacingInto:)`` left, outside
+    /// the lane's lock: destroys a removed item's payload and tells the waiting posts that lost
+    /// their notification.
+    func finish(
+        _ displacement: MailboxPolicy.Displacement, in slot: UnsafeMutableRawPointer, newGroup group: WaitGroup?
+    ) {
+        switch displacement {
+        case .none:
+            return
+        case .rejectedNew:
+            group?.leave(.dropped)
+        case .removed:
+            (slot + layout.payloadOffset).assumingMemoryBound(to: N.self).deinitialize(count: 1)
+            Self.takeHeader(slot).1?.leave(.dropped)
+        }
+    }
+
+    /// The body of ``appendUnderPolicy(_:subjectID:group:hold:policy:displacingInto:)``. Call under
+    /// the lane's lock.
+    private func append(
+        _ notification: UnsafePointer<N>, subjectID: ObjectIdentifier?, group: WaitGroup?, hold: UInt,
+        under policy: MailboxPolicy, displacingInto slot: UnsafeMutableRawPointer, in mailbox: inout LaneMailbox
+    ) -> (action: LaneStateMachine.AppendAction, displacement: MailboxPolicy.Displacement) {
+        if mailbox.machine.isClosed { return (.reject, .none) }
+        var displacement = MailboxPolicy.Displacement.none
+        var storedGroup = group
+        switch policy.rule {
+        case .latest(let perSubject):
+            if let index = pendingIndex(subjectID, matchingSubject: perSubject, in: mailbox.items) {
+                removeItem(at: index, into: slot, from: &mailbox)
+                displacement = .removed
+                // The replaced post's wait moves to the new item: it completes with the new one.
+                let groupSlot = slot + 8
+                if let oldGroup = Self.takeHeader(slot).1 {
+                    groupSlot.storeBytes(of: 0, as: UInt.self)
+                    storedGroup = WaitGroup(relaying: group, replaced: oldGroup)
+                }
+                policy.noteReplaced()
+            }
+        case .dropOldest(let limit):
+            if mailbox.machine.count >= limit {
+                removeItem(at: 0, into: slot, from: &mailbox)
+                displacement = .removed
+                policy.noteDropped()
+            }
+        case .dropNewest(let limit):
+            if mailbox.machine.count >= limit {
+                policy.noteDropped()
+                return (.store, .rejectedNew)
+            }
+        }
+        let action = mailbox.machine.append(hold: hold)
+        store(notification, subjectID: subjectID, group: storedGroup, in: &mailbox.items)
+        return (action, displacement)
+    }
+
+    /// The index of the pending item a new one replaces: the one of `subjectID` if
+    /// `matchingSubject`, otherwise the only one.
+    private func pendingIndex(_ subjectID: ObjectIdentifier?, matchingSubject: Bool, in items: ItemQueue) -> Int? {
+        guard !items.isEmpty else { return nil }
+        guard matchingSubject else { return items.count - 1 }
+        let bits = subjectID.map { UInt(bitPattern: $0) } ?? 0
+        let layout = self.layout
+        var index = items.count - 1
+        while index >= 0 {
+            if items.item(index, layout).load(as: UInt.self) == bits { return index }
+            index -= 1
+        }
+        return nil
+    }
+
+    /// Moves the item at `index` out of the lane into `slot`. Call under the lane's lock.
+    private func removeItem(at index: Int, into slot: UnsafeMutableRawPointer, from mailbox: inout LaneMailbox) {
+        let layout = self.layout
+        Self.move(from: mailbox.items.item(index, layout), to: slot, count: 1, layout)
+        mailbox.items.removeMoved(at: index, layout) { Self.move(from: $0, to: $1, count: $2, layout) }
+        mailbox.machine.remove(at: index)
+    }
+
+    /// What the policy has discarded so far: notifications replaced by newer ones, and
+    /// notifications dropped.
+    var discardedCounts: (replaced: Int, dropped: Int) {
+        guard let policy else { return (0, 0) }
+        return (policy.replacedCount.load(ordering: .relaxed), policy.droppedCount.load(ordering: .relaxed))
     }
 
     /// Ends the hold of a post that has reached every lane.

@@ -27,6 +27,11 @@
 /// job for a lone post (one batch) ends at once, so lone posts keep their drains in the order of
 /// the posts' scans.
 ///
+/// ## Mailbox policies
+/// A lane with a ``NotificationBufferingPolicy`` other than `unbounded` removes items that are
+/// still in it (``remove(at:)``) before it appends a new one: the item a newer one replaces, or
+/// the oldest when the lane is full. Items a drain has taken are never removed.
+///
 /// ## Asynchronous handlers
 /// A lane whose handler is `async` takes one item per batch (``batchLimit`` 1). When the drain
 /// has started the handler's task it *suspends* the lane (``suspend()``): the drain ends and gives
@@ -40,7 +45,7 @@ struct LaneStateMachine: Sendable {
     /// A post's hold on one item.
     private struct Hold: Sendable {
         let token: UInt
-        let sequence: Int
+        var sequence: Int
     }
 
     /// Who drains right now.
@@ -130,6 +135,29 @@ struct LaneStateMachine: Sendable {
         guard let index = holds.firstIndex(where: { $0.token == hold }) else { return false }
         holds.remove(at: index)
         return claimJob()
+    }
+
+    /// A mailbox policy removes an item that is still in the lane, `offset` items from its front:
+    /// it was replaced by a newer one or dropped. Its hold, if any, goes with it, and the items
+    /// behind it move up.
+    mutating func remove(at offset: Int) {
+        precondition(offset >= 0 && offset < count, "Herald: a lane removed an item it does not hold")
+        let position = takenCount + offset
+        if offset == 0 {
+            // The front item: as if a drain took it.
+            takenCount += 1
+            if holds.first?.sequence == position { holds.removeFirst() }
+            return
+        }
+        appendedCount -= 1
+        if let index = holds.firstIndex(where: { $0.sequence >= position }) {
+            if holds[index].sequence == position {
+                holds.remove(at: index)
+            }
+            for later in index..<holds.count {
+                holds[later].sequence -= 1
+            }
+        }
     }
 
     /// Marks a job as pending when one is needed and none is pending or running.

@@ -136,6 +136,8 @@ final class WaitGroup: Sendable {
         var remaining = 1  // one for the poster itself, released by `arrive()` after enqueueing
         var delivered = 0
         var skipped = 0
+        var replaced = 0
+        var dropped = 0
         var failures: [ObserverFailure] = []
         var continuation: CheckedContinuation<Bool, Never>?
         var isComplete = false
@@ -144,9 +146,37 @@ final class WaitGroup: Sendable {
     /// The blocked thread to wake, for the blocking `postAndWait`; `nil` for the async one.
     let waiter: Waiter?
     private let state = Lock(State())
+    /// For a relay (see ``init(relaying:replaced:)``): the groups it passes outcomes on to.
+    private let relay: Relay?
+
+    /// The groups of one lane item that replaced others: its own post's group, if that post waits,
+    /// and the groups of the waiting posts whose items it replaced.
+    struct Relay: Sendable {
+        let primary: WaitGroup?
+        let replaced: [WaitGroup]
+    }
 
     init(waiter: Waiter?) {
         self.waiter = waiter
+        self.relay = nil
+    }
+
+    /// A group that stands in a lane item for several waiting posts: the item's own (`primary`)
+    /// and those whose items it replaced. The item's outcome goes to `primary`; each replaced post
+    /// learns that its notification was replaced, once the replacement's handler has returned (or
+    /// that it was skipped, if the replacement never ran).
+    ///
+    /// A relay is made and held by one lane item only; it counts nothing itself.
+    init(relaying primary: WaitGroup?, replaced: WaitGroup) {
+        var groups: [WaitGroup] = []
+        if let relay = replaced.relay {
+            groups = relay.replaced
+            if let older = relay.primary { groups.append(older) }
+        } else {
+            groups = [replaced]
+        }
+        self.relay = Relay(primary: primary, replaced: groups)
+        self.waiter = primary?.waiter ?? groups.lazy.compactMap(\.waiter).first
     }
 
     /// Registers one more delivery to wait for.
@@ -156,6 +186,19 @@ final class WaitGroup: Sendable {
 
     /// Records the outcome of one delivery.
     func leave(_ outcome: DeliveryOutcome) {
+        if let relay {
+            relay.primary?.leave(outcome)
+            let replacedOutcome: DeliveryOutcome
+            switch outcome {
+            case .delivered, .failed, .replaced: replacedOutcome = .replaced
+            case .skipped, .refused: replacedOutcome = .skipped
+            case .dropped: replacedOutcome = .dropped
+            }
+            for group in relay.replaced {
+                group.leave(replacedOutcome)
+            }
+            return
+        }
         let isComplete = state.withLock { state -> Bool in
             switch outcome {
             case .delivered: state.delivered += 1
@@ -166,6 +209,8 @@ final class WaitGroup: Sendable {
             case .refused(let failure):
                 state.skipped += 1
                 state.failures.append(failure)
+            case .replaced: state.replaced += 1
+            case .dropped: state.dropped += 1
             }
             return Self.release(&state)
         }
@@ -210,7 +255,11 @@ final class WaitGroup: Sendable {
 
     /// The report so far.
     var report: DeliveryReport {
-        state.withLock { DeliveryReport(deliveredCount: $0.delivered, skippedCount: $0.skipped, failures: $0.failures) }
+        state.withLock {
+            DeliveryReport(
+                deliveredCount: $0.delivered, skippedCount: $0.skipped, replacedCount: $0.replaced,
+                droppedCount: $0.dropped, failures: $0.failures)
+        }
     }
 
     /// The number of deliveries still outstanding.
@@ -252,4 +301,8 @@ enum DeliveryOutcome {
     case failed(ObserverFailure)
     /// The target refused to run the delivery; it never ran.
     case refused(ObserverFailure)
+    /// A mailbox policy replaced the notification with a newer one, whose handler has returned.
+    case replaced
+    /// A bounded mailbox policy dropped the notification.
+    case dropped
 }

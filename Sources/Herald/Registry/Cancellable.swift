@@ -10,4 +10,8 @@ class Cancellable: @unchecked Sendable {  // No state of its own; subclasses mak
     var isCancelled: Bool { true }
     /// Whether letting go of the last token ends the registration.
     var cancelsWithToken: Bool { true }
+    /// The registration's mailbox policy.
+    var bufferingPolicy: NotificationBufferingPolicy { .unbounded }
+    /// The notifications the registration's mailbox policy has replaced and dropped so far.
+    var discardedCounts: (replaced: Int, dropped: Int) { (0, 0) }
 }

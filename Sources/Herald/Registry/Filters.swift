@@ -15,6 +15,11 @@ enum Handler<N: TypedNotification>: Sendable {
     case contextual(@Sendable (N, DeliveryContext) throws -> Void)
     /// An `async` handler: one call at a time, each started on a task of its own.
     case async(@Sendable (N) async throws -> Void)
+
+    var isAsync: Bool {
+        if case .async = self { return true }
+        return false
+    }
 }
 
 /// The optional `from:` subject and `owner:` of an observer, both held weakly.

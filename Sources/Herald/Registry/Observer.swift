@@ -44,6 +44,8 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
         static let isContextual: UInt8 = 1 << 3
         static let isStream: UInt8 = 1 << 4
         static let isAsync: UInt8 = 1 << 5
+        /// The lane has a mailbox policy other than unbounded (see ``MailboxPolicy``).
+        static let hasPolicy: UInt8 = 1 << 6
     }
 
     init(core: HubCore, location: SourceLocation, flags: UInt8) {
@@ -200,26 +202,33 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         flags & Flags.isStream == 0 ? nil : extras?.stream
     }
 
-    init(core: HubCore, target: DeliveryTarget, filters: Filters?, location: SourceLocation, handler: Handler<N>) {
+    init(
+        core: HubCore, target: DeliveryTarget, filters: Filters?, location: SourceLocation, handler: Handler<N>,
+        bufferingPolicy: NotificationBufferingPolicy = .unbounded
+    ) {
         var flags: UInt8 = 0
         if filters != nil { flags |= Flags.hasFilters }
         if filters?.hasOwner == true { flags |= Flags.hasOwner }
+        // A synchronous handler on the posting thread has no mailbox, so no policy.
+        let policy = target.isPosting && !handler.isAsync ? nil : MailboxPolicy(bufferingPolicy)
+        if policy != nil { flags |= Flags.hasPolicy }
         switch handler {
         case .plain(let body):
             if target.isPosting { flags |= Flags.isPosting }
             self.handler = body
             self.extras =
-                target.isPosting && filters == nil ? nil : Lane(target: target, filters: filters, contextual: nil)
+                target.isPosting && filters == nil
+                ? nil : Lane(target: target, filters: filters, contextual: nil, policy: policy)
         case .contextual(let body):
             if target.isPosting { flags |= Flags.isPosting }
             flags |= Flags.isContextual
             self.handler = { _ in }
-            self.extras = Lane(target: target, filters: filters, contextual: body)
+            self.extras = Lane(target: target, filters: filters, contextual: body, policy: policy)
         case .async(let body):
             // Even on the posting thread an async handler has a lane: it orders the calls.
             flags |= Flags.isAsync
             self.handler = { _ in }
-            self.extras = Lane(target: target, filters: filters, contextual: nil, asyncHandler: body)
+            self.extras = Lane(target: target, filters: filters, contextual: nil, asyncHandler: body, policy: policy)
         }
         super.init(core: core, location: location, flags: flags)
     }
@@ -389,8 +398,8 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         -> Bool
     {
         let notification = payload.assumingMemoryBound(to: N.self)
-        if flags & Flags.isStream != 0, let stream {
-            return stream.push(notification.pointee, hold: hold)
+        if flags & (Flags.isStream | Flags.hasPolicy) != 0 {
+            return enqueueRarely(notification, subjectID: subjectID, group: group, hold: hold)
         }
         guard flags & Flags.isPosting == 0 else { return false }
         // Optional chaining borrows the lane: a `guard let` would retain and release it on every
@@ -404,6 +413,45 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
             scheduleDrain()
             return true
         }
+    }
+
+    /// ``enqueue(_:subjectID:group:hold:)`` for a stream, or a lane with a mailbox policy; kept out
+    /// of the path of an unbounded lane.
+    @inline(never)
+    private func enqueueRarely(
+        _ notification: UnsafePointer<N>, subjectID: ObjectIdentifier?, group: WaitGroup?, hold: UInt
+    ) -> Bool {
+        if let stream {
+            return stream.push(notification.pointee, hold: hold)
+        }
+        guard let lane = extras, let policy = lane.policy else { return false }
+        let layout = lane.layout
+        let action = withUnsafeTemporaryAllocation(byteCount: layout.stride, alignment: layout.alignment) { buffer in
+            let slot = buffer.baseAddress.unsafelyUnwrapped
+            let (action, displacement) = lane.appendUnderPolicy(
+                notification, subjectID: subjectID, group: group, hold: hold, policy: policy, displacingInto: slot)
+            // After the lane's lock: a removed payload's `deinit` is user code, and a dropped
+            // waiting post completes at once.
+            lane.finish(displacement, in: slot, newGroup: group)
+            return action
+        }
+        switch action {
+        case .reject:
+            return false
+        case .store:
+            return true
+        case .storeAndSchedule:
+            scheduleDrain()
+            return true
+        }
+    }
+
+    override var bufferingPolicy: NotificationBufferingPolicy {
+        flags & Flags.hasPolicy == 0 ? .unbounded : extras?.policy?.policy ?? .unbounded
+    }
+
+    override var discardedCounts: (replaced: Int, dropped: Int) {
+        extras?.discardedCounts ?? (0, 0)
     }
 
     override func release(hold: UInt) {
@@ -429,7 +477,8 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
             return (false, stream.preload(items.map(\.notification)))
         }
         guard let lane else { return (false, []) }
-        return (lane.append(items), [])
+        let (mustSchedule, discarded) = lane.append(items)
+        return (mustSchedule, discarded)
     }
 
     /// Hands the drain job to the target, once the lane's state machine asked for it.

@@ -109,14 +109,20 @@ extension NotificationSequence {
         private func append(_ notification: N, hold: UInt, to state: inout State) -> N? {
             // A waiting consumer takes an element as soon as it is released: room for it too.
             let limit: Int
+            var keepsNewest = true
             switch policy {
             case .unbounded: limit = .max
-            case .bufferingNewest(let value), .bufferingOldest(let value):
+            case .bufferingNewest(let value):
                 limit = Swift.max(value, 0) + state.waiters.count
+            case .bufferingOldest(let value):
+                limit = Swift.max(value, 0) + state.waiters.count
+                keepsNewest = false
+            case .latest:
+                limit = 1 + state.waiters.count
             }
             var dropped: N?
             if state.buffer.count >= limit {
-                guard case .bufferingNewest = policy, limit > 0 else {
+                guard keepsNewest, limit > 0 else {
                     state.droppedCount += 1  // the new one is dropped
                     return nil
                 }
