@@ -93,6 +93,30 @@ struct TestMainActorTests {
         }
     }
 
+    @Test(
+        "An async postAndWait whose notification a full mailbox dropped returns at once with the drop, and no failure")
+    func asyncWaitingPostDroppedByAPolicy() async {
+        await withMainActorStandIn { main in
+            let hub = NotificationHub()
+            hub.useMainActorStandIn(main)
+            var seen: [Int] = []
+            let token = hub.observe(Tap.self, on: MainActor.shared, bufferingPolicy: .bufferingOldest(2)) { note in
+                seen.append(note.value)
+            }
+            hub.post(Tap(value: 1))
+            hub.post(Tap(value: 2))
+            // The mailbox is full: the third is dropped, so there is nothing for the test to run.
+            let report = await hub.postAndWait(Tap(value: 3))
+            #expect(report.droppedCount == 1)
+            #expect(report.deliveredCount == 0)
+            #expect(report.failures.isEmpty, "a dropped notification does not wait in the stand-in")
+            #expect(token.droppedCount == 1)
+            await main.runUntilIdle()
+            #expect(seen == [1, 2])
+            token.cancel()
+        }
+    }
+
     @Test("waitUntilIdle fails fast while the stand-in holds deliveries, and returns once they ran")
     func quiescenceFailsFast() async throws {
         try await withMainActorStandIn { main in

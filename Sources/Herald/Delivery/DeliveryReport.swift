@@ -12,7 +12,9 @@
 /// }
 /// ```
 public struct DeliveryReport: Sendable, Equatable, CustomStringConvertible {
-    /// The number of observers whose handler ran, including those that threw.
+    /// The number of observers whose handler ran, including those that threw. Observers whose
+    /// mailbox policy replaced or dropped the notification are counted in ``replacedCount`` and
+    /// ``droppedCount`` instead, never here.
     public var deliveredCount: Int
     /// The number of deliveries that did not run because the observation ended first, or because
     /// their target rejected them (a ``DeliveryThread`` that was shut down).

@@ -152,12 +152,25 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
     /// Calls the handler like ``deliver(_:subjectID:)`` and returns the failure, if any.
     func deliverReporting(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) -> ObserverFailure? { nil }
 
+    /// What ``enqueue(_:subjectID:group:hold:)`` did with a notification.
+    enum EnqueueOutcome: Equatable {
+        /// Nothing: the observation has ended.
+        case refused
+        /// The notification is in the lane or stream.
+        case queued
+        /// The observer's mailbox policy dropped it at once; its waiting post, if any, has been
+        /// told. It reached the observer, but nothing is left to run or wait for.
+        case dropped
+    }
+
     /// Appends a copy of the notification at `payload` to the observer's lane or stream, held
     /// under `hold` unless it is 0 (see ``LaneStateMachine``).
-    ///
-    /// - Returns: `false` if the observation has ended and nothing was appended.
-    func enqueue(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?, group: WaitGroup?, hold: UInt) -> Bool {
-        false
+    func enqueue(
+        _ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?, group: WaitGroup?, hold: UInt
+    )
+        -> EnqueueOutcome
+    {
+        .refused
     }
 
     /// Ends the hold `hold` on the item the same post appended; does nothing if there is none.
@@ -395,23 +408,23 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     override func enqueue(
         _ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?, group: WaitGroup?, hold: UInt
     )
-        -> Bool
+        -> EnqueueOutcome
     {
         let notification = payload.assumingMemoryBound(to: N.self)
         if flags & (Flags.isStream | Flags.hasPolicy) != 0 {
             return enqueueRarely(notification, subjectID: subjectID, group: group, hold: hold)
         }
-        guard flags & Flags.isPosting == 0 else { return false }
+        guard flags & Flags.isPosting == 0 else { return .refused }
         // Optional chaining borrows the lane: a `guard let` would retain and release it on every
         // post, a write to a reference count that the drain on another thread shares.
         switch extras?.append(notification, subjectID: subjectID, group: group, hold: hold) {
         case nil, .reject:
-            return false
+            return .refused
         case .store:
-            return true
+            return .queued
         case .storeAndSchedule:
             scheduleDrain()
-            return true
+            return .queued
         }
     }
 
@@ -420,29 +433,31 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     @inline(never)
     private func enqueueRarely(
         _ notification: UnsafePointer<N>, subjectID: ObjectIdentifier?, group: WaitGroup?, hold: UInt
-    ) -> Bool {
+    ) -> EnqueueOutcome {
         if let stream {
-            return stream.push(notification.pointee, hold: hold)
+            return stream.push(notification.pointee, hold: hold) ? .queued : .refused
         }
-        guard let lane = extras, let policy = lane.policy else { return false }
+        guard let lane = extras, let policy = lane.policy else { return .refused }
         let layout = lane.layout
-        let action = withUnsafeTemporaryAllocation(byteCount: layout.stride, alignment: layout.alignment) { buffer in
+        let (action, displacement) = withUnsafeTemporaryAllocation(
+            byteCount: layout.stride, alignment: layout.alignment
+        ) { buffer in
             let slot = buffer.baseAddress.unsafelyUnwrapped
             let (action, displacement) = lane.appendUnderPolicy(
                 notification, subjectID: subjectID, group: group, hold: hold, policy: policy, displacingInto: slot)
             // After the lane's lock: a removed payload's `deinit` is user code, and a dropped
             // waiting post completes at once.
             lane.finish(displacement, in: slot, newGroup: group)
-            return action
+            return (action, displacement)
         }
         switch action {
         case .reject:
-            return false
+            return .refused
         case .store:
-            return true
+            return displacement == .rejectedNew ? .dropped : .queued
         case .storeAndSchedule:
             scheduleDrain()
-            return true
+            return .queued
         }
     }
 

@@ -109,27 +109,35 @@ extension HubCore {
         unmanaged._withUnsafeGuaranteedRef { observer in
             guard observer.accepts(subject) else { return false }
             guard let wait else {
-                return observer.enqueue(payload, subjectID: subjectID, group: nil, hold: hold)
+                return observer.enqueue(payload, subjectID: subjectID, group: nil, hold: hold) != .refused
             }
             if observer.isStream {
                 // A stream has its notification once it is buffered; nobody waits for the consumer.
-                guard observer.enqueue(payload, subjectID: subjectID, group: nil, hold: hold) else { return false }
+                guard observer.enqueue(payload, subjectID: subjectID, group: nil, hold: hold) != .refused else {
+                    return false
+                }
                 wait.report.deliveredCount += 1
                 return true
             }
             let isCurrent = wait.blocks && observer.target.isCurrent(isolation: wait.isolation)
             if isCurrent && observer.drainerThread == wait.thread {
                 // A handler posting to its own mailbox: waiting would never end, so enqueue only.
-                return observer.enqueue(payload, subjectID: subjectID, group: nil, hold: hold)
+                return observer.enqueue(payload, subjectID: subjectID, group: nil, hold: hold) != .refused
             }
             if isCurrent && observer.isAsync && observer.target.isolatesAsyncHandlers {
                 // An async handler isolated to the target that this thread blocks: enqueue only.
-                return observer.enqueue(payload, subjectID: subjectID, group: nil, hold: hold)
+                return observer.enqueue(payload, subjectID: subjectID, group: nil, hold: hold) != .refused
             }
             wait.group.enter()
-            guard observer.enqueue(payload, subjectID: subjectID, group: wait.group, hold: hold) else {
+            switch observer.enqueue(payload, subjectID: subjectID, group: wait.group, hold: hold) {
+            case .refused:
                 wait.group.withdraw()
                 return false
+            case .dropped:
+                // The mailbox policy dropped it and told the group: nothing to drain or wait for.
+                return true
+            case .queued:
+                break
             }
             if isCurrent {
                 wait.inline.append(observer)
