@@ -263,11 +263,7 @@ final class Lane<N: TypedNotification>: Sendable {
     func runJob(on thread: UInt, _ run: (UnsafeMutableRawPointer) -> Void) -> Bool {
         var batch = ItemQueue()
         defer { batch.deallocate() }
-        var action = mailbox.withLock { mailbox in
-            let action = mailbox.machine.jobStarted(on: thread)
-            take(action, from: &mailbox.items, into: &batch)
-            return action
-        }
+        var action = startJob(on: thread, into: &batch)
         while case .run = action {
             runBatch(&batch, run)
             action = mailbox.withLock { mailbox in
@@ -284,11 +280,7 @@ final class Lane<N: TypedNotification>: Sendable {
     func runInline(on thread: UInt, _ run: (UnsafeMutableRawPointer) -> Void) {
         var batch = ItemQueue()
         defer { batch.deallocate() }
-        var count = mailbox.withLock { mailbox in
-            let count = mailbox.machine.inlineStarted(on: thread)
-            take(count.map(LaneStateMachine.DrainAction.run) ?? .stop, from: &mailbox.items, into: &batch)
-            return count
-        }
+        var count = startInline(on: thread, into: &batch)
         while count != nil {
             runBatch(&batch, run)
             count = mailbox.withLock { mailbox in
@@ -296,6 +288,26 @@ final class Lane<N: TypedNotification>: Sendable {
                 take(count.map(LaneStateMachine.DrainAction.run) ?? .stop, from: &mailbox.items, into: &batch)
                 return count
             }
+        }
+    }
+
+    /// Starts the drain of the job handed to the target: its first action, with the items it takes
+    /// moved into `batch`.
+    private func startJob(on thread: UInt, into batch: inout ItemQueue) -> LaneStateMachine.DrainAction {
+        mailbox.withLock { mailbox in
+            let action = mailbox.machine.jobStarted(on: thread)
+            take(action, from: &mailbox.items, into: &batch)
+            return action
+        }
+    }
+
+    /// Starts an inline drain: how many items it runs first, moved into `batch`, or `nil` if
+    /// another drain runs or nothing is ready.
+    private func startInline(on thread: UInt, into batch: inout ItemQueue) -> Int? {
+        mailbox.withLock { mailbox in
+            let count = mailbox.machine.inlineStarted(on: thread)
+            take(count.map(LaneStateMachine.DrainAction.run) ?? .stop, from: &mailbox.items, into: &batch)
+            return count
         }
     }
 
@@ -333,11 +345,7 @@ final class Lane<N: TypedNotification>: Sendable {
     func runAsyncJob(on thread: UInt, _ prepare: (UnsafeMutableRawPointer) -> (() -> Void)?) -> Bool {
         var batch = ItemQueue()
         defer { batch.deallocate() }
-        var action = mailbox.withLock { mailbox in
-            let action = mailbox.machine.jobStarted(on: thread)
-            take(action, from: &mailbox.items, into: &batch)
-            return action
-        }
+        var action = startJob(on: thread, into: &batch)
         while case .run = action {
             let launch = prepareAsyncBatch(&batch, prepare)
             action = mailbox.withLock { mailbox in
@@ -358,11 +366,7 @@ final class Lane<N: TypedNotification>: Sendable {
     func runAsyncInline(on thread: UInt, _ prepare: (UnsafeMutableRawPointer) -> (() -> Void)?) {
         var batch = ItemQueue()
         defer { batch.deallocate() }
-        var count = mailbox.withLock { mailbox in
-            let count = mailbox.machine.inlineStarted(on: thread)
-            take(count.map(LaneStateMachine.DrainAction.run) ?? .stop, from: &mailbox.items, into: &batch)
-            return count
-        }
+        var count = startInline(on: thread, into: &batch)
         while count != nil {
             let launch = prepareAsyncBatch(&batch, prepare)
             count = mailbox.withLock { mailbox in
