@@ -25,6 +25,8 @@ extension NotificationHub {
     ///   - type: The notification type to observe.
     ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
     ///   - target: Where the calls are ordered and started.
+    ///   - priority: Among the observers of a post, higher priorities come first; equal ones keep
+    ///     registration order. The default is 0. See <doc:ThreadingAndDelivery#Priorities>.
     ///   - bufferingPolicy: What the observer's mailbox keeps when notifications arrive faster than
     ///     the handler runs: everything (``NotificationBufferingPolicy/unbounded``, the default), the
     ///     newest one (``NotificationBufferingPolicy/latest``), or at most *n*. See
@@ -38,6 +40,7 @@ extension NotificationHub {
         _ type: N.Type,
         from subject: AnyObject? = nil,
         on target: DeliveryTarget,
+        priority: Int = 0,
         bufferingPolicy: NotificationBufferingPolicy = .unbounded,
         replayLatest: Bool = false,
         fileID: StaticString = #fileID,
@@ -45,7 +48,7 @@ extension NotificationHub {
         _ handler: @escaping @Sendable (N) async throws -> Void
     ) -> ObservationToken {
         register(
-            target: target, subject: subject, owner: nil, fileID: fileID, line: line, bufferingPolicy: bufferingPolicy,
+            target: target, subject: subject, owner: nil, fileID: fileID, line: line, bufferingPolicy: bufferingPolicy, priority: priority,
             replayLatest: replayLatest,
             handler: .async(handler))
     }
@@ -67,6 +70,8 @@ extension NotificationHub {
     ///   - type: The notification type to observe.
     ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
     ///   - mainActor: `MainActor.shared`.
+    ///   - priority: Among the observers of a post, higher priorities come first; equal ones keep
+    ///     registration order. The default is 0. See <doc:ThreadingAndDelivery#Priorities>.
     ///   - bufferingPolicy: What the observer's mailbox keeps when notifications arrive faster than
     ///     the handler runs: everything (``NotificationBufferingPolicy/unbounded``, the default), the
     ///     newest one (``NotificationBufferingPolicy/latest``), or at most *n*. See
@@ -80,6 +85,7 @@ extension NotificationHub {
         _ type: N.Type,
         from subject: AnyObject? = nil,
         on mainActor: MainActor,
+        priority: Int = 0,
         bufferingPolicy: NotificationBufferingPolicy = .unbounded,
         replayLatest: Bool = false,
         fileID: StaticString = #fileID,
@@ -88,7 +94,7 @@ extension NotificationHub {
     ) -> ObservationToken {
         register(
             target: .mainQueue, subject: subject, owner: nil, fileID: fileID, line: line,
-            bufferingPolicy: bufferingPolicy, replayLatest: replayLatest,
+            bufferingPolicy: bufferingPolicy, priority: priority, replayLatest: replayLatest,
             handler: .async { note in try await handler(note) })
     }
 
@@ -109,6 +115,8 @@ extension NotificationHub {
     ///   - type: The notification type to observe.
     ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
     ///   - actor: The actor to deliver on. The hub retains it for as long as the observation lasts.
+    ///   - priority: Among the observers of a post, higher priorities come first; equal ones keep
+    ///     registration order. The default is 0. See <doc:ThreadingAndDelivery#Priorities>.
     ///   - bufferingPolicy: What the observer's mailbox keeps when notifications arrive faster than
     ///     the handler runs: everything (``NotificationBufferingPolicy/unbounded``, the default), the
     ///     newest one (``NotificationBufferingPolicy/latest``), or at most *n*. See
@@ -122,6 +130,7 @@ extension NotificationHub {
         _ type: N.Type,
         from subject: AnyObject? = nil,
         on actor: A,
+        priority: Int = 0,
         bufferingPolicy: NotificationBufferingPolicy = .unbounded,
         replayLatest: Bool = false,
         fileID: StaticString = #fileID,
@@ -130,7 +139,7 @@ extension NotificationHub {
     ) -> ObservationToken {
         register(
             target: DeliveryTarget(kind: .actor(actor)), subject: subject, owner: nil, fileID: fileID, line: line,
-            bufferingPolicy: bufferingPolicy, replayLatest: replayLatest,
+            bufferingPolicy: bufferingPolicy, priority: priority, replayLatest: replayLatest,
             handler: .async { note in try await handler(actor, note) })
     }
 
@@ -151,6 +160,8 @@ extension NotificationHub {
     ///   - owner: The object whose lifetime bounds the observation, held weakly.
     ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
     ///   - target: Where the calls are ordered and started.
+    ///   - priority: Among the observers of a post, higher priorities come first; equal ones keep
+    ///     registration order. The default is 0. See <doc:ThreadingAndDelivery#Priorities>.
     ///   - bufferingPolicy: What the observer's mailbox keeps when notifications arrive faster than
     ///     the handler runs: everything (``NotificationBufferingPolicy/unbounded``, the default), the
     ///     newest one (``NotificationBufferingPolicy/latest``), or at most *n*. See
@@ -166,6 +177,7 @@ extension NotificationHub {
         owner: Owner,
         from subject: AnyObject? = nil,
         on target: DeliveryTarget,
+        priority: Int = 0,
         bufferingPolicy: NotificationBufferingPolicy = .unbounded,
         replayLatest: Bool = false,
         fileID: StaticString = #fileID,
@@ -174,7 +186,7 @@ extension NotificationHub {
     ) -> ObservationToken {
         register(
             target: target, subject: subject, owner: owner, fileID: fileID, line: line,
-            bufferingPolicy: bufferingPolicy, replayLatest: replayLatest,
+            bufferingPolicy: bufferingPolicy, priority: priority, replayLatest: replayLatest,
             handler: .async { [weak owner] note in
                 guard let owner else { return }
                 try await handler(owner, note)
@@ -195,6 +207,8 @@ extension NotificationHub {
     ///   - owner: The object whose lifetime bounds the observation, held weakly.
     ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
     ///   - mainActor: `MainActor.shared`.
+    ///   - priority: Among the observers of a post, higher priorities come first; equal ones keep
+    ///     registration order. The default is 0. See <doc:ThreadingAndDelivery#Priorities>.
     ///   - bufferingPolicy: What the observer's mailbox keeps when notifications arrive faster than
     ///     the handler runs: everything (``NotificationBufferingPolicy/unbounded``, the default), the
     ///     newest one (``NotificationBufferingPolicy/latest``), or at most *n*. See
@@ -210,6 +224,7 @@ extension NotificationHub {
         owner: Owner,
         from subject: AnyObject? = nil,
         on mainActor: MainActor,
+        priority: Int = 0,
         bufferingPolicy: NotificationBufferingPolicy = .unbounded,
         replayLatest: Bool = false,
         fileID: StaticString = #fileID,
@@ -218,7 +233,7 @@ extension NotificationHub {
     ) -> ObservationToken {
         register(
             target: .mainQueue, subject: subject, owner: owner, fileID: fileID, line: line,
-            bufferingPolicy: bufferingPolicy, replayLatest: replayLatest,
+            bufferingPolicy: bufferingPolicy, priority: priority, replayLatest: replayLatest,
             handler: .async { [weak owner] note in
                 guard let owner else { return }
                 try await handler(owner, note)

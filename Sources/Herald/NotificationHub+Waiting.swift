@@ -258,7 +258,7 @@ extension NotificationHub {
         _ payload: UnsafeRawPointer, of type: any TypedNotification.Type, subject: AnyObject?, wait: PostWait
     ) {
         let reached =
-            core.registry.snapshot(for: ObjectIdentifier(type)).map {
+            core.registry.snapshot(of: type, payload: payload).map {
                 core.scan($0, payload, subject: subject, wait: wait)
             } ?? false
         if !reached { core.noteUnobserved(type, hadSubject: subject != nil) }

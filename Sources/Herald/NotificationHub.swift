@@ -53,6 +53,8 @@ public final class NotificationHub: Sendable {
     ///     The hub holds it weakly; when it is deallocated, the observation ends.
     ///   - target: Where the handler runs. The default, ``DeliveryTarget/posting``, runs it
     ///     synchronously inside `post`.
+    ///   - priority: Among the observers of a post, higher priorities come first; equal ones keep
+    ///     registration order. The default is 0. See <doc:ThreadingAndDelivery#Priorities>.
     ///   - bufferingPolicy: What the observer's mailbox keeps when notifications arrive faster than
     ///     the handler runs: everything (``NotificationBufferingPolicy/unbounded``, the default), the
     ///     newest one (``NotificationBufferingPolicy/latest``), or at most *n*. See
@@ -71,6 +73,7 @@ public final class NotificationHub: Sendable {
         _ type: N.Type,
         from subject: AnyObject? = nil,
         on target: DeliveryTarget = .posting,
+        priority: Int = 0,
         bufferingPolicy: NotificationBufferingPolicy = .unbounded,
         replayLatest: Bool = false,
         fileID: StaticString = #fileID,
@@ -78,7 +81,7 @@ public final class NotificationHub: Sendable {
         _ handler: @escaping @Sendable (N) throws -> Void
     ) -> ObservationToken {
         register(
-            target: target, subject: subject, owner: nil, fileID: fileID, line: line, bufferingPolicy: bufferingPolicy,
+            target: target, subject: subject, owner: nil, fileID: fileID, line: line, bufferingPolicy: bufferingPolicy, priority: priority,
             replayLatest: replayLatest,
             handler: .plain(handler))
     }
@@ -97,6 +100,8 @@ public final class NotificationHub: Sendable {
     ///   - type: The notification type to observe.
     ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
     ///   - mainActor: `MainActor.shared`.
+    ///   - priority: Among the observers of a post, higher priorities come first; equal ones keep
+    ///     registration order. The default is 0. See <doc:ThreadingAndDelivery#Priorities>.
     ///   - bufferingPolicy: What the observer's mailbox keeps when notifications arrive faster than
     ///     the handler runs: everything (``NotificationBufferingPolicy/unbounded``, the default), the
     ///     newest one (``NotificationBufferingPolicy/latest``), or at most *n*. See
@@ -113,6 +118,7 @@ public final class NotificationHub: Sendable {
         _ type: N.Type,
         from subject: AnyObject? = nil,
         on mainActor: MainActor,
+        priority: Int = 0,
         bufferingPolicy: NotificationBufferingPolicy = .unbounded,
         replayLatest: Bool = false,
         fileID: StaticString = #fileID,
@@ -121,7 +127,7 @@ public final class NotificationHub: Sendable {
     ) -> ObservationToken {
         register(
             target: .mainQueue, subject: subject, owner: nil, fileID: fileID, line: line,
-            bufferingPolicy: bufferingPolicy, replayLatest: replayLatest,
+            bufferingPolicy: bufferingPolicy, priority: priority, replayLatest: replayLatest,
             handler: .plain { note in try MainActor.assumeIsolated { try handler(note) } }
         )
     }
@@ -139,6 +145,8 @@ public final class NotificationHub: Sendable {
     ///   - type: The notification type to observe.
     ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
     ///   - actor: The actor to deliver on. The hub retains it for as long as the observation lasts.
+    ///   - priority: Among the observers of a post, higher priorities come first; equal ones keep
+    ///     registration order. The default is 0. See <doc:ThreadingAndDelivery#Priorities>.
     ///   - bufferingPolicy: What the observer's mailbox keeps when notifications arrive faster than
     ///     the handler runs: everything (``NotificationBufferingPolicy/unbounded``, the default), the
     ///     newest one (``NotificationBufferingPolicy/latest``), or at most *n*. See
@@ -155,6 +163,7 @@ public final class NotificationHub: Sendable {
         _ type: N.Type,
         from subject: AnyObject? = nil,
         on actor: A,
+        priority: Int = 0,
         bufferingPolicy: NotificationBufferingPolicy = .unbounded,
         replayLatest: Bool = false,
         fileID: StaticString = #fileID,
@@ -163,7 +172,7 @@ public final class NotificationHub: Sendable {
     ) -> ObservationToken {
         register(
             target: DeliveryTarget(kind: .actor(actor)), subject: subject, owner: nil, fileID: fileID, line: line,
-            bufferingPolicy: bufferingPolicy, replayLatest: replayLatest,
+            bufferingPolicy: bufferingPolicy, priority: priority, replayLatest: replayLatest,
             handler: .plain { note in try actor.assumeIsolated { actor in try handler(actor, note) } }
         )
     }
@@ -185,6 +194,8 @@ public final class NotificationHub: Sendable {
     ///   - owner: The object whose lifetime bounds the observation.
     ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
     ///   - target: Where the handler runs.
+    ///   - priority: Among the observers of a post, higher priorities come first; equal ones keep
+    ///     registration order. The default is 0. See <doc:ThreadingAndDelivery#Priorities>.
     ///   - bufferingPolicy: What the observer's mailbox keeps when notifications arrive faster than
     ///     the handler runs: everything (``NotificationBufferingPolicy/unbounded``, the default), the
     ///     newest one (``NotificationBufferingPolicy/latest``), or at most *n*. See
@@ -204,6 +215,7 @@ public final class NotificationHub: Sendable {
         owner: Owner,
         from subject: AnyObject? = nil,
         on target: DeliveryTarget = .posting,
+        priority: Int = 0,
         bufferingPolicy: NotificationBufferingPolicy = .unbounded,
         replayLatest: Bool = false,
         fileID: StaticString = #fileID,
@@ -212,7 +224,7 @@ public final class NotificationHub: Sendable {
     ) -> ObservationToken {
         register(
             target: target, subject: subject, owner: owner, fileID: fileID, line: line,
-            bufferingPolicy: bufferingPolicy, replayLatest: replayLatest,
+            bufferingPolicy: bufferingPolicy, priority: priority, replayLatest: replayLatest,
             handler: .plain { [weak owner] note in
                 guard let owner else { return }
                 try handler(owner, note)
@@ -227,6 +239,8 @@ public final class NotificationHub: Sendable {
     ///   - owner: The object whose lifetime bounds the observation, held weakly.
     ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
     ///   - mainActor: `MainActor.shared`.
+    ///   - priority: Among the observers of a post, higher priorities come first; equal ones keep
+    ///     registration order. The default is 0. See <doc:ThreadingAndDelivery#Priorities>.
     ///   - bufferingPolicy: What the observer's mailbox keeps when notifications arrive faster than
     ///     the handler runs: everything (``NotificationBufferingPolicy/unbounded``, the default), the
     ///     newest one (``NotificationBufferingPolicy/latest``), or at most *n*. See
@@ -245,6 +259,7 @@ public final class NotificationHub: Sendable {
         owner: Owner,
         from subject: AnyObject? = nil,
         on mainActor: MainActor,
+        priority: Int = 0,
         bufferingPolicy: NotificationBufferingPolicy = .unbounded,
         replayLatest: Bool = false,
         fileID: StaticString = #fileID,
@@ -253,7 +268,7 @@ public final class NotificationHub: Sendable {
     ) -> ObservationToken {
         register(
             target: .mainQueue, subject: subject, owner: owner, fileID: fileID, line: line,
-            bufferingPolicy: bufferingPolicy, replayLatest: replayLatest,
+            bufferingPolicy: bufferingPolicy, priority: priority, replayLatest: replayLatest,
             handler: .plain { [weak owner] note in
                 guard let owner else { return }
                 try MainActor.assumeIsolated { try handler(owner, note) }
@@ -268,6 +283,7 @@ public final class NotificationHub: Sendable {
         fileID: StaticString,
         line: UInt,
         bufferingPolicy: NotificationBufferingPolicy = .unbounded,
+        priority: Int = 0,
         replayLatest: Bool = false,
         handler: Handler<N>
     ) -> ObservationToken {
@@ -278,7 +294,7 @@ public final class NotificationHub: Sendable {
         let observer = observerClass.init(
             core: core, target: target, filters: filters,
             location: SourceLocation(fileID: fileID, line: UInt32(clamping: line)), handler: handler,
-            bufferingPolicy: bufferingPolicy
+            bufferingPolicy: bufferingPolicy, priority: priority
         )
         if replayLatest {
             core.addReplaying(observer)
@@ -323,7 +339,7 @@ public final class NotificationHub: Sendable {
     /// Not API: it exists so that ``post(_:from:)`` can be inlined into its caller.
     @usableFromInline
     func _post(_ payload: UnsafeRawPointer, of type: any TypedNotification.Type, from subject: AnyObject?) {
-        if !core.post(payload, key: ObjectIdentifier(type), subject: subject) {
+        if !core.post(payload, type: type, subject: subject) {
             core.noteUnobserved(type, hadSubject: subject != nil)
         }
     }

@@ -22,6 +22,11 @@ final class Lane<N: TypedNotification>: Sendable {
     let layout = ItemQueue.Layout(of: N.self)
     /// The mailbox policy and its counts; `nil` for an unbounded mailbox.
     let policy: MailboxPolicy?
+    /// The observer's priority: among the observers of a post, higher ones come first.
+    let priority: Int
+    /// The family the observer receives, for an observer of a protocol, a class hierarchy or
+    /// every notification (see ``Family``).
+    let family: AnyFamily?
 
     private let mailbox = Lock(LaneMailbox())
     /// The number of waiters in `mailbox.helpers`, read without the lock by ``helpers``.
@@ -30,9 +35,11 @@ final class Lane<N: TypedNotification>: Sendable {
     init(
         target: DeliveryTarget, filters: Filters?, contextual: (@Sendable (N, DeliveryContext) throws -> Void)?,
         stream: NotificationSequence<N>.Storage? = nil, asyncHandler: (@Sendable (N) async throws -> Void)? = nil,
-        policy: MailboxPolicy? = nil
+        policy: MailboxPolicy? = nil, priority: Int = 0, family: AnyFamily? = nil
     ) {
         self.policy = policy
+        self.priority = priority
+        self.family = family
         self.stream = stream
         self.asyncHandler = asyncHandler
         self.target = target

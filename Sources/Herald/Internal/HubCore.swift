@@ -67,8 +67,10 @@ final class HubCore: Sendable {
 
     /// What every registered observer still has to do, in no particular order.
     func pendingDeliveries() -> [PendingDelivery] {
-        let snapshots = registry.state.withLock { state in state.types.buckets.compactMap { $0.snapshot() } }
-        var pending: [PendingDelivery] = []
+        let (snapshots, families) = registry.state.withLock { state in
+            (state.types.buckets.compactMap { $0.snapshot() }, Array(state.families.observers))
+        }
+        var pending: [PendingDelivery] = families.compactMap(\.pendingDelivery)
         for snapshot in snapshots {
             snapshot.withObservers { queued, _ in
                 for observer in queued {
@@ -107,10 +109,44 @@ final class HubCore: Sendable {
                 entry.bucket = bucket
                 return bucket
             }
+            state.number(observer)
             return (bucket.add(observer), state.recordChange(of: key))
         }
         registry.didChange(change)
         withExtendedLifetime(replaced) {}  // released here, outside the locks
+    }
+
+    /// Makes `observer`, an observer of a family, visible to posts of every type of the family.
+    ///
+    /// Each type's cached snapshots are cleared, so the next post of a type finds out (once per
+    /// family type) whether it belongs to the family, and includes the observer if it does.
+    func addFamily(_ observer: AnyObserver) {
+        let changes = registry.state.withLock { state in
+            state.number(observer)
+            state.families.append(observer)
+            state.familyGeneration += 1
+            return state.recordChangeOfEveryType()
+        }
+        for change in changes { registry.didChange(change) }
+    }
+
+    /// Ends the registration of `observer`, an observer of a family: it and its stand-ins among
+    /// the observers of each type are released after the locks.
+    func removeFamily(_ observer: AnyObserver) {
+        let (released, changes) = registry.state.withLock { state -> ([any Sendable], [Registry.Change]) in
+            guard let removed = state.families.remove(observer) else { return ([], []) }
+            state.familyGeneration += 1
+            var released: [any Sendable] = [removed]
+            var changes: [Registry.Change] = []
+            for key in state.types.keys {
+                guard let dropped = state.bucket(key)?.dropMembers(of: observer), !dropped.isEmpty else { continue }
+                released += dropped
+                changes.append(state.recordChange(of: key))
+            }
+            return (released, changes)
+        }
+        for change in changes { registry.didChange(change) }
+        withExtendedLifetime(released) {}  // released here, outside the locks
     }
 
     /// Ends `observer`'s registration, so that the hub no longer holds its handler, nor anything
@@ -140,7 +176,11 @@ final class HubCore: Sendable {
     func observers<N: TypedNotification>(of type: N.Type) -> [Observer<N>] {
         guard let snapshot = snapshot(of: type) else { return [] }
         let all = snapshot.withObservers { queued, posting in
-            (Array(posting) + Array(queued)).map { unsafeDowncast($0.takeUnretainedValue(), to: Observer<N>.self) }
+            (Array(posting) + Array(queued)).compactMap { unmanaged -> Observer<N>? in
+                let observer = unmanaged.takeUnretainedValue()
+                // Family observers' stand-ins are not registrations of this type.
+                return observer.familyObserver == nil ? unsafeDowncast(observer, to: Observer<N>.self) : nil
+            }
         }
         return all.filter { !$0.isCancelled }
     }
@@ -148,9 +188,12 @@ final class HubCore: Sendable {
     /// Drops every registration and retained value; used when the hub is deallocated.
     func removeAll() {
         let released = registry.state.withLock { state -> [any Sendable] in
-            defer { state.types = TypeTable() }
+            defer {
+                state.types = TypeTable()
+                state.families = ObserverList()
+            }
             state.generation += 1
-            return state.types.buckets.flatMap { $0.removeAll() }
+            return state.types.buckets.flatMap { $0.removeAll() } + [Box(state.families)]
         }
         registry.clearShards()
         withExtendedLifetime(released) {}  // released here, outside the locks

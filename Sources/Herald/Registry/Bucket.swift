@@ -15,6 +15,16 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `Registry.state`'s
     @exclusivity(unchecked) private var published: ObserverSnapshot?
     /// Whether a post shard holds `published` itself (the other shards hold copies).
     @exclusivity(unchecked) private var publishedInShard = false
+    /// The number of observers with a priority other than 0; while it is 0, the lists are
+    /// already in the order posts call them.
+    @exclusivity(unchecked) private var prioritizedCount = 0
+    /// The stand-ins (``Member``) of the family observers whose family this type belongs to.
+    @exclusivity(unchecked) private(set) var members: [AnyObserver] = []
+    /// The registry's family generation that `members` reflects (see ``updateMembers(families:generation:sample:)``).
+    @exclusivity(unchecked) private var membersGeneration: UInt64 = 0
+    /// Whether this type belongs to a family, per family type: decided once, from the first
+    /// notification of this type posted after the family's first observer was registered.
+    @exclusivity(unchecked) private var memberships: [ObjectIdentifier: Bool] = [:]
 
     /// Whether the type has no observers.
     var isEmpty: Bool { queued.count == 0 && posting.count == 0 }
@@ -28,6 +38,7 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `Registry.state`'s
         } else {
             queued.append(observer)
         }
+        if observer.priority != 0 { prioritizedCount += 1 }
         return unpublish()
     }
 
@@ -42,6 +53,7 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `Registry.state`'s
     func remove(_ observer: AnyObserver) -> (AnyObserver, ObserverSnapshot?)? {
         let removed = observer.isPosting ? posting.remove(observer) : queued.remove(observer)
         guard let removed else { return nil }
+        if removed.priority != 0 { prioritizedCount -= 1 }
         return (removed, unpublish())
     }
 
@@ -57,10 +69,83 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `Registry.state`'s
     /// there are none.
     func snapshot() -> ObserverSnapshot? {
         if let published { return published }
-        guard !isEmpty else { return nil }
-        let snapshot = ObserverSnapshot(queued: queued.observers, posting: posting.observers)
+        guard !isEmpty || !members.isEmpty else { return nil }
+        let snapshot: ObserverSnapshot
+        if members.isEmpty && prioritizedCount == 0 {
+            snapshot = ObserverSnapshot(queued: queued.observers, posting: posting.observers)
+        } else {
+            // Family observers and priorities: merge into the order posts promise.
+            let all = (Array(queued.observers) + Array(posting.observers) + members).sorted { $0.sortKey < $1.sortKey }
+            snapshot = ObserverSnapshot(queued: all.lazy.filter { !$0.isPosting }, posting: all.lazy.filter(\.isPosting))
+        }
         published = snapshot
         return snapshot
+    }
+
+    // MARK: Families
+
+    /// Brings ``members`` up to date with the registry's family observers: drops the stand-ins of
+    /// observers that are gone and adds one for each new family observer whose family this type
+    /// belongs to. A family this type was never checked against is decided from `sample`, a
+    /// notification of this type; without one, it stays undecided until the next call.
+    ///
+    /// - Returns: The stand-ins and the snapshot it let go of, to release after the lock.
+    func updateMembers(
+        families: ObserverList, generation: UInt64, sample: UnsafeRawPointer?
+    ) -> [any Sendable] {
+        guard membersGeneration != generation else { return [] }
+        let live = Set(families.observers.map(ObjectIdentifier.init))
+        var kept: [AnyObserver] = []
+        var released: [any Sendable] = []
+        for member in members {
+            if let observer = member.familyObserver, live.contains(ObjectIdentifier(observer)) {
+                kept.append(member)
+            } else {
+                released.append(member)
+            }
+        }
+        let present = Set(kept.compactMap { $0.familyObserver.map(ObjectIdentifier.init) })
+        var isComplete = true
+        for observer in families.observers where !present.contains(ObjectIdentifier(observer)) {
+            guard let family = observer.family else { continue }
+            let belongs: Bool
+            if family.isTap {
+                belongs = true
+            } else if let known = memberships[family.key] {
+                belongs = known
+            } else if let sample {
+                belongs = contains(sample, in: family)
+                memberships[family.key] = belongs
+            } else {
+                isComplete = false
+                continue
+            }
+            if belongs { kept.append(member(of: family, for: observer)) }
+        }
+        if isComplete { membersGeneration = generation }
+        if kept.count != members.count || !released.isEmpty {
+            members = kept
+            if let snapshot = unpublish() { released.append(snapshot) }
+        }
+        return released
+    }
+
+    /// Drops the stand-in of `observer`, a family observer whose registration ended.
+    ///
+    /// - Returns: What it let go of, to release after the lock; empty if this type had none.
+    func dropMembers(of observer: AnyObserver) -> [any Sendable] {
+        guard let index = members.firstIndex(where: { $0.familyObserver === observer }) else { return [] }
+        var released: [any Sendable] = [members.remove(at: index)]
+        if let snapshot = unpublish() { released.append(snapshot) }
+        return released
+    }
+
+    /// Whether the type, whose notification `sample` is, belongs to `family`.
+    func contains(_ sample: UnsafeRawPointer, in family: AnyFamily) -> Bool { false }
+
+    /// A stand-in of the family observer `observer` among this type's observers.
+    func member(of family: AnyFamily, for observer: AnyObserver) -> AnyObserver {
+        fatalError("AnyBucket is abstract")
     }
 
     /// The snapshot for a post shard to cache: the published one for the first shard, a copy
@@ -81,8 +166,9 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `Registry.state`'s
             queued = ObserverList()
             posting = ObserverList()
             published = nil
+            members = []
         }
-        return [Box(queued), Box(posting), published]
+        return [Box(queued), Box(posting), published, Box(members)]
     }
 }
 
@@ -90,6 +176,14 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `Registry.state`'s
 final class Bucket<N: TypedNotification>: AnyBucket, @unchecked Sendable {  // See AnyBucket.
     /// The retained (sticky) values of this type, per subject. They outlive the observers.
     var retained = RetainedValues<N>()
+
+    override func contains(_ sample: UnsafeRawPointer, in family: AnyFamily) -> Bool {
+        family.contains(sample.assumingMemoryBound(to: N.self))
+    }
+
+    override func member(of family: AnyFamily, for observer: AnyObserver) -> AnyObserver {
+        family.member(of: N.self, for: observer)
+    }
 
     override func removeAll() -> [any Sendable] {
         let values = retained

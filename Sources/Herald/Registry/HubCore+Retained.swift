@@ -18,11 +18,15 @@ extension HubCore {
 
     /// Stores `value` as the retained value for `subject` and returns the observers it reaches.
     func retainAndSnapshot<N: TypedNotification>(_ value: N, subject: AnyObject?) -> ObserverSnapshot? {
-        let (snapshot, released) = registry.state.withLock { state -> (ObserverSnapshot?, [N]) in
-            let bucket = bucket(of: N.self, in: &state)
-            let released = bucket.retained.store(value, subject: subject)
-            return (bucket.snapshot(), released)
+        let (snapshot, released, members) = withUnsafePointer(to: value) { sample in
+            registry.state.withLock { state -> (ObserverSnapshot?, [N], [any Sendable]) in
+                let bucket = bucket(of: N.self, in: &state)
+                let released = bucket.retained.store(value, subject: subject)
+                let (_, members) = state.bucket(ObjectIdentifier(N.self), type: N.self, sample: sample)
+                return (bucket.snapshot(), released, members)
+            }
         }
+        withExtendedLifetime(members) {}  // released here, outside the lock
         withExtendedLifetime(released) {}  // released here, outside the lock
         return snapshot
     }
@@ -76,6 +80,7 @@ extension HubCore {
                     QueuedItem(notification: $0.value, subjectID: $0.subjectID, group: nil)
                 }
                 let (mustSchedule, dropped) = observer.preload(items)
+                state.number(observer)
                 let replaced = bucket.add(observer)
                 return (mustSchedule, dropped, replaced, state.recordChange(of: key))
             }
@@ -94,6 +99,7 @@ extension HubCore {
                 let latest = bucket.retained.lastSequence
                 let replays = bucket.retained.replays(matching: observer.filters, after: seen)
                 guard replays.isEmpty || round >= Self.maxReplayRounds else { return (replays, latest, nil, nil) }
+                state.number(observer)
                 let replaced = bucket.add(observer)
                 return (replays, latest, state.recordChange(of: key), replaced)
             }

@@ -16,6 +16,9 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
     /// it is in none. The index is written only under the registry lock; the flag only by
     /// ``markCancelled()``.
     @usableFromInline let state = Atomic<UInt32>(0)
+    /// The registration's place in the hub's registration order, numbered under the registry lock
+    /// when it is added; read only under that lock (see ``sortKey``).
+    final var sequenceNumber: UInt64 = 0
 
     /// `Flags` bits.
     @inline(__always)
@@ -46,12 +49,46 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
         static let isAsync: UInt8 = 1 << 5
         /// The lane has a mailbox policy other than unbounded (see ``MailboxPolicy``).
         static let hasPolicy: UInt8 = 1 << 6
+        /// A tap's stand-in among a type's observers: what it receives is not counted as
+        /// observed, and waiting posts do not wait for it.
+        static let isTap: UInt8 = 1 << 7
     }
 
     init(core: HubCore, location: SourceLocation, flags: UInt8) {
         self.core = core
         self.siteAndFlags = location.siteIndex << 8 | UInt32(flags)
     }
+
+    init(core: HubCore, siteAndFlags: UInt32) {
+        self.core = core
+        self.siteAndFlags = siteAndFlags
+    }
+
+    // MARK: Order
+
+    /// Where an observer comes among the observers of a post: higher priorities first, then in
+    /// registration order.
+    struct SortKey: Comparable {
+        let priority: Int
+        let sequence: UInt64
+
+        static func < (lhs: SortKey, rhs: SortKey) -> Bool {
+            lhs.priority != rhs.priority ? lhs.priority > rhs.priority : lhs.sequence < rhs.sequence
+        }
+    }
+
+    /// The observer's place among the observers of a post. Read under the registry lock.
+    var sortKey: SortKey { SortKey(priority: priority, sequence: sequenceNumber) }
+
+    /// The priority given at registration; 0 by default.
+    var priority: Int { 0 }
+
+    /// For a family observer's stand-in among a type's observers (a ``Member``), the family
+    /// observer; otherwise `nil`.
+    var familyObserver: AnyObserver? { nil }
+
+    /// For a family observer, its family.
+    var family: AnyFamily? { nil }
 
     /// Where the observer was registered.
     var location: SourceLocation { SourceLocation.site(siteAndFlags >> 8) }
@@ -133,7 +170,7 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
     /// Calls the handler like ``deliver(_:subjectID:)`` if the observer accepts a post with
     /// `subject`; returns whether it did.
     @usableFromInline
-    final func deliverIfAccepted(_ payload: UnsafeRawPointer, subject: AnyObject?) -> Bool {
+    func deliverIfAccepted(_ payload: UnsafeRawPointer, subject: AnyObject?) -> Bool {
         guard accepts(subject) else { return false }
         deliver(payload, subjectID: subject.map(ObjectIdentifier.init))
         return true
@@ -217,7 +254,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
 
     init(
         core: HubCore, target: DeliveryTarget, filters: Filters?, location: SourceLocation, handler: Handler<N>,
-        bufferingPolicy: NotificationBufferingPolicy = .unbounded
+        bufferingPolicy: NotificationBufferingPolicy = .unbounded, priority: Int = 0, family: AnyFamily? = nil
     ) {
         var flags: UInt8 = 0
         if filters != nil { flags |= Flags.hasFilters }
@@ -230,18 +267,24 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
             if target.isPosting { flags |= Flags.isPosting }
             self.handler = body
             self.extras =
-                target.isPosting && filters == nil
-                ? nil : Lane(target: target, filters: filters, contextual: nil, policy: policy)
+                target.isPosting && filters == nil && priority == 0 && family == nil
+                ? nil
+                : Lane(
+                    target: target, filters: filters, contextual: nil, policy: policy, priority: priority,
+                    family: family)
         case .contextual(let body):
             if target.isPosting { flags |= Flags.isPosting }
             flags |= Flags.isContextual
             self.handler = { _ in }
-            self.extras = Lane(target: target, filters: filters, contextual: body, policy: policy)
+            self.extras = Lane(
+                target: target, filters: filters, contextual: body, policy: policy, priority: priority, family: family)
         case .async(let body):
             // Even on the posting thread an async handler has a lane: it orders the calls.
             flags |= Flags.isAsync
             self.handler = { _ in }
-            self.extras = Lane(target: target, filters: filters, contextual: nil, asyncHandler: body, policy: policy)
+            self.extras = Lane(
+                target: target, filters: filters, contextual: nil, asyncHandler: body, policy: policy,
+                priority: priority, family: family)
         }
         super.init(core: core, location: location, flags: flags)
     }
@@ -259,6 +302,8 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     override var target: DeliveryTarget { extras?.target ?? .posting }
 
     override func makeBucket() -> AnyBucket { Bucket<N>() }
+    override var priority: Int { extras?.priority ?? 0 }
+    override var family: AnyFamily? { extras?.family }
     /// The `from:` subject and `owner:`, if any.
     var filters: Filters? { extras?.filters }
     /// The mailbox, for an observer on an asynchronous target.
@@ -277,7 +322,11 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     /// - Returns: The number of items dropped.
     @discardableResult
     private func end(leaving outcome: DeliveryOutcome) -> Int {
-        core.remove(self)
+        if family != nil {
+            core.removeFamily(self)
+        } else {
+            core.remove(self)
+        }
         if let stream { stream.finish() }
         guard let lane else { return 0 }
         var dropped = lane.close()
@@ -380,10 +429,16 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         let location = self.location
         return ObserverFailure(
             error: error,
-            notificationType: String(describing: N.self),
+            notificationType: Self.typeName,
             fileID: location.fileString,
             line: Int(location.line)
         )
+    }
+
+    /// The name of the observed type, for reports: the family's (such as `any AnalyticsEvent`)
+    /// for a family observer.
+    static var typeName: String {
+        (N.self as? any FamilyDeliveryProtocol.Type)?.familyName ?? String(describing: N.self)
     }
 
     // MARK: Calling the handler
@@ -608,7 +663,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         guard state.isBusy else { return nil }
         let location = self.location
         return PendingDelivery(
-            notificationType: String(describing: N.self), fileID: location.fileString, line: Int(location.line),
+            notificationType: Self.typeName, fileID: location.fileString, line: Int(location.line),
             target: target, queuedCount: state.count, isHandlerRunning: state.isSuspended,
             waitsForTarget: state.waitsForTarget)
     }

@@ -30,13 +30,13 @@ extension HubCore {
     /// Delivers a fire-and-forget post.
     ///
     /// - Parameters:
-    ///   - payload: The notification, of the type whose identity is `key`.
-    ///   - key: `ObjectIdentifier` of the notification type.
+    ///   - payload: The notification, of type `type`.
+    ///   - type: The notification type.
     ///   - subject: The post's subject.
-    /// - Returns: Whether the post reached at least one observer.
+    /// - Returns: Whether the post reached at least one observer (a tap does not count).
     @inline(__always)
-    func post(_ payload: UnsafeRawPointer, key: ObjectIdentifier, subject: AnyObject?) -> Bool {
-        guard let snapshot = registry.snapshot(for: key) else { return false }
+    func post(_ payload: UnsafeRawPointer, type: any TypedNotification.Type, subject: AnyObject?) -> Bool {
+        guard let snapshot = registry.snapshot(of: type, payload: payload) else { return false }
         return scan(snapshot, payload, subject: subject, wait: nil)
     }
 
@@ -87,6 +87,11 @@ extension HubCore {
             for observer in posting {
                 observer._withUnsafeGuaranteedRef { observer in
                     guard observer.accepts(subject) else { return }
+                    if observer.flags & AnyObserver.Flags.isTap != 0 {
+                        // A tap sees the post, but the post neither waits for nor reports it.
+                        observer.deliver(payload, subjectID: subjectID)
+                        return
+                    }
                     reached = true
                     wait.report.deliveredCount += 1
                     if let failure = observer.deliverReporting(payload, subjectID: subjectID) {
@@ -108,6 +113,11 @@ extension HubCore {
     ) -> Bool {
         unmanaged._withUnsafeGuaranteedRef { observer in
             guard observer.accepts(subject) else { return false }
+            if observer.flags & AnyObserver.Flags.isTap != 0 {
+                // A tap sees the post, but the post is not observed for it, nor waits for it.
+                _ = observer.enqueue(payload, subjectID: subjectID, group: nil, hold: hold)
+                return false
+            }
             guard let wait else {
                 return observer.enqueue(payload, subjectID: subjectID, group: nil, hold: hold) != .refused
             }

@@ -31,6 +31,42 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
         var types = TypeTable()
         /// Incremented by every change of any bucket's observers.
         var generation: UInt64 = 0
+        /// The observers of families (protocols, class hierarchies, every notification), in
+        /// registration order. Each type's bucket keeps stand-ins for those whose family it belongs
+        /// to (see ``AnyBucket/members``).
+        var families = ObserverList()
+        /// Incremented whenever `families` changes.
+        var familyGeneration: UInt64 = 0
+        /// The sequence number of the latest registration.
+        private var lastSequence: UInt64 = 0
+
+        /// Numbers a new registration, in registration order.
+        mutating func number(_ observer: AnyObserver) {
+            lastSequence += 1
+            observer.sequenceNumber = lastSequence
+        }
+
+        /// The bucket of `key`, with its family stand-ins brought up to date.
+        ///
+        /// When families are registered, a type that has no bucket yet gets one (if `type` is
+        /// given), so that its membership can be cached; `sample`, a notification of the type,
+        /// decides the families it was never checked against.
+        ///
+        /// - Returns: The bucket, and what the update let go of, to release after the lock.
+        mutating func bucket(
+            _ key: ObjectIdentifier, type: (any TypedNotification.Type)?, sample: UnsafeRawPointer?
+        ) -> (AnyBucket?, [any Sendable]) {
+            guard families.count > 0 else { return (bucket(key), []) }
+            let existing = bucket(key)
+            guard let bucket = existing ?? type.map({ makeBucket(for: $0) }) else { return (nil, []) }
+            if existing == nil { types.withEntry(key) { $0.bucket = bucket } }
+            return (bucket, bucket.updateMembers(families: families, generation: familyGeneration, sample: sample))
+        }
+
+        /// Numbers a change of every type's observers (a family observer came or went).
+        mutating func recordChangeOfEveryType() -> [Change] {
+            types.keys.map { recordChange(of: $0) }
+        }
 
         /// The bucket of the type whose identity is `key`, if it has one.
         @inline(__always)
@@ -79,26 +115,30 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
         shardRefs.deallocate()
     }
 
-    /// The snapshot of the observers of type `key` that a post scans, or `nil` if there are none.
+    /// The snapshot of the observers of `type` that a post of the notification at `payload` scans,
+    /// or `nil` if there are none.
     @inline(__always)
-    func snapshot(for key: ObjectIdentifier) -> ObserverSnapshot? {
+    func snapshot(of type: any TypedNotification.Type, payload: UnsafeRawPointer) -> ObserverSnapshot? {
+        let key = ObjectIdentifier(type)
         let index = Self.shardIndex()
         let cached = shardRefs[index]._withUnsafeGuaranteedRef { $0.table.withLock { $0.lookup(key) } }
         if cached.isHit { return cached.snapshot }
-        return fill(index, key)
+        return fill(index, key, type, payload)
     }
 
-    /// Reads the registry's snapshot of `key` and caches a copy in shard `index`.
+    /// Reads the registry's snapshot of `key` and caches a copy in shard `index`. `payload`, a
+    /// notification of the type, decides which families it belongs to, if that is not known yet.
     @inline(never)
-    private func fill(_ index: Int, _ key: ObjectIdentifier) -> ObserverSnapshot? {
+    private func fill(
+        _ index: Int, _ key: ObjectIdentifier, _ type: any TypedNotification.Type, _ payload: UnsafeRawPointer
+    ) -> ObserverSnapshot? {
         let shard = shards[index]
-        let (generation, snapshot) = state.withLock { state in
-            let bucket = state.types.withEntry(key) { entry in
-                entry.cachedShards |= 1 << UInt64(index)
-                return entry.bucket
-            }
-            return (state.generation, bucket?.snapshotForShard())
+        let (generation, snapshot, released) = state.withLock { state in
+            state.types.withEntry(key) { entry in entry.cachedShards |= 1 << UInt64(index) }
+            let (bucket, released) = state.bucket(key, type: type, sample: payload)
+            return (state.generation, bucket?.snapshotForShard(), released)
         }
+        withExtendedLifetime(released) {}  // released here, after the lock
         let replaced = shard.table.withLock { $0.store(snapshot, for: key, generation: generation) }
         withExtendedLifetime(replaced) {}  // released here, after the lock
         return snapshot
@@ -214,6 +254,13 @@ struct TypeTable: @unchecked Sendable {  // Lives behind the registry lock.
 
     /// Every bucket.
     var buckets: [AnyBucket] { entries.compactMap(\.bucket) }
+
+    /// The identity of every type with an entry.
+    var keys: [ObjectIdentifier] {
+        entries.compactMap { entry in
+            entry.key == 0 ? nil : unsafeBitCast(entry.key, to: ObjectIdentifier.self)
+        }
+    }
 }
 
 /// A table from notification type to the snapshot a shard caches, with the generation of the
@@ -303,4 +350,9 @@ struct SnapshotTable: @unchecked Sendable {  // Lives behind a shard's lock.
         count += 1
         return index
     }
+}
+
+/// A new, empty bucket for notifications of `type`.
+private func makeBucket<N: TypedNotification>(for type: N.Type) -> AnyBucket {
+    Bucket<N>()
 }

@@ -1,0 +1,145 @@
+/// What the observer of a family receives: a posted notification, as the family's type.
+///
+/// A family observer (see ``NotificationHub/observe(every:from:on:priority:bufferingPolicy:fileID:line:_:)``
+/// and ``NotificationHub/observeAll(on:priority:bufferingPolicy:fileID:line:_:)``) is an ordinary
+/// observer of this type: one lane, one handler. What a post of a concrete type hands it is
+/// converted into this value on the way in (see ``Member``).
+struct FamilyDelivery<Value: Sendable>: TypedNotification, FamilyDeliveryProtocol {
+    static var familyName: String { String(describing: Value.self) }
+
+    let value: Value
+    /// The posted notification's own type.
+    let type: any TypedNotification.Type
+    /// The identity of the post's subject, if it had one.
+    let subjectID: ObjectIdentifier?
+}
+
+/// What reports ask of a ``FamilyDelivery`` without knowing its family.
+protocol FamilyDeliveryProtocol {
+    /// The family's name, such as `any AnalyticsEvent`.
+    static var familyName: String { get }
+}
+
+/// The type-independent side of a family: which posted types belong to it, and the adapters that
+/// bring their posts to a family observer.
+///
+/// Every family observer's lane holds one (see ``Lane/family``). The registry asks it, once per
+/// concrete notification type, whether that type belongs to the family, and caches the answer in
+/// the type's bucket (see ``AnyBucket/members``).
+class AnyFamily: @unchecked Sendable {  // Immutable.
+    /// The identity of the family's type (`(any AnalyticsEvent).self`, for example): the key of
+    /// the cached answers.
+    let key: ObjectIdentifier
+    /// Whether this is a tap (see ``NotificationHub/observeAll(on:priority:bufferingPolicy:fileID:line:_:)``):
+    /// every type belongs to it, and its deliveries neither count as observed nor are waited for.
+    let isTap: Bool
+
+    init(key: ObjectIdentifier, isTap: Bool) {
+        self.key = key
+        self.isTap = isTap
+    }
+
+    /// Whether notifications of type `N` belong to the family, decided from one of them.
+    ///
+    /// Called under the registry lock: it runs the runtime's cast, never user code. (A copy of
+    /// the value is made and dropped, but the poster still holds the original, so no `deinit`
+    /// can run.)
+    func contains<N: TypedNotification>(_ sample: UnsafePointer<N>) -> Bool { isTap }
+
+    /// A new adapter that brings posts of `N` to `observer`, this family's observer.
+    func member<N: TypedNotification>(of type: N.Type, for observer: AnyObserver) -> AnyObserver {
+        fatalError("AnyFamily is abstract")
+    }
+}
+
+/// The family of the notifications that can be cast to `Value`: a protocol's existential (every
+/// conforming type), a class (its subclasses), or `any TypedNotification` (every type, for taps).
+final class Family<Value: Sendable>: AnyFamily, @unchecked Sendable {  // Immutable.
+    init(isTap: Bool = false) {
+        super.init(key: ObjectIdentifier(Value.self), isTap: isTap)
+    }
+
+    override func contains<N: TypedNotification>(_ sample: UnsafePointer<N>) -> Bool {
+        isTap || sample.pointee is Value
+    }
+
+    override func member<N: TypedNotification>(of type: N.Type, for observer: AnyObserver) -> AnyObserver {
+        Member<N, Value>(family: unsafeDowncast(observer, to: Observer<FamilyDelivery<Value>>.self))
+    }
+}
+
+/// A family observer's stand-in among the observers of one concrete type `N`: posts of `N` scan
+/// it like any of their observers, and it converts each notification into a
+/// ``FamilyDelivery`` for the family observer's lane or handler.
+///
+/// It holds nothing of its own: cancellation, filters, target, lane and priority are the family
+/// observer's. The registry makes one per family observer and member type, and drops it when the
+/// family observer's registration ends.
+final class Member<N: TypedNotification, Value: Sendable>: AnyObserver, @unchecked Sendable {  // Immutable.
+    /// The family observer it stands in for.
+    let observer: Observer<FamilyDelivery<Value>>
+
+    init(family: Observer<FamilyDelivery<Value>>) {
+        self.observer = family
+        // Always "filtered": `accepts` then asks the family observer whether it was cancelled
+        // (see `filtersAreDead`), and the posting-thread loop never takes it for a plain observer.
+        var flags = family.flags | Flags.hasFilters
+        if observer.family?.isTap == true { flags |= Flags.isTap }
+        super.init(core: observer.core, siteAndFlags: observer.siteAndFlags & ~0xFF | UInt32(flags))
+    }
+
+    /// The notification at `payload`, as the family observer receives it; `nil` if it is not of
+    /// the family after all (an instance of a subclass decided the type's membership).
+    @inline(__always)
+    private func delivery(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) -> FamilyDelivery<Value>? {
+        guard let value = payload.assumingMemoryBound(to: N.self).pointee as? Value else { return nil }
+        return FamilyDelivery(value: value, type: N.self, subjectID: subjectID)
+    }
+
+    override var sortKey: SortKey { observer.sortKey }
+    override var familyObserver: AnyObserver? { observer }
+    override var target: DeliveryTarget { observer.target }
+    override var drainerThread: UInt { observer.drainerThread }
+    override var pendingDelivery: PendingDelivery? { nil }  // reported once, by the family observer
+    override var isCancelled: Bool { observer.isCancelled }
+    override var filtersAreDead: Bool { observer.isCancelled }
+    override func filtersMatch(_ subject: AnyObject?) -> Bool { observer.filtersMatch(subject) }
+    override func cancel() { observer.cancel() }
+
+    override func deliver(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) {
+        guard let delivery = delivery(payload, subjectID: subjectID) else { return }
+        withUnsafePointer(to: delivery) { observer.deliver(UnsafeRawPointer($0), subjectID: subjectID) }
+    }
+
+    override func deliverIfAccepted(_ payload: UnsafeRawPointer, subject: AnyObject?) -> Bool {
+        guard accepts(subject) else { return false }
+        deliver(payload, subjectID: subject.map(ObjectIdentifier.init))
+        return flags & Flags.isTap == 0
+    }
+
+    override func deliver(
+        to observers: UnsafeBufferPointer<Unmanaged<AnyObserver>>, _ payload: UnsafeRawPointer, subject: AnyObject?
+    ) -> Bool {
+        guard let first = observers.baseAddress else { return false }
+        return N._heraldDeliver(UnsafeRawPointer(first), count: observers.count, payload: payload, subject: subject)
+    }
+
+    override func deliverReporting(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) -> ObserverFailure? {
+        guard let delivery = delivery(payload, subjectID: subjectID) else { return nil }
+        return withUnsafePointer(to: delivery) { observer.deliverReporting(UnsafeRawPointer($0), subjectID: subjectID) }
+    }
+
+    override func enqueue(
+        _ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?, group: WaitGroup?, hold: UInt
+    ) -> EnqueueOutcome {
+        guard let delivery = delivery(payload, subjectID: subjectID) else { return .refused }
+        return withUnsafePointer(to: delivery) {
+            observer.enqueue(UnsafeRawPointer($0), subjectID: subjectID, group: group, hold: hold)
+        }
+    }
+
+    override func release(hold: UInt) { observer.release(hold: hold) }
+    override func drainInline() { observer.drainInline() }
+    override func attach(helper waiter: Waiter) { observer.attach(helper: waiter) }
+    override func detach(helper waiter: Waiter) { observer.detach(helper: waiter) }
+}
