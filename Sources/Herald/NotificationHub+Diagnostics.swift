@@ -62,18 +62,50 @@ extension NotificationHub {
     /// - Returns: One entry per live observation, posting-thread observers first, each group in
     ///   registration order.
     public func registrations<N: TypedNotification>(of type: N.Type) -> [Registration] {
-        core.observers(of: type).map { observer in
-            let counts = observer.discardedCounts
-            return Registration(
-                target: observer.target,
-                fileID: observer.location.fileString,
-                line: Int(observer.location.line),
-                hasSubject: observer.filters?.hasSubject ?? false,
-                hasOwner: observer.filters?.hasOwner ?? false,
-                bufferingPolicy: observer.bufferingPolicy,
-                replacedCount: counts.replaced,
-                droppedCount: counts.dropped
-            )
-        }
+        core.observers(of: type).map(Registration.init)
+    }
+
+    /// The number of live observations of the family `family` (see
+    /// ``observe(every:from:on:priority:bufferingPolicy:fileID:line:_:)-8r4vd``): those registered
+    /// with this very family type, not with another protocol its types may also conform to.
+    ///
+    /// - Parameter family: The family, such as `(any AnalyticsEvent).self`.
+    /// - Returns: The number of live observations of the family.
+    public func observerCount<Family: Sendable>(every family: Family.Type) -> Int {
+        core.familyObservers(key: ObjectIdentifier(family), taps: false).count
+    }
+
+    /// The live registrations of the family `family`, in registration order, like
+    /// ``registrations(of:)``.
+    ///
+    /// - Parameter family: The family, such as `(any AnalyticsEvent).self`.
+    /// - Returns: One entry per live observation registered with this very family type.
+    public func registrations<Family: Sendable>(every family: Family.Type) -> [Registration] {
+        core.familyObservers(key: ObjectIdentifier(family), taps: false).map(Registration.init)
+    }
+
+    /// The live taps (see ``observeAll(from:on:priority:bufferingPolicy:fileID:line:_:)-3u1ro``),
+    /// in registration order.
+    ///
+    /// - Returns: One entry per live tap.
+    public func tapRegistrations() -> [Registration] {
+        core.familyObservers(key: nil, taps: true).map(Registration.init)
+    }
+}
+
+extension Registration {
+    init(_ observer: AnyObserver) {
+        let counts = observer.discardedCounts
+        self.init(
+            target: observer.target,
+            fileID: observer.location.fileString,
+            line: Int(observer.location.line),
+            hasSubject: observer.filtersInfo.hasSubject,
+            hasOwner: observer.filtersInfo.hasOwner,
+            bufferingPolicy: observer.bufferingPolicy,
+            replacedCount: counts.replaced,
+            droppedCount: counts.dropped,
+            priority: observer.priority
+        )
     }
 }

@@ -45,4 +45,57 @@ extension NotificationHub {
             replayLatest: replayLatest,
             handler: .contextual(handler))
     }
+
+    /// Observes the family `Family` (see ``observe(every:from:on:priority:bufferingPolicy:fileID:line:_:)-8r4vd``)
+    /// with a handler that also learns the post's subject and the delivery target.
+    ///
+    /// - Parameters:
+    ///   - family: The family, such as `(any AnalyticsEvent).self`.
+    ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
+    ///   - target: Where the handler runs.
+    ///   - bufferingPolicy: What the observer's mailbox keeps. See ``NotificationBufferingPolicy``.
+    ///   - fileID: The file that registers; leave the default.
+    ///   - line: The line that registers; leave the default.
+    ///   - handler: The handler, given the notification and its ``DeliveryContext``.
+    /// - Returns: The observation.
+    @_spi(Testing)
+    public func observeWithContext<Family: Sendable>(
+        every family: Family.Type,
+        from subject: AnyObject? = nil,
+        on target: DeliveryTarget = .posting,
+        bufferingPolicy: NotificationBufferingPolicy = .unbounded,
+        fileID: StaticString = #fileID,
+        line: UInt = #line,
+        _ handler: @escaping @Sendable (Family, DeliveryContext) throws -> Void
+    ) -> ObservationToken {
+        registerFamily(
+            family, target: target, subject: subject, owner: nil, priority: 0, bufferingPolicy: bufferingPolicy,
+            fileID: fileID, line: line, handler: .contextual { delivery, context in try handler(delivery.value, context) })
+    }
+
+    /// Taps every notification (see ``observeAll(from:on:priority:bufferingPolicy:fileID:line:_:)-3u1ro``)
+    /// with a handler that also learns the delivery target.
+    ///
+    /// - Parameters:
+    ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
+    ///   - target: Where the handler runs.
+    ///   - bufferingPolicy: What the tap's mailbox keeps. See ``NotificationBufferingPolicy``.
+    ///   - fileID: The file that registers; leave the default.
+    ///   - line: The line that registers; leave the default.
+    ///   - handler: The handler, given the notification and its ``DeliveryContext``.
+    /// - Returns: The observation.
+    @_spi(Testing)
+    public func observeAllWithContext(
+        from subject: AnyObject? = nil,
+        on target: DeliveryTarget = .posting,
+        bufferingPolicy: NotificationBufferingPolicy = .unbounded,
+        fileID: StaticString = #fileID,
+        line: UInt = #line,
+        _ handler: @escaping @Sendable (PostedNotification, DeliveryContext) throws -> Void
+    ) -> ObservationToken {
+        registerFamily(
+            (any TypedNotification).self, isTap: true, target: target, subject: subject, owner: nil, priority: 0,
+            bufferingPolicy: bufferingPolicy, fileID: fileID, line: line,
+            handler: .contextual { delivery, context in try handler(PostedNotification(delivery), context) })
+    }
 }

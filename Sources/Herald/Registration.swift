@@ -18,12 +18,16 @@ public struct Registration: Sendable, Equatable, CustomStringConvertible {
     /// The notifications its bounded mailbox policy has dropped so far (see
     /// ``ObservationToken/droppedCount``).
     public let droppedCount: Int
+    /// The priority it was registered with (0 by default): among the observers of a post, higher
+    /// priorities come first.
+    public let priority: Int
 
     /// The registration's location, target, whether it has a subject or an owner, and its mailbox
     /// policy with what it discarded, unless it keeps everything.
     public var description: String {
         var text = "\(fileID):\(line) on \(target)\(hasSubject ? " from a subject" : "")"
         if hasOwner { text += " with an owner" }
+        if priority != 0 { text += " at priority \(priority)" }
         if bufferingPolicy != .unbounded {
             text += " buffering \(bufferingPolicy) (replaced \(replacedCount), dropped \(droppedCount))"
         }

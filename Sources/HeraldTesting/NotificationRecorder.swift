@@ -3,7 +3,7 @@ import Testing
 
 /// One notification captured by a ``NotificationRecorder``, with where it came from and where it
 /// was delivered.
-public struct RecordedNotification<N: TypedNotification>: Sendable {
+public struct RecordedNotification<N: Sendable>: Sendable {
     /// The notification.
     public let notification: N
     /// The identity of the subject it was posted with (`post(_:from:)`), or `nil` if none.
@@ -116,7 +116,7 @@ public struct NotificationRecorderError: Error, Sendable, Equatable, CustomStrin
 /// the order the recorder's observer received them (per posting thread, in post order). All
 /// properties and methods may be used from any thread. ``values`` and ``records`` list everything
 /// recorded; ``next(timeout:)`` consumes them one at a time, in that order.
-public final class NotificationRecorder<N: TypedNotification>: Sendable {
+public final class NotificationRecorder<N: Sendable>: Sendable {
     private struct State {
         var records: [RecordedNotification<N>] = []
         /// The index of the next record `next` returns.
@@ -479,6 +479,80 @@ extension NotificationHub {
             fileID: fileID, line: line
         ) { [weak recorder] note, context in
             recorder?.append(note, context: context)
+        }
+        recorder.attach(observation)
+        return recorder
+    }
+
+    /// Starts recording every notification of a family: every type that conforms to a protocol,
+    /// or every subclass of a class (see `observe(every:from:on:priority:bufferingPolicy:fileID:line:_:)`).
+    ///
+    /// ```swift
+    /// let events = hub.record(every: (any AnalyticsEvent).self)
+    /// checkout.pay(cents: 300)
+    /// #expect(events.values.map(\.name) == ["purchased"])
+    /// ```
+    ///
+    /// The recorder is one observer of the family, with one mailbox for every type: it records
+    /// the posts of one thread in order, across types.
+    ///
+    /// - Parameters:
+    ///   - family: The family, such as `(any AnalyticsEvent).self`.
+    ///   - subject: If not `nil`, only posts with this object as subject are recorded (held weakly).
+    ///   - target: Where the recorder's observer runs.
+    ///   - bufferingPolicy: The mailbox policy of the recorder's observer, as for `observe`.
+    ///   - fileID: The file that registers; leave the default.
+    ///   - line: The line that registers; leave the default.
+    /// - Returns: The recorder.
+    public func record<Family: Sendable>(
+        every family: Family.Type,
+        from subject: AnyObject? = nil,
+        on target: DeliveryTarget = .posting,
+        bufferingPolicy: NotificationBufferingPolicy = .unbounded,
+        fileID: StaticString = #fileID,
+        line: UInt = #line
+    ) -> NotificationRecorder<Family> {
+        let recorder = NotificationRecorder<Family>(target: target, bufferingPolicy: bufferingPolicy)
+        let observation = observeWithContext(
+            every: family, from: subject, on: target, bufferingPolicy: bufferingPolicy, fileID: fileID, line: line
+        ) { [weak recorder] value, context in
+            recorder?.append(value, context: context)
+        }
+        recorder.attach(observation)
+        return recorder
+    }
+
+    /// Starts recording every notification posted to this hub, of every type, as a tap does (see
+    /// `observeAll(from:on:priority:bufferingPolicy:fileID:line:_:)`).
+    ///
+    /// ```swift
+    /// let everything = hub.recordAll()
+    /// checkout.pay(cents: 300)
+    /// #expect(everything.values.map { "\($0.type)" } == ["Purchased", "ReceiptPrinted"])
+    /// ```
+    ///
+    /// Like a tap, the recorder does not make a post observed, and waiting posts do not wait for
+    /// it.
+    ///
+    /// - Parameters:
+    ///   - subject: If not `nil`, only posts with this object as subject are recorded (held weakly).
+    ///   - target: Where the recorder's observer runs.
+    ///   - bufferingPolicy: The mailbox policy of the recorder's observer, as for `observe`.
+    ///   - fileID: The file that registers; leave the default.
+    ///   - line: The line that registers; leave the default.
+    /// - Returns: The recorder.
+    public func recordAll(
+        from subject: AnyObject? = nil,
+        on target: DeliveryTarget = .posting,
+        bufferingPolicy: NotificationBufferingPolicy = .unbounded,
+        fileID: StaticString = #fileID,
+        line: UInt = #line
+    ) -> NotificationRecorder<PostedNotification> {
+        let recorder = NotificationRecorder<PostedNotification>(target: target, bufferingPolicy: bufferingPolicy)
+        let observation = observeAllWithContext(
+            from: subject, on: target, bufferingPolicy: bufferingPolicy, fileID: fileID, line: line
+        ) { [weak recorder] posted, context in
+            recorder?.append(posted, context: context)
         }
         recorder.attach(observation)
         return recorder

@@ -126,14 +126,82 @@ extension NotificationHub {
     func registrationFailure<N: TypedNotification>(
         _ type: N.Type, on target: DeliveryTarget?, bufferingPolicy: NotificationBufferingPolicy? = nil, count: Int
     ) -> String? {
-        let matching = registrations(of: type, on: target, bufferingPolicy: bufferingPolicy)
+        Self.registrationFailure(
+            registrations(of: type), of: "\(N.self)", on: target, bufferingPolicy: bufferingPolicy, count: count)
+    }
+
+    /// The failure message for a count of the registrations `all` of `name`, or `nil` if it matches.
+    static func registrationFailure(
+        _ all: [Registration], of name: String, on target: DeliveryTarget?,
+        bufferingPolicy: NotificationBufferingPolicy? = nil, count: Int
+    ) -> String? {
+        let matching = all.filter {
+            (target == nil || $0.target == target) && (bufferingPolicy == nil || $0.bufferingPolicy == bufferingPolicy)
+        }
         guard matching.count != count else { return nil }
-        let all = registrations(of: type)
         var place = target.map { " on \($0)" } ?? ""
         if let bufferingPolicy { place += " buffering \(bufferingPolicy)" }
         let found = all.isEmpty ? "none" : all.map(\.description).joined(separator: "; ")
-        return "expected \(count) registration\(count == 1 ? "" : "s") for \(N.self)\(place), "
-            + "found \(matching.count) (all registrations for \(N.self): \(found))"
+        return "expected \(count) registration\(count == 1 ? "" : "s") for \(name)\(place), "
+            + "found \(matching.count) (all registrations for \(name): \(found))"
+    }
+
+    /// Records a test issue unless exactly `count` live observations of the family `family` exist
+    /// on `target` (with `bufferingPolicy`, if given): observations made with
+    /// `observe(every:…)` for this very family type.
+    ///
+    /// ```swift
+    /// let tracker = AnalyticsTracker(hub: hub)
+    /// hub.expectRegistered(every: (any AnalyticsEvent).self, on: .queue(tracker.queue))
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - family: The family, such as `(any AnalyticsEvent).self`.
+    ///   - target: The target the observations must use, or `nil` for any target.
+    ///   - bufferingPolicy: The mailbox policy the observations must have, or `nil` for any.
+    ///   - count: The number of matching observations expected; 0 to expect none.
+    ///   - comment: An optional note added to the issue.
+    ///   - sourceLocation: Where to report; leave the default.
+    /// - Returns: `true` if the expectation held.
+    @discardableResult
+    public func expectRegistered<Family: Sendable>(
+        every family: Family.Type,
+        on target: DeliveryTarget? = nil,
+        bufferingPolicy: NotificationBufferingPolicy? = nil,
+        count: Int = 1,
+        _ comment: Comment? = nil,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) -> Bool {
+        let failure = Self.registrationFailure(
+            registrations(every: family), of: "every \(Family.self)", on: target, bufferingPolicy: bufferingPolicy,
+            count: count)
+        return report(failure, comment, sourceLocation)
+    }
+
+    /// Records a test issue unless exactly `count` live taps (`observeAll`) exist on `target`.
+    ///
+    /// ```swift
+    /// let logger = EventLogger(hub: hub)
+    /// hub.expectTapsRegistered(on: .queue(logger.queue))
+    /// logger.stop()
+    /// hub.expectTapsRegistered(count: 0)
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - target: The target the taps must use, or `nil` for any target.
+    ///   - count: The number of matching taps expected; 0 to expect none.
+    ///   - comment: An optional note added to the issue.
+    ///   - sourceLocation: Where to report; leave the default.
+    /// - Returns: `true` if the expectation held.
+    @discardableResult
+    public func expectTapsRegistered(
+        on target: DeliveryTarget? = nil,
+        count: Int = 1,
+        _ comment: Comment? = nil,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) -> Bool {
+        let failure = Self.registrationFailure(tapRegistrations(), of: "taps", on: target, count: count)
+        return report(failure, comment, sourceLocation)
     }
 
     private func report(_ failure: String?, _ comment: Comment?, _ sourceLocation: SourceLocation) -> Bool {

@@ -185,6 +185,16 @@ final class HubCore: Sendable {
         return all.filter { !$0.isCancelled }
     }
 
+    /// The live family observers with the family `key` (every family when `nil`) that are taps
+    /// or not, in registration order.
+    func familyObservers(key: ObjectIdentifier?, taps: Bool) -> [AnyObserver] {
+        let all = registry.state.withLock { Array($0.families.observers) }
+        return all.filter { observer in
+            guard let family = observer.family, family.isTap == taps else { return false }
+            return (key == nil || family.key == key) && !observer.isCancelled
+        }
+    }
+
     /// Drops every registration and retained value; used when the hub is deallocated.
     func removeAll() {
         let released = registry.state.withLock { state -> [any Sendable] in

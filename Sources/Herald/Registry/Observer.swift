@@ -90,6 +90,9 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
     /// For a family observer, its family.
     var family: AnyFamily? { nil }
 
+    /// Whether the registration has a `from:` subject and an `owner:`.
+    var filtersInfo: (hasSubject: Bool, hasOwner: Bool) { (false, false) }
+
     /// Where the observer was registered.
     var location: SourceLocation { SourceLocation.site(siteAndFlags >> 8) }
 
@@ -304,6 +307,9 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     override func makeBucket() -> AnyBucket { Bucket<N>() }
     override var priority: Int { extras?.priority ?? 0 }
     override var family: AnyFamily? { extras?.family }
+    override var filtersInfo: (hasSubject: Bool, hasOwner: Bool) {
+        (filters?.hasSubject ?? false, filters?.hasOwner ?? false)
+    }
     /// The `from:` subject and `owner:`, if any.
     var filters: Filters? { extras?.filters }
     /// The mailbox, for an observer on an asynchronous target.
