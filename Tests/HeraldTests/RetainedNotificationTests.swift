@@ -559,6 +559,36 @@ struct RetainedValueHousekeepingTests {
         for token in [level, levels, others, probes] { token.cancel() }
     }
 
+    @Test("Of removals racing on one equal value, exactly one removes it", .timeLimit(.minutes(1)))
+    func racingRemovalsRemoveOnce() async {
+        let hub = NotificationHub()
+        for _ in 0..<100 {
+            hub.postAndRetain(Level(value: 1))
+            let removed = Counter()
+            await onThreads(4) { _ in
+                if hub.removeRetainedValue(Level(value: 1)) { removed.increment() }
+            }
+            #expect(removed.count == 1)
+            #expect(hub.retainedValue(of: Level.self) == nil)
+        }
+    }
+
+    @Test("A removal racing with retaining posts never removes a different value", .timeLimit(.minutes(1)))
+    func racingRetainsKeepDifferentValues() async {
+        let hub = NotificationHub()
+        let done = Mutex(false)
+        await onThreads(2) { side in
+            if side == 0 {
+                for round in 0..<20_000 { hub.postAndRetain(Level(value: round % 2)) }
+                hub.postAndRetain(Level(value: 2))  // the last one, never equal to what is removed
+                done.withLock { $0 = true }
+            } else {
+                while !done.withLock({ $0 }) { _ = hub.removeRetainedValue(Level(value: 1)) }
+            }
+        }
+        #expect(hub.retainedValue(of: Level.self) == Level(value: 2))
+    }
+
     @Test("Removing all retained values of an empty hub removes nothing")
     func removeAllOnEmptyHub() {
         let hub = NotificationHub()
