@@ -31,7 +31,8 @@ extension NotificationHub {
     /// kept, not lost. A plain ``post(_:from:)`` leaves the retained value as it is.
     ///
     /// The hub keeps the value until it is replaced, removed with
-    /// ``removeRetainedValue(of:from:)``, or the hub is deallocated. It does not retain
+    /// ``removeRetainedValue(of:from:)``, ``removeRetainedValue(_:from:)`` or one of the
+    /// `removeAllRetainedValues` methods, or the hub is deallocated. It does not retain
     /// `subject`: once the subject is deallocated its value can no longer be read or replayed, and
     /// it is discarded the next time the hub tidies up.
     ///
@@ -89,6 +90,42 @@ extension NotificationHub {
         core.removeRetainedValue(of: type, subject: subject)
     }
 
+    /// Removes the value retained for `subject` only if it is still equal to `value`.
+    ///
+    /// Use it to take back a value you retained without removing a newer one that someone else
+    /// retained since, as greenrobot EventBus's `removeStickyEvent(event)` does:
+    ///
+    /// ```swift
+    /// hub.postAndRetain(DocumentState.editing, from: document)
+    /// // …
+    /// hub.removeRetainedValue(DocumentState.editing, from: document)  // not if `.saved` replaced it
+    /// ```
+    ///
+    /// Subjects match as in ``removeRetainedValue(of:from:)``: by identity, and a value retained
+    /// for a subject that has since been deallocated never matches a new object at its address.
+    ///
+    /// `==` runs outside Herald's locks, so it may use the hub. If a retaining post for the same
+    /// subject replaces the value while it is being compared, the newer value is compared in its
+    /// turn: it is removed if it equals `value` too, and kept if it does not.
+    ///
+    /// ## Threading
+    /// Callable from any thread. Deliveries already made or enqueued are not affected.
+    ///
+    /// - Parameters:
+    ///   - value: The value to remove.
+    ///   - subject: The subject the value was retained for, or `nil` for posts without a subject.
+    /// - Returns: `true` if the value retained for `subject` was equal to `value` and is removed;
+    ///   `false` if none was retained, or a different one, which is kept.
+    /// - Complexity: O(1) and one `==`, unless concurrent retaining posts for `subject` replace
+    ///   the value being compared.
+    @discardableResult
+    public func removeRetainedValue<N: TypedNotification & Equatable>(
+        _ value: N,
+        from subject: AnyObject? = nil
+    ) -> Bool {
+        core.removeRetainedValue(value, subject: subject)
+    }
+
     /// Removes every value of `type` retained, for every subject and for no subject.
     ///
     /// ```swift
@@ -104,5 +141,26 @@ extension NotificationHub {
     @discardableResult
     public func removeAllRetainedValues<N: TypedNotification>(of type: N.Type) -> Int {
         core.removeAllRetainedValues(of: type)
+    }
+
+    /// Removes every retained value of every type, for every subject and for no subject.
+    ///
+    /// ```swift
+    /// hub.removeAllRetainedValues()  // for example when the user signs out
+    /// ```
+    ///
+    /// Observers stay registered; only what later observers would replay is gone.
+    ///
+    /// ## Threading
+    /// Callable from any thread. The values are removed at once, in one step that no retaining
+    /// post or replaying registration interleaves with. Deliveries already made or enqueued are
+    /// not affected.
+    ///
+    /// - Returns: The number of values removed (values of deallocated subjects are not counted).
+    /// - Complexity: O(*t* + *k*) in the notification types the hub has seen and the values
+    ///   retained.
+    @discardableResult
+    public func removeAllRetainedValues() -> Int {
+        core.removeAllRetainedValues()
     }
 }

@@ -41,6 +41,37 @@ struct ReleasePointTests {
         await releases.wait(for: 2)
     }
 
+    @Test("A retained value removed with removeRetainedValue(_:from:) is released after unlocking")
+    func retainedValueRemovedIfEqual() async {
+        let hub = NotificationHub()
+        let releases = Releases()
+        let subject = Subject()
+        // Equal by `id`: the values passed in hold no user, so the hub holds the last references.
+        // One at a time: each deinit removes every retained value of the hub.
+        hub.postAndRetain(Sticky(user: HubUser(hub, releases), id: 1))
+        #expect(hub.removeRetainedValue(Sticky(user: nil, id: 1)))
+        await releases.wait(for: 1)
+        hub.postAndRetain(Sticky(user: HubUser(hub, releases), id: 2), from: subject)
+        #expect(hub.removeRetainedValue(Sticky(user: nil, id: 2), from: subject))
+        await releases.wait(for: 2)
+    }
+
+    @Test("Retained values removed with removeAllRetainedValues() are released after unlocking")
+    func retainedValuesOfEveryTypeRemovedAll() async {
+        let hub = NotificationHub()
+        let releases = Releases()
+        let subject = Subject()
+        hub.postAndRetain(Sticky(user: HubUser(hub, releases)))
+        hub.postAndRetain(Sticky(user: HubUser(hub, releases)), from: subject)
+        hub.postAndRetain(Held(user: HubUser(hub, releases)), from: subject)
+        do {
+            let doomed = Subject()
+            hub.postAndRetain(Held(user: HubUser(hub, releases)), from: doomed)
+        }
+        #expect(hub.removeAllRetainedValues() == 3)
+        await releases.wait(for: 4)
+    }
+
     @Test("The retained value of a deallocated subject is released after unlocking")
     func retainedValueOfDeadSubject() async {
         let hub = NotificationHub()
@@ -187,13 +218,21 @@ struct ReleasePointTests {
 
 // MARK: - Support
 
-/// A notification whose payload may hold a ``HubUser``.
-private struct Sticky: TypedNotification {
+/// A notification whose payload may hold a ``HubUser``; equal when the `id`s are.
+private struct Sticky: TypedNotification, Equatable {
+    let user: HubUser?
+    var id = 0
+
+    static func == (lhs: Sticky, rhs: Sticky) -> Bool { lhs.id == rhs.id }
+}
+
+/// Another notification whose payload may hold a ``HubUser``.
+private struct Held: TypedNotification {
     let user: HubUser?
 }
 
 /// A notification the deinit posts, observes and retains.
-private struct Side: TypedNotification {
+private struct Side: TypedNotification, Equatable {
     let value: Int
 }
 
@@ -221,13 +260,18 @@ private final class HubUser: Sendable {
         _ = hub.retainedValue(of: Side.self)
         hub.removeRetainedValue(of: Side.self)
         hub.postAndRetain(Side(value: 3))
+        hub.removeRetainedValue(Side(value: 3))
+        hub.postAndRetain(Side(value: 4))
         hub.removeAllRetainedValues(of: Side.self)
+        hub.postAndRetain(Side(value: 5))
+        hub.removeAllRetainedValues()
         hub.post(Sticky(user: nil))  // reaches the streams and observers of the type being released
         hub.postAndRetain(Sticky(user: nil))
         hub.post(Unheard())  // takes the unobserved-post handler's lock
         token.cancel()
         failing.cancel()
-        releases.record(ran: observed.count == 3)
+        // At least: a deinit that releases another `HubUser` also observes that one's posts.
+        releases.record(ran: observed.count >= 5)
     }
 }
 

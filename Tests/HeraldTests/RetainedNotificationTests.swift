@@ -352,3 +352,250 @@ struct RetainedNotificationTests {
         var description: String { self == .posting ? "posting thread" : "queue" }
     }
 }
+
+// MARK: - Housekeeping
+
+/// A notification whose `==` may run an action: it stands for user code that uses the hub while
+/// Herald compares a retained value.
+private struct Probe: TypedNotification, Equatable {
+    let value: Int
+    var onCompare: CompareAction?
+
+    init(_ value: Int, onCompare: CompareAction? = nil) {
+        self.value = value
+        self.onCompare = onCompare
+    }
+
+    static func == (lhs: Probe, rhs: Probe) -> Bool {
+        lhs.onCompare?.run()
+        rhs.onCompare?.run()
+        return lhs.value == rhs.value
+    }
+}
+
+/// Counts the comparisons it sees and runs its action at the first one only.
+private final class CompareAction: Sendable {
+    private let state: Mutex<(action: (@Sendable () -> Void)?, count: Int)>
+
+    init(_ action: @escaping @Sendable () -> Void) {
+        state = Mutex((action, 0))
+    }
+
+    /// How many comparisons ran.
+    var count: Int { state.withLock { $0.count } }
+
+    func run() {
+        let action = state.withLock { state -> (@Sendable () -> Void)? in
+            state.count += 1
+            defer { state.action = nil }
+            return state.action
+        }
+        action?()
+    }
+}
+
+@Suite("Retained-value housekeeping")
+struct RetainedValueHousekeepingTests {
+    @Test("Removing an equal value removes it, and a later observer replays nothing")
+    func removesEqualValue() {
+        let hub = NotificationHub()
+        hub.postAndRetain(Level(value: 1))
+        #expect(hub.removeRetainedValue(Level(value: 1)))
+        #expect(hub.retainedValue(of: Level.self) == nil)
+        #expect(!hub.removeRetainedValue(Level(value: 1)), "nothing is retained any more")
+
+        let seen = Seen<Int>()
+        let token = hub.observe(Level.self, replayLatest: true) { seen.append($0.value) }
+        #expect(seen.all.isEmpty)
+        hub.post(Level(value: 2))
+        #expect(seen.all == [2], "the observer still receives later posts")
+        token.cancel()
+    }
+
+    @Test("A different value is kept, also one that replaced the given value")
+    func keepsDifferentValue() {
+        let hub = NotificationHub()
+        #expect(!hub.removeRetainedValue(Level(value: 1)), "a type never posted has nothing to remove")
+
+        hub.postAndRetain(Level(value: 1))
+        #expect(!hub.removeRetainedValue(Level(value: 2)))
+        #expect(hub.retainedValue(of: Level.self) == Level(value: 1))
+
+        hub.postAndRetain(Level(value: 2))
+        #expect(!hub.removeRetainedValue(Level(value: 1)), "a newer post replaced the given value")
+        #expect(hub.retainedValue(of: Level.self) == Level(value: 2))
+
+        let seen = Seen<Int>()
+        let token = hub.observe(Level.self, replayLatest: true) { seen.append($0.value) }
+        #expect(seen.all == [2])
+        token.cancel()
+    }
+
+    @Test("Only the given subject's value is removed; no subject means the value posted without one")
+    func removesPerSubject() {
+        let hub = NotificationHub()
+        let first = PostSubject()
+        let second = PostSubject()
+        hub.postAndRetain(Level(value: 1), from: first)
+        hub.postAndRetain(Level(value: 2), from: second)
+        hub.postAndRetain(Level(value: 3))
+
+        #expect(!hub.removeRetainedValue(Level(value: 2), from: first), "2 is retained for another subject")
+        #expect(!hub.removeRetainedValue(Level(value: 1)), "1 is retained for a subject, not without one")
+        #expect(hub.removeRetainedValue(Level(value: 1), from: first))
+        #expect(hub.retainedValue(of: Level.self, from: first) == nil)
+        #expect(hub.retainedValue(of: Level.self, from: second) == Level(value: 2))
+        #expect(hub.retainedValue(of: Level.self) == Level(value: 3))
+
+        #expect(hub.removeRetainedValue(Level(value: 3)))
+        #expect(hub.retainedValue(of: Level.self) == nil)
+        #expect(hub.retainedValue(of: Level.self, from: second) == Level(value: 2))
+
+        let seen = Seen<Int>()
+        let token = hub.observe(Level.self, replayLatest: true) { seen.append($0.value) }
+        #expect(seen.all == [2])
+        token.cancel()
+    }
+
+    @Test("The value retained for a deallocated subject never matches a new object")
+    func deadSubjectNeverMatches() {
+        let hub = NotificationHub()
+        do {
+            let doomed = PostSubject()
+            hub.postAndRetain(Level(value: 1), from: doomed)
+        }
+        // New objects are likely to reuse the freed address; none may remove the old value.
+        for _ in 0..<200 {
+            let fresh = PostSubject()
+            #expect(!hub.removeRetainedValue(Level(value: 1), from: fresh))
+        }
+        #expect(hub.removeAllRetainedValues() == 0, "a dead subject's value is not counted")
+    }
+
+    @Test("A newer equal value retained while the value is compared is removed too")
+    func newerEqualValueIsRemoved() {
+        let hub = NotificationHub()
+        let subject = PostSubject()
+        hub.postAndRetain(Probe(1), from: subject)
+        let action = CompareAction { hub.postAndRetain(Probe(1), from: subject) }
+        #expect(hub.removeRetainedValue(Probe(1, onCompare: action), from: subject))
+        #expect(action.count == 2, "the newer value was compared in its turn")
+        #expect(hub.retainedValue(of: Probe.self, from: subject) == nil)
+    }
+
+    @Test("A newer different value retained while the value is compared is kept")
+    func newerDifferentValueIsKept() {
+        let hub = NotificationHub()
+        hub.postAndRetain(Probe(1))
+        let action = CompareAction { hub.postAndRetain(Probe(2)) }
+        #expect(!hub.removeRetainedValue(Probe(1, onCompare: action)))
+        #expect(action.count == 2)
+        #expect(hub.retainedValue(of: Probe.self) == Probe(2))
+    }
+
+    @Test("A value removed by someone else while it is compared is not reported as removed")
+    func valueRemovedDuringComparison() {
+        let hub = NotificationHub()
+        hub.postAndRetain(Probe(1))
+        let action = CompareAction { _ = hub.removeRetainedValue(of: Probe.self) }
+        #expect(!hub.removeRetainedValue(Probe(1, onCompare: action)))
+        #expect(action.count == 1)
+        #expect(hub.retainedValue(of: Probe.self) == nil)
+    }
+
+    @Test("An == that uses the hub does not deadlock", .timeLimit(.minutes(1)))
+    func reentrantEquality() {
+        let hub = NotificationHub()
+        let subject = PostSubject()
+        hub.postAndRetain(Probe(1), from: subject)
+        let read = Seen<Int?>()
+        let action = CompareAction {
+            read.append(hub.retainedValue(of: Probe.self, from: subject)?.value)
+            hub.postAndRetain(Level(value: 7))
+            _ = hub.removeRetainedValue(Level(value: 0))
+            _ = hub.removeAllRetainedValues(of: Other.self)
+        }
+        #expect(hub.removeRetainedValue(Probe(1, onCompare: action), from: subject))
+        #expect(read.all == [1], "the == read the value being compared")
+        #expect(hub.retainedValue(of: Level.self) == Level(value: 7))
+        #expect(hub.retainedValue(of: Probe.self, from: subject) == nil)
+    }
+
+    @Test("Removing all retained values removes every type's, for every subject, and counts them")
+    func removeAllOfEveryType() {
+        let hub = NotificationHub()
+        let first = PostSubject()
+        let second = PostSubject()
+        hub.postAndRetain(Level(value: 1))
+        hub.postAndRetain(Level(value: 2), from: first)
+        hub.postAndRetain(Level(value: 3), from: second)
+        hub.postAndRetain(Other())
+        hub.postAndRetain(Probe(4), from: first)
+        hub.postAndRetain(Probe(5), from: first)  // replaces 4: one value
+        do {
+            let doomed = PostSubject()
+            hub.postAndRetain(Probe(6), from: doomed)  // dead by the removal: not counted
+        }
+        let seen = Seen<String>()
+        let level = hub.observe(Level.self) { seen.append("level \($0.value)") }
+
+        #expect(hub.removeAllRetainedValues() == 5)
+        #expect(hub.retainedValue(of: Level.self) == nil)
+        #expect(hub.retainedValue(of: Level.self, from: first) == nil)
+        #expect(hub.retainedValue(of: Level.self, from: second) == nil)
+        #expect(hub.retainedValue(of: Other.self) == nil)
+        #expect(hub.retainedValue(of: Probe.self, from: first) == nil)
+        #expect(hub.observerCount(of: Level.self) == 1, "observers stay registered")
+
+        let levels = hub.observe(Level.self, replayLatest: true) { seen.append("replayed level \($0.value)") }
+        let others = hub.observe(Other.self, replayLatest: true) { _ in seen.append("replayed other") }
+        let probes = hub.observe(Probe.self, replayLatest: true) { seen.append("replayed probe \($0.value)") }
+        #expect(seen.all.isEmpty, "nothing is left to replay")
+        #expect(hub.removeAllRetainedValues() == 0)
+
+        hub.postAndRetain(Level(value: 8))
+        #expect(hub.retainedValue(of: Level.self) == Level(value: 8), "retaining works as before")
+        #expect(hub.removeAllRetainedValues() == 1)
+        for token in [level, levels, others, probes] { token.cancel() }
+    }
+
+    @Test("Of removals racing on one equal value, exactly one removes it", .timeLimit(.minutes(1)))
+    func racingRemovalsRemoveOnce() async {
+        let hub = NotificationHub()
+        for _ in 0..<100 {
+            hub.postAndRetain(Level(value: 1))
+            let removed = Counter()
+            await onThreads(4) { _ in
+                if hub.removeRetainedValue(Level(value: 1)) { removed.increment() }
+            }
+            #expect(removed.count == 1)
+            #expect(hub.retainedValue(of: Level.self) == nil)
+        }
+    }
+
+    @Test("A removal racing with retaining posts never removes a different value", .timeLimit(.minutes(1)))
+    func racingRetainsKeepDifferentValues() async {
+        let hub = NotificationHub()
+        let done = Mutex(false)
+        await onThreads(2) { side in
+            if side == 0 {
+                for round in 0..<20_000 { hub.postAndRetain(Level(value: round % 2)) }
+                hub.postAndRetain(Level(value: 2))  // the last one, never equal to what is removed
+                done.withLock { $0 = true }
+            } else {
+                while !done.withLock({ $0 }) { _ = hub.removeRetainedValue(Level(value: 1)) }
+            }
+        }
+        #expect(hub.retainedValue(of: Level.self) == Level(value: 2))
+    }
+
+    @Test("Removing all retained values of an empty hub removes nothing")
+    func removeAllOnEmptyHub() {
+        let hub = NotificationHub()
+        #expect(hub.removeAllRetainedValues() == 0)
+        let token = hub.observe(Level.self) { _ in }
+        hub.post(Level(value: 1))
+        #expect(hub.removeAllRetainedValues() == 0, "plain posts retain nothing")
+        token.cancel()
+    }
+}

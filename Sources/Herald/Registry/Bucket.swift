@@ -170,6 +170,15 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `Registry.state`'s
         }
         return [Box(queued), Box(posting), published, Box(members)]
     }
+
+    /// Drops the retained values, keeping the registrations. Overridden by ``Bucket``, which
+    /// holds them.
+    ///
+    /// - Returns: The number of values that belonged to live subjects (or to no subject), and
+    ///   the values, to release once the lock is no longer held.
+    func removeRetainedValues() -> (count: Int, released: (any Sendable)?) {
+        (0, nil)
+    }
 }
 
 /// The bucket of notification type `N`.
@@ -189,6 +198,13 @@ final class Bucket<N: TypedNotification>: AnyBucket, @unchecked Sendable {  // S
         let values = retained
         retained = RetainedValues<N>()
         return super.removeAll() + [Box(values)]
+    }
+
+    override func removeRetainedValues() -> (count: Int, released: (any Sendable)?) {
+        // Keeps the sequence numbers running, so a removal comparing outside the lock never
+        // mistakes a value retained afterwards for the one it compared.
+        let (count, values) = retained.removeAll()
+        return (count, values)
     }
 }
 

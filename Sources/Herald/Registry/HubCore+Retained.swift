@@ -59,6 +59,53 @@ extension HubCore {
         return count
     }
 
+    /// Removes the value of `N` retained for `subject` if it equals `value`; returns whether it did.
+    ///
+    /// `==` is user code, so it never runs under the registry lock: the current value is copied
+    /// with its sequence number under the lock, compared after it, and removed under the lock
+    /// again only if its entry still has that sequence number. If a retaining post replaced it in
+    /// between, the newer value is compared in turn. Each retry follows a retaining post that
+    /// succeeded, so the loop ends as soon as the value stops changing.
+    func removeRetainedValue<N: TypedNotification & Equatable>(_ value: N, subject: AnyObject?) -> Bool {
+        let key = ObjectIdentifier(N.self)
+        while true {
+            let current = registry.state.withLock { state -> (value: N, sequence: UInt64)? in
+                guard let bucket = state.bucket(key) else { return nil }
+                return unsafeDowncast(bucket, to: Bucket<N>.self).retained.entry(for: subject)
+            }
+            // The copy is released at the end of each round, outside the lock.
+            guard let current, current.value == value else { return false }
+            let (outcome, released) = registry.state.withLock {
+                state -> (RetainedValues<N>.ConditionalRemoval, N?) in
+                guard let bucket = state.bucket(key) else { return (.absent, nil) }
+                return unsafeDowncast(bucket, to: Bucket<N>.self).retained.remove(
+                    for: subject, ifSequence: current.sequence)
+            }
+            withExtendedLifetime(released) {}  // released here, outside the lock
+            switch outcome {
+            case .removed: return true
+            case .absent: return false
+            case .replaced: continue
+            }
+        }
+    }
+
+    /// Removes every retained value of every type; returns how many there were.
+    func removeAllRetainedValues() -> Int {
+        let (count, released) = registry.state.withLock { state -> (Int, [any Sendable]) in
+            var count = 0
+            var released: [any Sendable] = []
+            for bucket in state.types.buckets {
+                let (removed, values) = bucket.removeRetainedValues()
+                count += removed
+                if let values { released.append(values) }
+            }
+            return (count, released)
+        }
+        withExtendedLifetime(released) {}  // released here, outside the lock
+        return count
+    }
+
     /// Registers `observer` and replays the retained values it matches, before any live post.
     ///
     /// - An observer with a lane or a stream gets the replayed values in its lane or buffer before

@@ -73,6 +73,40 @@ struct RetainedValues<N: TypedNotification> {
         return (value, removed?.value)
     }
 
+    /// The value retained for `subject` and its sequence number, if any. The caller keeps
+    /// `subject` alive.
+    ///
+    /// The sequence number identifies this very retaining post: a later one for the same subject
+    /// stores a greater number, so a caller that compares the value outside the lock can tell,
+    /// once it locks again, whether the entry is still the one it compared.
+    func entry(for subject: AnyObject?) -> (value: N, sequence: UInt64)? {
+        guard let value = value(for: subject), let entry = entries[subject.map(ObjectIdentifier.init)] else {
+            return nil
+        }
+        return (value, entry.sequence)
+    }
+
+    /// What ``remove(for:ifSequence:)`` found.
+    enum ConditionalRemoval {
+        /// The entry was the one numbered `sequence`, and is removed.
+        case removed
+        /// A later retaining post replaced the entry: compare its value again.
+        case replaced
+        /// Nothing is retained for the subject any more.
+        case absent
+    }
+
+    /// Removes the value retained for `subject` if it is still the one retained with `sequence`.
+    ///
+    /// - Returns: What it found, and the value removed, for the caller to release once the
+    ///   registry lock is no longer held.
+    mutating func remove(for subject: AnyObject?, ifSequence sequence: UInt64) -> (ConditionalRemoval, N?) {
+        guard let current = entry(for: subject) else { return (.absent, nil) }
+        guard current.sequence == sequence else { return (.replaced, nil) }
+        let removed = entries.removeValue(forKey: subject.map(ObjectIdentifier.init))
+        return (.removed, removed?.value)
+    }
+
     /// Removes every retained value.
     ///
     /// - Returns: The number of values that belonged to live subjects (or to no subject), and
