@@ -1,0 +1,118 @@
+import Herald
+import HeraldTesting
+import Observation
+import Testing
+
+protocol ShopEvent: TypedNotification {
+    var summary: String { get }
+}
+
+struct ItemAdded: ShopEvent, Equatable {
+    let sku: String
+    var summary: String { "added \(sku)" }
+}
+
+struct CheckedOut: ShopEvent, Equatable {
+    let cents: Int
+    var summary: String { "paid \(cents)" }
+}
+
+struct CartCleared: TypedNotification, Equatable {}
+
+/// A `@MainActor` view model that shows the latest shop event, whatever its type.
+@MainActor
+@Observable
+final class ShopActivityModel {
+    private(set) var lines: [String] = []
+    @ObservationIgnored private var token: ObservationToken?
+
+    init(hub: NotificationHub) {
+        token = hub.observe(every: (any ShopEvent).self, on: MainActor.shared) { [weak self] event in
+            self?.lines.append(event.summary)
+        }
+    }
+}
+
+@Suite("Families in the test kit")
+struct FamilyTestingTests {
+    @Test("A family recorder records every type of the family, in post order, with subjects")
+    func recordsFamily() {
+        let hub = NotificationHub()
+        let cart = Cart()
+        let recorder = hub.record(every: (any ShopEvent).self)
+        hub.post(ItemAdded(sku: "A1"), from: cart)
+        hub.post(CartCleared())
+        hub.post(CheckedOut(cents: 300))
+        #expect(recorder.values.map(\.summary) == ["added A1", "paid 300"])
+        #expect(recorder.records.map { $0.isFrom(cart) } == [true, false])
+        #expect(recorder.takeAll().count == 2)
+        recorder.expectNoFurtherNotifications()
+    }
+
+    @Test("A family recorder on a test target records only when the test runs it")
+    func recordsOnTestTarget() async throws {
+        let hub = NotificationHub()
+        let main = TestDeliveryTarget(name: "main")
+        let recorder = hub.record(every: (any ShopEvent).self, on: main.target)
+        hub.post(ItemAdded(sku: "B2"))
+        #expect(recorder.count == 0)
+        main.runUntilIdle()
+        let next = try await recorder.next()
+        #expect(next.summary == "added B2")
+    }
+
+    @Test("recordAll records every notification with its type, and does not make a post observed")
+    func recordsAll() {
+        let hub = NotificationHub()
+        let all = hub.recordAll()
+        hub.post(ItemAdded(sku: "C3"))
+        hub.post(CartCleared())
+        #expect(all.values.map { "\($0.type)" } == ["ItemAdded", "CartCleared"])
+        #expect(hub.unobservedPostCount == 2)
+    }
+
+    @Test("expectRegistered(every:) and expectTapsRegistered count family observers and taps")
+    func registrationExpectations() {
+        let hub = NotificationHub()
+        let main = TestDeliveryTarget(name: "main")
+        let family = hub.observe(every: (any ShopEvent).self, on: main.target, priority: 3) { _ in }
+        let tap = hub.observeAll(on: .posting) { _ in }
+        #expect(hub.expectRegistered(every: (any ShopEvent).self, on: main.target))
+        #expect(hub.expectTapsRegistered(on: .posting))
+        #expect(hub.registrations(every: (any ShopEvent).self).map(\.priority) == [3])
+        withKnownIssue {
+            #expect(!hub.expectRegistered(every: (any ShopEvent).self, on: .mainQueue))
+        } matching: { issue in
+            issue.comments.contains { comment in
+                comment.rawValue.contains("expected 1 registration for every ShopEvent on main, found 0")
+                    && comment.rawValue.contains("FamilyTestingTests.swift")
+                    && comment.rawValue.contains("at priority 3")
+            }
+        }
+        family.cancel()
+        tap.cancel()
+        #expect(hub.expectRegistered(every: (any ShopEvent).self, count: 0))
+        #expect(hub.expectTapsRegistered(count: 0))
+    }
+
+    @Test("A @MainActor view model observing a protocol, driven by the main-actor stand-in")
+    @MainActor
+    func mainActorViewModel() async {
+        await withMainActorStandIn { main in
+            let hub = NotificationHub()
+            hub.useMainActorStandIn(main)
+            let model = ShopActivityModel(hub: hub)
+            hub.expectRegistered(every: (any ShopEvent).self, on: .mainQueue)
+            await Task.detached {
+                hub.post(ItemAdded(sku: "D4"))
+                hub.post(CartCleared())
+                hub.post(CheckedOut(cents: 120))
+            }.value
+            #expect(model.lines.isEmpty, "queued on the stand-in, not delivered yet")
+            await main.runUntilIdle()
+            #expect(model.lines == ["added D4", "paid 120"])
+        }
+    }
+}
+
+final class Cart: Sendable {}
