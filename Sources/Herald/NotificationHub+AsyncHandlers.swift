@@ -48,7 +48,8 @@ extension NotificationHub {
         _ handler: @escaping @Sendable (N) async throws -> Void
     ) -> ObservationToken {
         register(
-            target: target, subject: subject, owner: nil, fileID: fileID, line: line, bufferingPolicy: bufferingPolicy, priority: priority,
+            target: target, subject: subject, owner: nil, fileID: fileID, line: line, bufferingPolicy: bufferingPolicy,
+            priority: priority,
             replayLatest: replayLatest,
             handler: .async(handler))
     }

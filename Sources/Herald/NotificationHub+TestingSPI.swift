@@ -70,7 +70,8 @@ extension NotificationHub {
     ) -> ObservationToken {
         registerFamily(
             family, target: target, subject: subject, owner: nil, priority: 0, bufferingPolicy: bufferingPolicy,
-            fileID: fileID, line: line, handler: .contextual { delivery, context in try handler(delivery.value, context) })
+            fileID: fileID, line: line,
+            handler: .contextual { delivery, context in try handler(delivery.value, context) })
     }
 
     /// Taps every notification (see ``observeAll(from:on:priority:bufferingPolicy:fileID:line:_:)-3u1ro``)

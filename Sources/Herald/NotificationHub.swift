@@ -81,7 +81,8 @@ public final class NotificationHub: Sendable {
         _ handler: @escaping @Sendable (N) throws -> Void
     ) -> ObservationToken {
         register(
-            target: target, subject: subject, owner: nil, fileID: fileID, line: line, bufferingPolicy: bufferingPolicy, priority: priority,
+            target: target, subject: subject, owner: nil, fileID: fileID, line: line, bufferingPolicy: bufferingPolicy,
+            priority: priority,
             replayLatest: replayLatest,
             handler: .plain(handler))
     }

@@ -147,7 +147,8 @@ struct FamilyTests {
         var owner: Owner? = Owner()
         let seen = owner?.seen
         if let owner {
-            hub.observe(every: (any AnalyticsEvent).self, owner: owner) { owner, event in owner.seen.append(event.name) }
+            hub.observe(every: (any AnalyticsEvent).self, owner: owner) { owner, event in owner.seen.append(event.name)
+            }
         }
         hub.post(SignedIn(auditID: 1), from: account)
         hub.post(SignedIn(auditID: 2), from: other)
@@ -199,7 +200,9 @@ struct FamilyTests {
         }
         let seen = Log<String>()
         let watcher = hub.observe(every: (any AnalyticsEvent).self, on: .queue(watcherQueue)) { event in
-            seen.append(event is SignedIn ? "cause \((event as? SignedIn)?.auditID ?? -1)" : "effect \((event as? Purchased)?.cents ?? -1)")
+            seen.append(
+                event is SignedIn
+                    ? "cause \((event as? SignedIn)?.auditID ?? -1)" : "effect \((event as? Purchased)?.cents ?? -1)")
         }
         for round in 0..<rounds {
             hub.post(SignedIn(auditID: round))
@@ -248,6 +251,29 @@ struct FamilyTests {
         #expect(beats.values == [0, 1, 2, 3, 4])
         #expect(hub.observerCount(of: Heartbeat.self) == 1)
         withExtendedLifetime((tokens, token)) {}
+    }
+
+    @Test("A family stream yields every conforming type in post order, and ends its observation when cancelled")
+    func familyStream() async {
+        let hub = NotificationHub()
+        let stream = hub.notifications(every: (any AnalyticsEvent).self)
+        #expect(hub.observerCount(every: (any AnalyticsEvent).self) == 1)
+        await Task.detached {
+            hub.post(SignedIn(auditID: 1))
+            hub.post(Heartbeat(beat: 1))
+            hub.post(Purchased(cents: 2))
+            hub.post(SignedIn(auditID: 3))
+        }.value
+        var names: [String] = []
+        for await event in stream {
+            names.append(event.name)
+            if names.count == 3 { break }
+        }
+        #expect(names == ["signed_in", "purchased", "signed_in"])
+        stream.cancel()
+        #expect(hub.observerCount(every: (any AnalyticsEvent).self) == 0)
+        hub.post(Purchased(cents: 4))
+        #expect(hub.unobservedPostCount == 2)
     }
 
     @Test("A class hierarchy: an observer of the base class receives its subclasses")

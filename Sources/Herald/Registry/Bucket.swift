@@ -76,7 +76,8 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `Registry.state`'s
         } else {
             // Family observers and priorities: merge into the order posts promise.
             let all = (Array(queued.observers) + Array(posting.observers) + members).sorted { $0.sortKey < $1.sortKey }
-            snapshot = ObserverSnapshot(queued: all.lazy.filter { !$0.isPosting }, posting: all.lazy.filter(\.isPosting))
+            snapshot = ObserverSnapshot(
+                queued: all.lazy.filter { !$0.isPosting }, posting: all.lazy.filter(\.isPosting))
         }
         published = snapshot
         return snapshot

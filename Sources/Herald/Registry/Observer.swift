@@ -293,11 +293,14 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     }
 
     /// An observer that feeds `stream`, on the posting thread.
-    init(core: HubCore, stream: NotificationSequence<N>.Storage, filters: Filters?, location: SourceLocation) {
+    init(
+        core: HubCore, stream: NotificationSequence<N>.Storage, filters: Filters?, location: SourceLocation,
+        family: AnyFamily? = nil
+    ) {
         var flags = Flags.isStream
         if filters != nil { flags |= Flags.hasFilters }
         self.handler = { _ in }
-        self.extras = Lane(target: .posting, filters: filters, contextual: nil, stream: stream)
+        self.extras = Lane(target: .posting, filters: filters, contextual: nil, stream: stream, family: family)
         super.init(core: core, location: location, flags: flags)
     }
 
