@@ -66,7 +66,7 @@ extension NotificationHub {
     }
 
     /// The number of live observations of the family `family` (see
-    /// ``observe(every:from:on:priority:bufferingPolicy:fileID:line:_:)-8r4vd``): those registered
+    /// ``observe(every:from:on:priority:bufferingPolicy:fileID:line:_:)-(_,_,DeliveryTarget,_,_,_,_,_)``): those registered
     /// with this very family type, not with another protocol its types may also conform to.
     ///
     /// - Parameter family: The family, such as `(any AnalyticsEvent).self`.
@@ -84,7 +84,7 @@ extension NotificationHub {
         core.familyObservers(key: ObjectIdentifier(family), taps: false).map(Registration.init)
     }
 
-    /// The live taps (see ``observeAll(from:on:priority:bufferingPolicy:fileID:line:_:)-3u1ro``),
+    /// The live taps (see ``observeAll(from:on:priority:bufferingPolicy:fileID:line:_:)-(_,DeliveryTarget,_,_,_,_,_)``),
     /// in registration order.
     ///
     /// - Returns: One entry per live tap.

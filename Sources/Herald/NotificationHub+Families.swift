@@ -89,7 +89,7 @@ extension NotificationHub {
     /// }
     /// ```
     ///
-    /// See ``observe(every:from:on:priority:bufferingPolicy:fileID:line:_:)-8r4vd`` for what a family is.
+    /// See ``observe(every:from:on:priority:bufferingPolicy:fileID:line:_:)-(_,_,DeliveryTarget,_,_,_,_,_)`` for what a family is.
     ///
     /// - Parameters:
     ///   - family: The protocol's existential, such as `(any AnalyticsEvent).self`, or a class.
@@ -239,7 +239,7 @@ extension NotificationHub {
     /// - A post that reaches nothing but taps still counts as unobserved
     ///   (``unobservedPostCount``, ``unobservedPostHandler``), so a logging tap never hides a
     ///   missing observer.
-    /// - Waiting posts (``postAndWait(_:from:timeout:)``) neither wait for taps nor count them in
+    /// - Waiting posts (`postAndWait`) neither wait for taps nor count them in
     ///   their ``DeliveryReport``.
     /// - Taps do not count in ``observerCount(of:)`` or ``registrations(of:)``, and retained values
     ///   are not replayed to them.
@@ -272,7 +272,7 @@ extension NotificationHub {
 
     /// Taps every notification posted to this hub on the main actor, with a `@MainActor` handler.
     ///
-    /// See ``observeAll(from:on:priority:bufferingPolicy:fileID:line:_:)-3u1ro`` for what a tap
+    /// See ``observeAll(from:on:priority:bufferingPolicy:fileID:line:_:)-(_,DeliveryTarget,_,_,_,_,_)`` for what a tap
     /// sees and what it does not change.
     ///
     /// - Parameters:

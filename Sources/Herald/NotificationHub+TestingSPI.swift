@@ -46,7 +46,7 @@ extension NotificationHub {
             handler: .contextual(handler))
     }
 
-    /// Observes the family `Family` (see ``observe(every:from:on:priority:bufferingPolicy:fileID:line:_:)-8r4vd``)
+    /// Observes the family `Family` (see ``observe(every:from:on:priority:bufferingPolicy:fileID:line:_:)-(_,_,DeliveryTarget,_,_,_,_,_)``)
     /// with a handler that also learns the post's subject and the delivery target.
     ///
     /// - Parameters:
@@ -74,7 +74,7 @@ extension NotificationHub {
             handler: .contextual { delivery, context in try handler(delivery.value, context) })
     }
 
-    /// Taps every notification (see ``observeAll(from:on:priority:bufferingPolicy:fileID:line:_:)-3u1ro``)
+    /// Taps every notification (see ``observeAll(from:on:priority:bufferingPolicy:fileID:line:_:)-(_,DeliveryTarget,_,_,_,_,_)``)
     /// with a handler that also learns the delivery target.
     ///
     /// - Parameters:

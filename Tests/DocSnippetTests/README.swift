@@ -1,6 +1,7 @@
 import Foundation
 import Herald
 import HeraldTesting
+import Synchronization
 import Testing
 
 // The Swift blocks of README.md, in order (the Quick Start is Examples/QuickStart/main.swift).
@@ -103,4 +104,59 @@ extension Readme {
             withExtendedLifetime(banner) {}
         }
     }
+}
+
+enum ReadmeFamilies {
+    // snippet: begin
+    protocol AnalyticsEvent: TypedNotification { var name: String { get } }
+    struct SignedIn: AnalyticsEvent { let name = "signed_in" }
+    struct Purchased: AnalyticsEvent {
+        let name = "purchased"
+        let cents: Int
+    }
+    // snippet: pause
+
+    static func observe(
+        hub: NotificationHub, analyticsQueue: DispatchQueue, logQueue: DispatchQueue, tracker: Tracker,
+        ledger: Ledger
+    ) -> [ObservationToken] {
+        // snippet: resume
+        let analytics = hub.observe(every: (any AnalyticsEvent).self, on: .queue(analyticsQueue)) { event in
+            tracker.send(event.name)  // SignedIn, Purchased and every AnalyticsEvent to come
+        }
+        let logging = hub.observeAll(on: .queue(logQueue)) { posted in
+            print("\(posted.type): \(posted.notification)")  // every notification of the hub
+        }
+        let audit = hub.observe(Purchased.self, priority: 100) { purchase in
+            ledger.record(purchase.cents)  // before the other posting-thread observers of Purchased
+        }
+        // snippet: end
+        return [analytics, logging, audit]
+    }
+
+    final class Tracker: Sendable {
+        let sent = Mutex<[String]>([])
+        func send(_ name: String) { sent.withLock { $0.append(name) } }
+    }
+
+    final class Ledger: Sendable {
+        let entries = Mutex<[Int]>([])
+        func record(_ cents: Int) { entries.withLock { $0.append(cents) } }
+    }
+}
+
+@Test("README: a protocol observer, a tap and a prioritised observer")
+func readmeFamilies() async throws {
+    let hub = NotificationHub()
+    let tracker = ReadmeFamilies.Tracker()
+    let ledger = ReadmeFamilies.Ledger()
+    let tokens = ReadmeFamilies.observe(
+        hub: hub, analyticsQueue: DispatchQueue(label: "analytics"), logQueue: DispatchQueue(label: "log"),
+        tracker: tracker, ledger: ledger)
+    hub.post(ReadmeFamilies.SignedIn())
+    hub.post(ReadmeFamilies.Purchased(cents: 300))
+    try await hub.waitUntilIdle()
+    #expect(tracker.sent.withLock { $0 } == ["signed_in", "purchased"])
+    #expect(ledger.entries.withLock { $0 } == [300])
+    withExtendedLifetime(tokens) {}
 }

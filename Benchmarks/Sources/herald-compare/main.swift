@@ -15,7 +15,7 @@ let usage = """
       --markdown   print the table as markdown (for the README)
       --svg PATH   write a chart of cost per post against observer count to PATH
       --strict     exit with status 1 if a DESIGN target shows MISS
-      --only LIST  run only these scenarios (comma-separated): sync, many, crowd, churn,
+      --only LIST  run only these scenarios (comma-separated): sync, many, crowd, families, churn,
                    contention, burst, main, fairness, idle, roundtrip, memory, soak, coalescing
                    (a MainActor flood with bufferingPolicy .latest against .unbounded), bounded
                    (a slow observer's memory with .bufferingNewest(1000) against .unbounded); the
@@ -88,6 +88,17 @@ if settings.runs("crowd") {
     progress("1 observer + 10,000 of other types")
     crowd = sync.otherTypes(10_000)
     sections.append(crowd!.section)
+}
+
+// Families: observers of protocols.
+let familyScenarios = FamilyScenarios(settings: settings)
+var unrelatedFamilies: FamilyScenarios.UnrelatedResult?
+if settings.runs("families") {
+    progress("1 observer + 10 observers of unrelated protocols")
+    unrelatedFamilies = familyScenarios.unrelatedFamilies()
+    sections.append(unrelatedFamilies!.section)
+    progress("delivery through a protocol observer")
+    sections.append(familyScenarios.familyDelivery().section)
 }
 
 // Registration churn and concurrent posters.
@@ -245,6 +256,14 @@ if let crowd, let baseline = crowd.heraldBaseline, let crowded = crowd.heraldCro
     checks.append(
         TargetCheck(
             target: "10,000 observers of other types leave a post within 10% of baseline",
+            measured: "\(ns(crowded)) vs \(ns(baseline)) = \(String(format: "%+.1f%%", change))",
+            passed: change <= 10))
+}
+if let unrelatedFamilies, let baseline = unrelatedFamilies.baseline, let crowded = unrelatedFamilies.withFamilies {
+    let change = (crowded / baseline - 1) * 100
+    checks.append(
+        TargetCheck(
+            target: "10 observers of unrelated protocols leave a post to 1 observer within 10% of baseline",
             measured: "\(ns(crowded)) vs \(ns(baseline)) = \(String(format: "%+.1f%%", change))",
             passed: change <= 10))
 }
