@@ -223,6 +223,75 @@ extension NotificationHub {
         }
     }
 
+    /// Observes every notification of a family (a protocol or a class) with an `async` handler,
+    /// one call at a time, in post order across the family's types.
+    ///
+    /// ```swift
+    /// let token = hub.observe(every: (any AnalyticsEvent).self, on: .queue(analytics)) { event async in
+    ///     await uploader.send(event.name)    // the next event waits for this call
+    /// }
+    /// ```
+    ///
+    /// Calls are ordered and started like those of an `async` observer of one type (see
+    /// <doc:ThreadingAndDelivery#Async-handlers>).
+    ///
+    /// - Parameters:
+    ///   - family: The protocol's existential, such as `(any AnalyticsEvent).self`, or a class.
+    ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
+    ///   - target: Where the calls are ordered and started.
+    ///   - priority: Among the observers of a post, higher priorities come first; equal ones keep
+    ///     registration order. The default is 0.
+    ///   - bufferingPolicy: What the observer's mailbox keeps. See ``NotificationBufferingPolicy``.
+    ///   - fileID: The file that registers; leave the default.
+    ///   - line: The line that registers; leave the default.
+    ///   - handler: The handler. Errors it throws go to ``errorHandler``.
+    /// - Returns: The observation; it ends when you cancel it or let go of it.
+    public func observe<Family: Sendable>(
+        every family: Family.Type,
+        from subject: AnyObject? = nil,
+        on target: DeliveryTarget,
+        priority: Int = 0,
+        bufferingPolicy: NotificationBufferingPolicy = .unbounded,
+        fileID: StaticString = #fileID,
+        line: UInt = #line,
+        _ handler: @escaping @Sendable (Family) async throws -> Void
+    ) -> ObservationToken {
+        registerFamily(
+            Family.self, target: target, subject: subject, owner: nil, priority: priority,
+            bufferingPolicy: bufferingPolicy, fileID: fileID, line: line,
+            handler: .async { delivery in try await handler(delivery.value) })
+    }
+
+    /// Observes every notification of a family (a protocol or a class) on the main actor, with an
+    /// `async` `@MainActor` handler, one call at a time, in post order across the family's types.
+    ///
+    /// - Parameters:
+    ///   - family: The protocol's existential, such as `(any AnalyticsEvent).self`, or a class.
+    ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
+    ///   - mainActor: `MainActor.shared`.
+    ///   - priority: Among the observers of a post, higher priorities come first; equal ones keep
+    ///     registration order. The default is 0.
+    ///   - bufferingPolicy: What the observer's mailbox keeps. See ``NotificationBufferingPolicy``.
+    ///   - fileID: The file that registers; leave the default.
+    ///   - line: The line that registers; leave the default.
+    ///   - handler: The main-actor handler.
+    /// - Returns: The observation.
+    public func observe<Family: Sendable>(
+        every family: Family.Type,
+        from subject: AnyObject? = nil,
+        on mainActor: MainActor,
+        priority: Int = 0,
+        bufferingPolicy: NotificationBufferingPolicy = .unbounded,
+        fileID: StaticString = #fileID,
+        line: UInt = #line,
+        _ handler: @escaping @MainActor @Sendable (Family) async throws -> Void
+    ) -> ObservationToken {
+        registerFamily(
+            Family.self, target: .mainQueue, subject: subject, owner: nil, priority: priority,
+            bufferingPolicy: bufferingPolicy, fileID: fileID, line: line,
+            handler: .async { delivery in try await handler(delivery.value) })
+    }
+
     // MARK: - Taps: every notification
 
     /// Taps every notification posted to this hub, of every type: for logging, analytics and

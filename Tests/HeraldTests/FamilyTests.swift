@@ -276,6 +276,27 @@ struct FamilyTests {
         #expect(hub.unobservedPostCount == 2)
     }
 
+    @Test("An async protocol observer runs one call at a time, in post order across types")
+    func asyncFamilyObserver() async throws {
+        let hub = NotificationHub()
+        let probe = OverlapProbe()
+        let seen = Log<String>()
+        let token = hub.observe(every: (any AnalyticsEvent).self, on: .queue(DispatchQueue(label: "family.async"))) {
+            event async in
+            probe.enter()
+            await Task.yield()
+            seen.append(event.name)
+            probe.leave()
+        }
+        for index in 0..<20 {
+            if index.isMultiple(of: 2) { hub.post(SignedIn(auditID: index)) } else { hub.post(Purchased(cents: index)) }
+        }
+        try await hub.waitUntilIdle()
+        #expect(seen.values == (0..<20).map { $0.isMultiple(of: 2) ? "signed_in" : "purchased" })
+        #expect(probe.overlaps == 0)
+        token.cancel()
+    }
+
     @Test("A class hierarchy: an observer of the base class receives its subclasses")
     func classHierarchy() {
         let hub = NotificationHub()
