@@ -94,6 +94,60 @@ extension NotificationHub {
         return false
     }
 
+    /// Fails the current XCTest test unless exactly `count` live observations of the family
+    /// `family` exist (on `target`, if given). See
+    /// ``expectRegistered(every:on:bufferingPolicy:count:_:sourceLocation:)``.
+    ///
+    /// ```swift
+    /// hub.assertRegistered(every: (any AnalyticsEvent).self, on: .mainQueue)
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - family: The family, such as `(any AnalyticsEvent).self`.
+    ///   - target: The target the observations must use, or `nil` for any target.
+    ///   - count: The number of matching observations expected; 0 to expect none.
+    ///   - file: The file to report; leave the default.
+    ///   - line: The line to report; leave the default.
+    /// - Returns: `true` if the assertion held.
+    @discardableResult
+    public func assertRegistered<Family: Sendable>(
+        every family: Family.Type,
+        on target: DeliveryTarget? = nil,
+        count: Int = 1,
+        file: StaticString = #filePath,
+        line: UInt = #line
+    ) -> Bool {
+        guard
+            let message = Self.registrationFailure(
+                registrations(every: family), of: "every \(Family.self)", on: target, count: count)
+        else { return true }
+        XCTFail(message, file: file, line: line)
+        return false
+    }
+
+    /// Fails the current XCTest test unless exactly `count` live taps exist (on `target`, if
+    /// given). See ``expectTapsRegistered(on:count:_:sourceLocation:)``.
+    ///
+    /// - Parameters:
+    ///   - target: The target the taps must use, or `nil` for any target.
+    ///   - count: The number of matching taps expected; 0 to expect none.
+    ///   - file: The file to report; leave the default.
+    ///   - line: The line to report; leave the default.
+    /// - Returns: `true` if the assertion held.
+    @discardableResult
+    public func assertTapsRegistered(
+        on target: DeliveryTarget? = nil,
+        count: Int = 1,
+        file: StaticString = #filePath,
+        line: UInt = #line
+    ) -> Bool {
+        guard let message = Self.registrationFailure(tapRegistrations(), of: "taps", on: target, count: count) else {
+            return true
+        }
+        XCTFail(message, file: file, line: line)
+        return false
+    }
+
     /// Fails the current XCTest test unless the observations of `type` (on `target`, if given)
     /// have replaced and dropped exactly `replaced` and `dropped` notifications under their
     /// mailbox policies. See ``expectDiscarded(_:on:replaced:dropped:_:sourceLocation:)``.

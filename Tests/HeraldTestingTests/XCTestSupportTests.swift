@@ -40,6 +40,19 @@ final class XCTestSupportTests: XCTestCase {
         XCTAssertTrue(hub.assertDiscarded(Beep.self, replaced: 1))
         main.runUntilIdle()
         withExtendedLifetime(latest) {}
+
+        let family = hub.record(every: (any TypedNotification).self, on: main.target)
+        let tap = hub.recordAll()
+        XCTAssertTrue(hub.assertRegistered(every: (any TypedNotification).self, on: main.target))
+        XCTAssertTrue(hub.assertTapsRegistered(on: .posting))
+        hub.post(Beep())
+        main.runUntilIdle()
+        XCTAssertEqual(family.count, 1)
+        XCTAssertEqual(tap.count, 1)
+        family.stop()
+        tap.stop()
+        XCTAssertTrue(hub.assertRegistered(every: (any TypedNotification).self, count: 0))
+        XCTAssertTrue(hub.assertTapsRegistered(count: 0))
     }
 }
 #endif
