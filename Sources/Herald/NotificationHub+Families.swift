@@ -25,7 +25,8 @@ extension NotificationHub {
 
     /// Observes every notification whose type conforms to a protocol, or is a subclass of a class.
     ///
-    /// Pass the protocol's existential type. The handler receives each posted notification that
+    /// Pass the protocol's existential type, or a base class. A non-final class cannot be a
+    /// notification, but its final subclasses can: observing the base class receives them all. The handler receives each posted notification that
     /// can be cast to it, whatever its concrete type:
     ///
     /// ```swift
@@ -46,12 +47,13 @@ extension NotificationHub {
     ///
     /// Herald decides once per posted type whether it belongs (at the first post of the type after
     /// the observer was registered) and caches the answer, so posts of other types pay nothing.
-    /// For a class, the answer comes from the first posted instance's class. Protocol observers do
+    /// The answer is Swift's `as?` cast of that notification, which for a notification made of an
+    /// `Optional` looks inside the value: observe such a type by its own type. Protocol observers do
     /// not count in ``observerCount(of:)`` or ``registrations(of:)``, which count the observers of
     /// one type, and they do not replay retained values.
     ///
     /// - Parameters:
-    ///   - family: The protocol's existential, such as `(any AnalyticsEvent).self`, or a class.
+    ///   - family: The protocol's existential, such as `(any AnalyticsEvent).self`, or a base class.
     ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
     ///   - target: Where the handler runs. The default, ``DeliveryTarget/posting``, runs it
     ///     synchronously inside `post`.
@@ -92,7 +94,7 @@ extension NotificationHub {
     /// See ``observe(every:from:on:priority:bufferingPolicy:fileID:line:_:)-(_,_,DeliveryTarget,_,_,_,_,_)`` for what a family is.
     ///
     /// - Parameters:
-    ///   - family: The protocol's existential, such as `(any AnalyticsEvent).self`, or a class.
+    ///   - family: The protocol's existential, such as `(any AnalyticsEvent).self`, or a base class.
     ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
     ///   - mainActor: `MainActor.shared`.
     ///   - priority: Among the observers of a post, higher priorities come first; equal ones keep
@@ -122,7 +124,7 @@ extension NotificationHub {
     /// isolated to it.
     ///
     /// - Parameters:
-    ///   - family: The protocol's existential, such as `(any AnalyticsEvent).self`, or a class.
+    ///   - family: The protocol's existential, such as `(any AnalyticsEvent).self`, or a base class.
     ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
     ///   - actor: The actor to deliver on. The hub retains it for as long as the observation lasts.
     ///   - priority: Among the observers of a post, higher priorities come first; equal ones keep
@@ -155,7 +157,7 @@ extension NotificationHub {
     /// is deallocated, so you may discard the token.
     ///
     /// - Parameters:
-    ///   - family: The protocol's existential, such as `(any AnalyticsEvent).self`, or a class.
+    ///   - family: The protocol's existential, such as `(any AnalyticsEvent).self`, or a base class.
     ///   - owner: The object whose lifetime bounds the observation.
     ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
     ///   - target: Where the handler runs.
@@ -191,7 +193,7 @@ extension NotificationHub {
     /// long as `owner` lives.
     ///
     /// - Parameters:
-    ///   - family: The protocol's existential, such as `(any AnalyticsEvent).self`, or a class.
+    ///   - family: The protocol's existential, such as `(any AnalyticsEvent).self`, or a base class.
     ///   - owner: The object whose lifetime bounds the observation, held weakly.
     ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
     ///   - mainActor: `MainActor.shared`.
@@ -236,7 +238,7 @@ extension NotificationHub {
     /// <doc:ThreadingAndDelivery#Async-handlers>).
     ///
     /// - Parameters:
-    ///   - family: The protocol's existential, such as `(any AnalyticsEvent).self`, or a class.
+    ///   - family: The protocol's existential, such as `(any AnalyticsEvent).self`, or a base class.
     ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
     ///   - target: Where the calls are ordered and started.
     ///   - priority: Among the observers of a post, higher priorities come first; equal ones keep
@@ -266,7 +268,7 @@ extension NotificationHub {
     /// `async` `@MainActor` handler, one call at a time, in post order across the family's types.
     ///
     /// - Parameters:
-    ///   - family: The protocol's existential, such as `(any AnalyticsEvent).self`, or a class.
+    ///   - family: The protocol's existential, such as `(any AnalyticsEvent).self`, or a base class.
     ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
     ///   - mainActor: `MainActor.shared`.
     ///   - priority: Among the observers of a post, higher priorities come first; equal ones keep

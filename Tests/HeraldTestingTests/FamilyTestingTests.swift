@@ -1,6 +1,7 @@
 import Herald
 import HeraldTesting
 import Observation
+import Synchronization
 import Testing
 
 protocol ShopEvent: TypedNotification {
@@ -116,3 +117,24 @@ struct FamilyTestingTests {
 }
 
 final class Cart: Sendable {}
+
+struct CartEmptied: ShopEvent {
+    var summary: String { "emptied" }
+}
+
+@Suite("Family recorders and zero-sized types")
+struct FamilyRecorderZeroSizedTests {
+    @Test("A family recorder records a zero-sized type, also next to the app's own family observer")
+    func zeroSized() {
+        let hub = NotificationHub()
+        let appSeen = Mutex<[String]>([])
+        let app = hub.observe(every: (any ShopEvent).self) { event in appSeen.withLock { $0.append(event.summary) } }
+        let recorder = hub.record(every: (any ShopEvent).self)
+        hub.post(CartEmptied())
+        hub.post(ItemAdded(sku: "E5"))
+        #expect(recorder.values.map(\.summary) == ["emptied", "added E5"])
+        #expect(appSeen.withLock { $0 } == ["emptied", "added E5"])
+        #expect(hub.unobservedPostCount == 0)
+        withExtendedLifetime(app) {}
+    }
+}

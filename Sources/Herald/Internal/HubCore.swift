@@ -73,7 +73,8 @@ final class HubCore: Sendable {
         var pending: [PendingDelivery] = families.compactMap(\.pendingDelivery)
         for snapshot in snapshots {
             snapshot.withObservers { queued, _ in
-                for observer in queued {
+                // A family observer's stand-ins are listed once, by the family observer.
+                for observer in queued where observer.takeUnretainedValue().familyObserver == nil {
                     if let delivery = observer.takeUnretainedValue().pendingDelivery {
                         pending.append(delivery)
                     }
@@ -121,11 +122,12 @@ final class HubCore: Sendable {
     /// Each type's cached snapshots are cleared, so the next post of a type finds out (once per
     /// family type) whether it belongs to the family, and includes the observer if it does.
     func addFamily(_ observer: AnyObserver) {
-        let changes = registry.state.withLock { state in
+        let changes = registry.state.withLock { state -> [Registry.Change] in
             state.number(observer)
             state.families.append(observer)
             state.familyGeneration += 1
-            return state.recordChangeOfEveryType()
+            guard let family = observer.family else { return [] }
+            return state.recordChange(ofEveryTypeIn: family)
         }
         for change in changes { registry.didChange(change) }
     }
@@ -139,7 +141,9 @@ final class HubCore: Sendable {
             var released: [any Sendable] = [removed]
             var changes: [Registry.Change] = []
             for key in state.types.keys {
-                guard let dropped = state.bucket(key)?.dropMembers(of: observer), !dropped.isEmpty else { continue }
+                guard let bucket = state.bucket(key), let family = observer.family, bucket.mayBelong(to: family),
+                    case let dropped = bucket.dropMembers(of: observer), !dropped.isEmpty
+                else { continue }
                 released += dropped
                 changes.append(state.recordChange(of: key))
             }

@@ -88,11 +88,11 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `Registry.state`'s
     /// Brings ``members`` up to date with the registry's family observers: drops the stand-ins of
     /// observers that are gone and adds one for each new family observer whose family this type
     /// belongs to. A family this type was never checked against is decided from `sample`, a
-    /// notification of this type; without one, it stays undecided until the next call.
+    /// notification of this type (whose address may be 0 for a type without stored properties).
     ///
     /// - Returns: The stand-ins and the snapshot it let go of, to release after the lock.
     func updateMembers(
-        families: ObserverList, generation: UInt64, sample: UnsafeRawPointer?
+        families: ObserverList, generation: UInt64, sample: UnsafeRawPointer
     ) -> [any Sendable] {
         guard membersGeneration != generation else { return [] }
         let live = Set(families.observers.map(ObjectIdentifier.init))
@@ -106,7 +106,6 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `Registry.state`'s
             }
         }
         let present = Set(kept.compactMap { $0.familyObserver.map(ObjectIdentifier.init) })
-        var isComplete = true
         for observer in families.observers where !present.contains(ObjectIdentifier(observer)) {
             guard let family = observer.family else { continue }
             let belongs: Bool
@@ -114,16 +113,13 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `Registry.state`'s
                 belongs = true
             } else if let known = memberships[family.key] {
                 belongs = known
-            } else if let sample {
+            } else {
                 belongs = contains(sample, in: family)
                 memberships[family.key] = belongs
-            } else {
-                isComplete = false
-                continue
             }
             if belongs { kept.append(member(of: family, for: observer)) }
         }
-        if isComplete { membersGeneration = generation }
+        membersGeneration = generation
         if kept.count != members.count || !released.isEmpty {
             members = kept
             if let snapshot = unpublish() { released.append(snapshot) }
@@ -139,6 +135,11 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `Registry.state`'s
         var released: [any Sendable] = [members.remove(at: index)]
         if let snapshot = unpublish() { released.append(snapshot) }
         return released
+    }
+
+    /// Whether the type may belong to `family`: `false` only once it is known not to.
+    func mayBelong(to family: AnyFamily) -> Bool {
+        family.isTap || memberships[family.key] != false
     }
 
     /// Whether the type, whose notification `sample` is, belongs to `family`.

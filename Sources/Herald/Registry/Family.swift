@@ -5,7 +5,9 @@
 /// observer of this type: one lane, one handler. What a post of a concrete type hands it is
 /// converted into this value on the way in (see ``Member``).
 struct FamilyDelivery<Value: Sendable>: TypedNotification, FamilyDeliveryProtocol {
-    static var familyName: String { String(describing: Value.self) }
+    static var familyName: String {
+        Value.self == (any TypedNotification).self ? "every notification" : String(describing: Value.self)
+    }
 
     let value: Value
     /// The posted notification's own type.
@@ -100,7 +102,7 @@ final class Member<N: TypedNotification, Value: Sendable>: AnyObserver, @uncheck
     override var familyObserver: AnyObserver? { observer }
     override var target: DeliveryTarget { observer.target }
     override var drainerThread: UInt { observer.drainerThread }
-    override var pendingDelivery: PendingDelivery? { nil }  // reported once, by the family observer
+    override var pendingDelivery: PendingDelivery? { observer.pendingDelivery }
     override var isCancelled: Bool { observer.isCancelled }
     override var filtersAreDead: Bool { observer.isCancelled }
     override func filtersMatch(_ subject: AnyObject?) -> Bool { observer.filtersMatch(subject) }
@@ -112,9 +114,14 @@ final class Member<N: TypedNotification, Value: Sendable>: AnyObserver, @uncheck
     }
 
     override func deliverIfAccepted(_ payload: UnsafeRawPointer, subject: AnyObject?) -> Bool {
-        guard accepts(subject) else { return false }
-        deliver(payload, subjectID: subject.map(ObjectIdentifier.init))
+        let subjectID = subject.map(ObjectIdentifier.init)
+        guard accepts(subject), let delivery = delivery(payload, subjectID: subjectID) else { return false }
+        withUnsafePointer(to: delivery) { observer.deliver(UnsafeRawPointer($0), subjectID: subjectID) }
         return flags & Flags.isTap == 0
+    }
+
+    override func admits(_ payload: UnsafeRawPointer) -> Bool {
+        payload.assumingMemoryBound(to: N.self).pointee is Value
     }
 
     override func deliver(

@@ -90,6 +90,11 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
     /// For a family observer, its family.
     var family: AnyFamily? { nil }
 
+    /// Whether the notification at `payload` can reach this observer's handler: always, but for a
+    /// family observer's stand-in (a ``Member``) whose type's membership was decided from another
+    /// value (a cast can depend on the value, as one through an `Optional` does).
+    func admits(_ payload: UnsafeRawPointer) -> Bool { true }
+
     /// Whether the registration has a `from:` subject and an `owner:`.
     var filtersInfo: (hasSubject: Bool, hasOwner: Bool) { (false, false) }
 

@@ -86,7 +86,7 @@ extension HubCore {
             }
             for observer in posting {
                 observer._withUnsafeGuaranteedRef { observer in
-                    guard observer.accepts(subject) else { return }
+                    guard observer.accepts(subject), observer.admits(payload) else { return }
                     if observer.flags & AnyObserver.Flags.isTap != 0 {
                         // A tap sees the post, but the post neither waits for nor reports it.
                         observer.deliver(payload, subjectID: subjectID)

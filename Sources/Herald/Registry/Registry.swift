@@ -48,24 +48,29 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
 
         /// The bucket of `key`, with its family stand-ins brought up to date.
         ///
-        /// When families are registered, a type that has no bucket yet gets one (if `type` is
-        /// given), so that its membership can be cached; `sample`, a notification of the type,
-        /// decides the families it was never checked against.
+        /// When families are registered, a type that has no bucket yet gets one, so that its
+        /// membership can be cached; `sample`, a notification of the type, decides the families it
+        /// was never checked against. (`sample` is not optional on purpose: the address of a
+        /// notification of a type without stored properties may be 0, which an optional pointer
+        /// would take for `nil`.)
         ///
         /// - Returns: The bucket, and what the update let go of, to release after the lock.
         mutating func bucket(
-            _ key: ObjectIdentifier, type: (any TypedNotification.Type)?, sample: UnsafeRawPointer?
+            _ key: ObjectIdentifier, type: any TypedNotification.Type, sample: UnsafeRawPointer
         ) -> (AnyBucket?, [any Sendable]) {
             guard families.count > 0 else { return (bucket(key), []) }
             let existing = bucket(key)
-            guard let bucket = existing ?? type.map({ makeBucket(for: $0) }) else { return (nil, []) }
+            let bucket = existing ?? makeBucket(for: type)
             if existing == nil { types.withEntry(key) { $0.bucket = bucket } }
             return (bucket, bucket.updateMembers(families: families, generation: familyGeneration, sample: sample))
         }
 
-        /// Numbers a change of every type's observers (a family observer came or went).
-        mutating func recordChangeOfEveryType() -> [Change] {
-            types.keys.map { recordChange(of: $0) }
+        /// Numbers a change of the observers of every type that may belong to `family` (a family
+        /// observer came): every type but those already known not to belong to it.
+        mutating func recordChange(ofEveryTypeIn family: AnyFamily) -> [Change] {
+            types.keys.compactMap { key in
+                bucket(key)?.mayBelong(to: family) == false ? nil : recordChange(of: key)
+            }
         }
 
         /// The bucket of the type whose identity is `key`, if it has one.
