@@ -110,8 +110,7 @@ final class HubCore: Sendable {
                 entry.bucket = bucket
                 return bucket
             }
-            state.number(observer)
-            return (bucket.add(observer), state.recordChange(of: key))
+            return (bucket.add(observer, sequence: state.nextSequence()), state.recordChange(of: key))
         }
         registry.didChange(change)
         withExtendedLifetime(replaced) {}  // released here, outside the locks
@@ -123,9 +122,8 @@ final class HubCore: Sendable {
     /// family type) whether it belongs to the family, and includes the observer if it does.
     func addFamily(_ observer: AnyObserver) {
         let changes = registry.state.withLock { state -> [Registry.Change] in
-            state.number(observer)
-            state.families.append(observer)
-            state.familyGeneration += 1
+            state.familyGeneration += 1  // first: a family observer's number is never 0
+            state.families.append(observer, sequence: state.nextSequence())
             guard let family = observer.family else { return [] }
             return state.recordChange(ofEveryTypeIn: family)
         }

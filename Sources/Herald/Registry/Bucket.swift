@@ -29,14 +29,14 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `Registry.state`'s
     /// Whether the type has no observers.
     var isEmpty: Bool { queued.count == 0 && posting.count == 0 }
 
-    /// Adds `observer` at the end of its list.
+    /// Adds `observer`, whose registration number is `sequence`, at the end of its list.
     ///
     /// - Returns: The snapshot it outdates, to release once the lock is no longer held.
-    func add(_ observer: AnyObserver) -> ObserverSnapshot? {
+    func add(_ observer: AnyObserver, sequence: UInt64) -> ObserverSnapshot? {
         if observer.isPosting {
-            posting.append(observer)
+            posting.append(observer, sequence: sequence)
         } else {
-            queued.append(observer)
+            queued.append(observer, sequence: sequence)
         }
         if observer.priority != 0 { prioritizedCount += 1 }
         return unpublish()
@@ -75,9 +75,17 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `Registry.state`'s
             snapshot = ObserverSnapshot(queued: queued.observers, posting: posting.observers)
         } else {
             // Family observers and priorities: merge into the order posts promise.
-            let all = (Array(queued.observers) + Array(posting.observers) + members).sorted { $0.sortKey < $1.sortKey }
+            // Registrations numbered 0 keep list order: each entry's index in its own list breaks ties
+            // (the queued and posting observers are separated again below).
+            func keyed(_ entries: [(AnyObserver, UInt64)]) -> [(AnyObserver, AnyObserver.SortKey)] {
+                entries.enumerated().map { index, entry in
+                    (entry.0, AnyObserver.SortKey(priority: entry.0.priority, sequence: entry.1, index: index))
+                }
+            }
+            var all = keyed(queued.entries) + keyed(posting.entries) + keyed(members.map { ($0, $0.memberSequence) })
+            all.sort { $0.1 < $1.1 }
             snapshot = ObserverSnapshot(
-                queued: all.lazy.filter { !$0.isPosting }, posting: all.lazy.filter(\.isPosting))
+                queued: all.lazy.map(\.0).filter { !$0.isPosting }, posting: all.lazy.map(\.0).filter(\.isPosting))
         }
         published = snapshot
         return snapshot
@@ -106,7 +114,7 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `Registry.state`'s
             }
         }
         let present = Set(kept.compactMap { $0.familyObserver.map(ObjectIdentifier.init) })
-        for observer in families.observers where !present.contains(ObjectIdentifier(observer)) {
+        for (observer, sequence) in families.entries where !present.contains(ObjectIdentifier(observer)) {
             guard let family = observer.family else { continue }
             let belongs: Bool
             if family.isTap {
@@ -117,7 +125,7 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `Registry.state`'s
                 belongs = contains(sample, in: family)
                 memberships[family.key] = belongs
             }
-            if belongs { kept.append(member(of: family, for: observer)) }
+            if belongs { kept.append(member(of: family, for: observer, sequence: sequence)) }
         }
         membersGeneration = generation
         if kept.count != members.count || !released.isEmpty {
@@ -145,8 +153,9 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `Registry.state`'s
     /// Whether the type, whose notification `sample` is, belongs to `family`.
     func contains(_ sample: UnsafeRawPointer, in family: AnyFamily) -> Bool { false }
 
-    /// A stand-in of the family observer `observer` among this type's observers.
-    func member(of family: AnyFamily, for observer: AnyObserver) -> AnyObserver {
+    /// A stand-in of the family observer `observer` (registration number `sequence`) among this
+    /// type's observers.
+    func member(of family: AnyFamily, for observer: AnyObserver, sequence: UInt64) -> AnyObserver {
         fatalError("AnyBucket is abstract")
     }
 
@@ -192,8 +201,8 @@ final class Bucket<N: TypedNotification>: AnyBucket, @unchecked Sendable {  // S
         family.contains(sample.assumingMemoryBound(to: N.self))
     }
 
-    override func member(of family: AnyFamily, for observer: AnyObserver) -> AnyObserver {
-        family.member(of: N.self, for: observer)
+    override func member(of family: AnyFamily, for observer: AnyObserver, sequence: UInt64) -> AnyObserver {
+        family.member(of: N.self, for: observer, sequence: sequence)
     }
 
     override func removeAll() -> [any Sendable] {
@@ -212,18 +221,40 @@ final class Bucket<N: TypedNotification>: AnyBucket, @unchecked Sendable {  // S
 
 /// Observers in registration order, with O(1) removal: a removed observer leaves a hole, and the
 /// holes are squeezed out once they outnumber the observers. Each observer knows its slot.
+///
+/// Beside each slot it keeps the registration's number in the hub's registration order (see
+/// ``AnyObserver/SortKey``), which places a type's observers among family observers. Only
+/// registrations made once the hub has had a family observer need one: every earlier registration
+/// comes before every family observer, so it counts as number 0, and list order orders those
+/// among themselves. So a hub without family observers stores no numbers at all, and an observer
+/// keeps the allocator's 64-byte chunks.
 struct ObserverList {
     private var slots: ContiguousArray<AnyObserver?> = []
+    /// The registration number of the observer in the same slot; empty while every number is 0.
+    private var sequences: ContiguousArray<UInt64> = []
     /// The number of observers (slots that are not holes).
     private(set) var count = 0
 
     /// The observers, in registration order.
     var observers: some Collection<AnyObserver> { slots.lazy.compactMap { $0 } }
 
-    mutating func append(_ observer: AnyObserver) {
+    /// The observers with their registration numbers, in registration order.
+    var entries: [(AnyObserver, UInt64)] {
+        slots.indices.compactMap { index in
+            slots[index].map { ($0, sequences.isEmpty ? 0 : sequences[index]) }
+        }
+    }
+
+    /// Appends `observer`, whose registration number is `sequence` (0 if it comes before every
+    /// family observer).
+    mutating func append(_ observer: AnyObserver, sequence: UInt64) {
         if slots.count == slots.capacity && slots.count > count { compact() }
+        if sequence != 0 && sequences.isEmpty {
+            sequences = ContiguousArray(repeating: 0, count: slots.count)
+        }
         observer.registrySlot = slots.count
         slots.append(observer)
+        if !sequences.isEmpty { sequences.append(sequence) }
         count += 1
     }
 
@@ -238,13 +269,18 @@ struct ObserverList {
             // The latest registration, the usual one to cancel first: no hole.
             count -= 1
             let removed = slots.removeLast()
-            while let last = slots.last, last == nil { slots.removeLast() }
+            if !sequences.isEmpty { sequences.removeLast() }
+            while let last = slots.last, last == nil {
+                slots.removeLast()
+                if !sequences.isEmpty { sequences.removeLast() }
+            }
             return removed
         }
         defer {
             count -= 1
             if count == 0 {
                 slots.removeAll(keepingCapacity: slots.capacity <= 16)
+                sequences.removeAll(keepingCapacity: sequences.capacity <= 16)
             } else if slots.count - count > count {
                 compact()
             }
@@ -259,9 +295,11 @@ struct ObserverList {
             guard let observer = slots[index].take() else { continue }
             observer.registrySlot = next
             slots[next] = observer
+            if !sequences.isEmpty { sequences[next] = sequences[index] }
             next += 1
         }
         slots.removeLast(slots.count - next)
+        if !sequences.isEmpty { sequences.removeLast(sequences.count - next) }
     }
 }
 

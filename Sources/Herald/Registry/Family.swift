@@ -48,8 +48,9 @@ class AnyFamily: @unchecked Sendable {  // Immutable.
     /// can run.)
     func contains<N: TypedNotification>(_ sample: UnsafePointer<N>) -> Bool { isTap }
 
-    /// A new adapter that brings posts of `N` to `observer`, this family's observer.
-    func member<N: TypedNotification>(of type: N.Type, for observer: AnyObserver) -> AnyObserver {
+    /// A new adapter that brings posts of `N` to `observer`, this family's observer, whose
+    /// registration number is `sequence`.
+    func member<N: TypedNotification>(of type: N.Type, for observer: AnyObserver, sequence: UInt64) -> AnyObserver {
         fatalError("AnyFamily is abstract")
     }
 }
@@ -65,8 +66,10 @@ final class Family<Value: Sendable>: AnyFamily, @unchecked Sendable {  // Immuta
         isTap || sample.pointee is Value
     }
 
-    override func member<N: TypedNotification>(of type: N.Type, for observer: AnyObserver) -> AnyObserver {
-        Member<N, Value>(family: unsafeDowncast(observer, to: Observer<FamilyDelivery<Value>>.self))
+    override func member<N: TypedNotification>(
+        of type: N.Type, for observer: AnyObserver, sequence: UInt64
+    ) -> AnyObserver {
+        Member<N, Value>(family: unsafeDowncast(observer, to: Observer<FamilyDelivery<Value>>.self), sequence: sequence)
     }
 }
 
@@ -80,9 +83,12 @@ final class Family<Value: Sendable>: AnyFamily, @unchecked Sendable {  // Immuta
 final class Member<N: TypedNotification, Value: Sendable>: AnyObserver, @unchecked Sendable {  // Immutable.
     /// The family observer it stands in for.
     let observer: Observer<FamilyDelivery<Value>>
+    /// The family observer's registration number (see ``AnyObserver/SortKey``).
+    let sequence: UInt64
 
-    init(family: Observer<FamilyDelivery<Value>>) {
+    init(family: Observer<FamilyDelivery<Value>>, sequence: UInt64) {
         self.observer = family
+        self.sequence = sequence
         // Always "filtered": `accepts` then asks the family observer whether it was cancelled
         // (see `filtersAreDead`), and the posting-thread loop never takes it for a plain observer.
         var flags = family.flags | Flags.hasFilters
@@ -98,7 +104,8 @@ final class Member<N: TypedNotification, Value: Sendable>: AnyObserver, @uncheck
         return FamilyDelivery(value: value, type: N.self, subjectID: subjectID)
     }
 
-    override var sortKey: SortKey { observer.sortKey }
+    override var priority: Int { observer.priority }
+    override var memberSequence: UInt64 { sequence }
     override var familyObserver: AnyObserver? { observer }
     override var target: DeliveryTarget { observer.target }
     override var drainerThread: UInt { observer.drainerThread }

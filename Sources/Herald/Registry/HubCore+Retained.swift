@@ -127,8 +127,7 @@ extension HubCore {
                     QueuedItem(notification: $0.value, subjectID: $0.subjectID, group: nil)
                 }
                 let (mustSchedule, dropped) = observer.preload(items)
-                state.number(observer)
-                let replaced = bucket.add(observer)
+                let replaced = bucket.add(observer, sequence: state.nextSequence())
                 return (mustSchedule, dropped, replaced, state.recordChange(of: key))
             }
             registry.didChange(change)
@@ -146,8 +145,7 @@ extension HubCore {
                 let latest = bucket.retained.lastSequence
                 let replays = bucket.retained.replays(matching: observer.filters, after: seen)
                 guard replays.isEmpty || round >= Self.maxReplayRounds else { return (replays, latest, nil, nil) }
-                state.number(observer)
-                let replaced = bucket.add(observer)
+                let replaced = bucket.add(observer, sequence: state.nextSequence())
                 return (replays, latest, state.recordChange(of: key), replaced)
             }
             if let change { registry.didChange(change) }

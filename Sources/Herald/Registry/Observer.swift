@@ -16,9 +16,6 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
     /// it is in none. The index is written only under the registry lock; the flag only by
     /// ``markCancelled()``.
     @usableFromInline let state = Atomic<UInt32>(0)
-    /// The registration's place in the hub's registration order, numbered under the registry lock
-    /// when it is added; read only under that lock (see ``sortKey``).
-    final var sequenceNumber: UInt64 = 0
 
     /// `Flags` bits.
     @inline(__always)
@@ -67,18 +64,20 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
     // MARK: Order
 
     /// Where an observer comes among the observers of a post: higher priorities first, then in
-    /// registration order.
+    /// registration order (the sequence number its registration got under the registry lock,
+    /// kept in its bucket's list: see ``ObserverList``).
     struct SortKey: Comparable {
         let priority: Int
         let sequence: UInt64
+        /// The position in its list, for registrations with the same number (0).
+        let index: Int
 
         static func < (lhs: SortKey, rhs: SortKey) -> Bool {
-            lhs.priority != rhs.priority ? lhs.priority > rhs.priority : lhs.sequence < rhs.sequence
+            if lhs.priority != rhs.priority { return lhs.priority > rhs.priority }
+            if lhs.sequence != rhs.sequence { return lhs.sequence < rhs.sequence }
+            return lhs.index < rhs.index
         }
     }
-
-    /// The observer's place among the observers of a post. Read under the registry lock.
-    var sortKey: SortKey { SortKey(priority: priority, sequence: sequenceNumber) }
 
     /// The priority given at registration; 0 by default.
     var priority: Int { 0 }
@@ -89,6 +88,9 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
 
     /// For a family observer, its family.
     var family: AnyFamily? { nil }
+
+    /// For a family observer's stand-in (a ``Member``), the family observer's registration number.
+    var memberSequence: UInt64 { 0 }
 
     /// Whether the notification at `payload` can reach this observer's handler: always, but for a
     /// family observer's stand-in (a ``Member``) whose type's membership was decided from another

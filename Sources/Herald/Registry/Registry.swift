@@ -40,10 +40,13 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
         /// The sequence number of the latest registration.
         private var lastSequence: UInt64 = 0
 
-        /// Numbers a new registration, in registration order.
-        mutating func number(_ observer: AnyObserver) {
+        /// The number of a new registration, in registration order; 0 while the hub has never had a
+        /// family observer, since what comes before every family observer needs no number (see
+        /// ``ObserverList``).
+        mutating func nextSequence() -> UInt64 {
+            guard familyGeneration > 0 else { return 0 }
             lastSequence += 1
-            observer.sequenceNumber = lastSequence
+            return lastSequence
         }
 
         /// The bucket of `key`, with its family stand-ins brought up to date.
