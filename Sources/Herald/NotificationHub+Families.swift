@@ -78,7 +78,7 @@ extension NotificationHub {
     ) -> ObservationToken {
         registerFamily(
             Family.self, target: target, subject: subject, owner: nil, priority: priority,
-            bufferingPolicy: bufferingPolicy, fileID: fileID, line: line
+            bufferingPolicy: bufferingPolicy, fileID: fileID, line: line, direct: target.isPosting ? handler : nil
         ) { delivery in try handler(delivery.value) }
     }
 
@@ -385,11 +385,12 @@ extension NotificationHub {
         bufferingPolicy: NotificationBufferingPolicy,
         fileID: StaticString,
         line: UInt,
+        direct: (@Sendable (Family) throws -> Void)? = nil,
         handler: @escaping @Sendable (FamilyDelivery<Family>) throws -> Void
     ) -> ObservationToken {
         registerFamily(
             family, isTap: isTap, target: target, subject: subject, owner: owner, priority: priority,
-            bufferingPolicy: bufferingPolicy, fileID: fileID, line: line, handler: .plain(handler))
+            bufferingPolicy: bufferingPolicy, fileID: fileID, line: line, direct: direct, handler: .plain(handler))
     }
 
     /// Registers an observer of the family `Family`, with any kind of handler.
@@ -403,13 +404,15 @@ extension NotificationHub {
         bufferingPolicy: NotificationBufferingPolicy,
         fileID: StaticString,
         line: UInt,
+        direct: (@Sendable (Family) throws -> Void)? = nil,
         handler: Handler<FamilyDelivery<Family>>
     ) -> ObservationToken {
         let filters = subject == nil && owner == nil ? nil : Filters(subject: subject, owner: owner)
         let observer = Observer<FamilyDelivery<Family>>(
             core: core, target: target, filters: filters,
             location: SourceLocation(fileID: fileID, line: UInt32(clamping: line)), handler: handler,
-            bufferingPolicy: bufferingPolicy, priority: priority, family: Herald.Family<Family>(isTap: isTap))
+            bufferingPolicy: bufferingPolicy, priority: priority,
+            family: Herald.Family<Family>(isTap: isTap, direct: direct))
         core.addFamily(observer)
         return ObservationToken(registration: observer, cancelsOnDeinit: owner == nil)
     }

@@ -58,7 +58,13 @@ class AnyFamily: @unchecked Sendable {  // Immutable.
 /// The family of the notifications that can be cast to `Value`: a protocol's existential (every
 /// conforming type), a class (its subclasses), or `any TypedNotification` (every type, for taps).
 final class Family<Value: Sendable>: AnyFamily, @unchecked Sendable {  // Immutable.
-    init(isTap: Bool = false) {
+    /// The handler of a plain posting-thread family observer, which its stand-ins call straight
+    /// with the cast value, rather than through a ``FamilyDelivery`` and the observer's own
+    /// handler (generic code that does not know `Value`, several times slower).
+    let direct: (@Sendable (Value) throws -> Void)?
+
+    init(isTap: Bool = false, direct: (@Sendable (Value) throws -> Void)? = nil) {
+        self.direct = direct
         super.init(key: ObjectIdentifier(Value.self), isTap: isTap)
     }
 
@@ -69,7 +75,8 @@ final class Family<Value: Sendable>: AnyFamily, @unchecked Sendable {  // Immuta
     override func member<N: TypedNotification>(
         of type: N.Type, for observer: AnyObserver, sequence: UInt64
     ) -> AnyObserver {
-        Member<N, Value>(family: unsafeDowncast(observer, to: Observer<FamilyDelivery<Value>>.self), sequence: sequence)
+        Member<N, Value>(
+            family: unsafeDowncast(observer, to: Observer<FamilyDelivery<Value>>.self), link: self, sequence: sequence)
     }
 }
 
@@ -85,9 +92,12 @@ final class Member<N: TypedNotification, Value: Sendable>: AnyObserver, @uncheck
     let observer: Observer<FamilyDelivery<Value>>
     /// The family observer's registration number (see ``AnyObserver/SortKey``).
     let sequence: UInt64
+    /// The family observer's family.
+    let link: Family<Value>
 
-    init(family: Observer<FamilyDelivery<Value>>, sequence: UInt64) {
+    init(family: Observer<FamilyDelivery<Value>>, link: Family<Value>, sequence: UInt64) {
         self.observer = family
+        self.link = link
         self.sequence = sequence
         // Always "filtered": `accepts` then asks the family observer whether it was cancelled
         // (see `filtersAreDead`), and the posting-thread loop never takes it for a plain observer.
@@ -121,9 +131,16 @@ final class Member<N: TypedNotification, Value: Sendable>: AnyObserver, @uncheck
     }
 
     override func deliverIfAccepted(_ payload: UnsafeRawPointer, subject: AnyObject?) -> Bool {
-        let subjectID = subject.map(ObjectIdentifier.init)
-        guard accepts(subject), let delivery = delivery(payload, subjectID: subjectID) else { return false }
-        withUnsafePointer(to: delivery) { observer.deliver(UnsafeRawPointer($0), subjectID: subjectID) }
+        guard accepts(subject), let value = payload.assumingMemoryBound(to: N.self).pointee as? Value else {
+            return false
+        }
+        if let direct = link.direct {
+            do { try direct(value) } catch { observer.reportThrown(error) }
+        } else {
+            let subjectID = subject.map(ObjectIdentifier.init)
+            let delivery = FamilyDelivery(value: value, type: N.self, subjectID: subjectID)
+            withUnsafePointer(to: delivery) { observer.deliver(UnsafeRawPointer($0), subjectID: subjectID) }
+        }
         return flags & Flags.isTap == 0
     }
 
