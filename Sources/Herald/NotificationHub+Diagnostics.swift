@@ -66,7 +66,7 @@ extension NotificationHub {
     }
 
     /// The number of live observations of the family `family` (see
-    /// ``observe(every:from:on:priority:bufferingPolicy:fileID:line:_:)-(_,_,DeliveryTarget,_,_,_,_,_)``): those registered
+    /// `observe(every:from:on:priority:bufferingPolicy:fileID:line:_:)`): those registered
     /// with this very family type, not with another protocol its types may also conform to.
     ///
     /// - Parameter family: The family, such as `(any AnalyticsEvent).self`.

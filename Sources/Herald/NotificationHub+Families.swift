@@ -91,7 +91,7 @@ extension NotificationHub {
     /// }
     /// ```
     ///
-    /// See ``observe(every:from:on:priority:bufferingPolicy:fileID:line:_:)-(_,_,DeliveryTarget,_,_,_,_,_)`` for what a family is.
+    /// See `observe(every:from:on:priority:bufferingPolicy:fileID:line:_:)` for what a family is.
     ///
     /// - Parameters:
     ///   - family: The protocol's existential, such as `(any AnalyticsEvent).self`, or a base class.

@@ -46,7 +46,7 @@ extension NotificationHub {
             handler: .contextual(handler))
     }
 
-    /// Observes the family `Family` (see ``observe(every:from:on:priority:bufferingPolicy:fileID:line:_:)-(_,_,DeliveryTarget,_,_,_,_,_)``)
+    /// Observes the family `Family` (see `observe(every:from:on:priority:bufferingPolicy:fileID:line:_:)`)
     /// with a handler that also learns the post's subject and the delivery target.
     ///
     /// - Parameters:

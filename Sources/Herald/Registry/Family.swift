@@ -1,6 +1,6 @@
 /// What the observer of a family receives: a posted notification, as the family's type.
 ///
-/// A family observer (see ``NotificationHub/observe(every:from:on:priority:bufferingPolicy:fileID:line:_:)-(_,_,DeliveryTarget,_,_,_,_,_)``
+/// A family observer (see `observe(every:from:on:priority:bufferingPolicy:fileID:line:_:)`
 /// and ``NotificationHub/observeAll(on:priority:bufferingPolicy:fileID:line:_:)``) is an ordinary
 /// observer of this type: one lane, one handler. What a post of a concrete type hands it is
 /// converted into this value on the way in (see ``Member``).
