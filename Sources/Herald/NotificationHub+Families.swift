@@ -374,6 +374,73 @@ extension NotificationHub {
         }
     }
 
+    /// Taps every notification posted to this hub on an actor, with a handler isolated to it.
+    ///
+    /// See `observeAll(from:on:priority:bufferingPolicy:fileID:line:_:)` for what a tap sees and
+    /// what it does not change.
+    ///
+    /// - Parameters:
+    ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
+    ///   - actor: The actor to deliver on. The hub retains it for as long as the tap lasts.
+    ///   - priority: Among the observers of a post, higher priorities come first; equal ones keep
+    ///     registration order. The default is 0.
+    ///   - bufferingPolicy: What the tap's mailbox keeps. See ``NotificationBufferingPolicy``.
+    ///   - fileID: The file that registers; leave the default.
+    ///   - line: The line that registers; leave the default.
+    ///   - handler: The handler, called with the actor isolated.
+    /// - Returns: The observation.
+    public func observeAll<A: Actor>(
+        from subject: AnyObject? = nil,
+        on actor: A,
+        priority: Int = 0,
+        bufferingPolicy: NotificationBufferingPolicy = .unbounded,
+        fileID: StaticString = #fileID,
+        line: UInt = #line,
+        _ handler: @escaping @Sendable (isolated A, PostedNotification) throws -> Void
+    ) -> ObservationToken {
+        registerFamily(
+            (any TypedNotification).self, isTap: true, target: DeliveryTarget(kind: .actor(actor)), subject: subject,
+            owner: nil, priority: priority, bufferingPolicy: bufferingPolicy, fileID: fileID, line: line
+        ) { delivery in
+            let posted = PostedNotification(delivery)
+            try actor.assumeIsolated { actor in try handler(actor, posted) }
+        }
+    }
+
+    /// Taps every notification posted to this hub with an `async` handler, one call at a time, in
+    /// post order across types: for a logger or an uploader that awaits.
+    ///
+    /// ```swift
+    /// let upload = hub.observeAll(on: .queue(uploads)) { posted async in
+    ///     await telemetry.send("\(posted.type)")   // the next notification waits for this call
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
+    ///   - target: Where the calls are ordered and started.
+    ///   - priority: Among the observers of a post, higher priorities come first; equal ones keep
+    ///     registration order. The default is 0.
+    ///   - bufferingPolicy: What the tap's mailbox keeps. See ``NotificationBufferingPolicy``.
+    ///   - fileID: The file that registers; leave the default.
+    ///   - line: The line that registers; leave the default.
+    ///   - handler: The handler. Errors it throws go to ``errorHandler``.
+    /// - Returns: The observation; it ends when you cancel it or let go of it.
+    public func observeAll(
+        from subject: AnyObject? = nil,
+        on target: DeliveryTarget,
+        priority: Int = 0,
+        bufferingPolicy: NotificationBufferingPolicy = .unbounded,
+        fileID: StaticString = #fileID,
+        line: UInt = #line,
+        _ handler: @escaping @Sendable (PostedNotification) async throws -> Void
+    ) -> ObservationToken {
+        registerFamily(
+            (any TypedNotification).self, isTap: true, target: target, subject: subject, owner: nil,
+            priority: priority, bufferingPolicy: bufferingPolicy, fileID: fileID, line: line,
+            handler: .async { delivery in try await handler(PostedNotification(delivery)) })
+    }
+
     /// Registers an observer of the family `Family`.
     func registerFamily<Family: Sendable>(
         _ family: Family.Type,

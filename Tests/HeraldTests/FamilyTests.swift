@@ -409,6 +409,35 @@ struct TapTests {
     }
 }
 
+@Suite("Families: tap forms")
+struct TapFormTests {
+    @Test("A tap on an actor and an async tap see every notification in post order")
+    func actorAndAsyncTaps() async throws {
+        let hub = NotificationHub()
+        let store = Store()
+        let onActor = Log<String>()
+        let actorTap = hub.observeAll(on: store) { _, posted in onActor.append("\(posted.type)") }
+        let probe = OverlapProbe()
+        let asyncSeen = Log<String>()
+        let asyncTap = hub.observeAll(on: .queue(DispatchQueue(label: "tap.async"))) { posted async in
+            probe.enter()
+            await Task.yield()
+            asyncSeen.append("\(posted.type)")
+            probe.leave()
+        }
+        for index in 0..<10 {
+            if index.isMultiple(of: 2) { hub.post(Heartbeat(beat: index)) } else { hub.post(Purchased(cents: index)) }
+        }
+        try await hub.waitUntilIdle()
+        let expected = (0..<10).map { $0.isMultiple(of: 2) ? "Heartbeat" : "Purchased" }
+        #expect(onActor.values == expected)
+        #expect(asyncSeen.values == expected)
+        #expect(probe.overlaps == 0)
+        #expect(hub.unobservedPostCount == 10)  // taps only watch
+        withExtendedLifetime((actorTap, asyncTap)) {}
+    }
+}
+
 @Suite("Priority")
 struct PriorityTests {
     @Test("On the posting thread, higher priorities run first; equal ones keep registration order")
