@@ -84,7 +84,7 @@ extension NotificationHub {
         core.familyObservers(key: ObjectIdentifier(family), taps: false).map(Registration.init)
     }
 
-    /// The live taps (see ``observeAll(from:on:priority:bufferingPolicy:fileID:line:_:)-(_,DeliveryTarget,_,_,_,_,_)``),
+    /// The live taps (see `observeAll(from:on:priority:bufferingPolicy:fileID:line:_:)`),
     /// in registration order.
     ///
     /// - Returns: One entry per live tap.

@@ -343,7 +343,7 @@ extension NotificationHub {
 
     /// Taps every notification posted to this hub on the main actor, with a `@MainActor` handler.
     ///
-    /// See ``observeAll(from:on:priority:bufferingPolicy:fileID:line:_:)-(_,DeliveryTarget,_,_,_,_,_)`` for what a tap
+    /// See `observeAll(from:on:priority:bufferingPolicy:fileID:line:_:)` for what a tap
     /// sees and what it does not change.
     ///
     /// - Parameters:

@@ -74,7 +74,7 @@ extension NotificationHub {
             handler: .contextual { delivery, context in try handler(delivery.value, context) })
     }
 
-    /// Taps every notification (see ``observeAll(from:on:priority:bufferingPolicy:fileID:line:_:)-(_,DeliveryTarget,_,_,_,_,_)``)
+    /// Taps every notification (see `observeAll(from:on:priority:bufferingPolicy:fileID:line:_:)`)
     /// with a handler that also learns the delivery target.
     ///
     /// - Parameters:
