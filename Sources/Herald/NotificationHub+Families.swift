@@ -78,8 +78,8 @@ extension NotificationHub {
     ) -> ObservationToken {
         registerFamily(
             Family.self, target: target, subject: subject, owner: nil, priority: priority,
-            bufferingPolicy: bufferingPolicy, fileID: fileID, line: line, direct: target.isPosting ? handler : nil
-        ) { delivery in try handler(delivery.value) }
+            bufferingPolicy: bufferingPolicy, fileID: fileID, line: line, direct: target.isPosting ? handler : nil,
+            handler: .plain { delivery in try handler(delivery.value) })
     }
 
     /// Observes every notification of a family (a protocol or a class) on the main actor, with a
@@ -116,8 +116,8 @@ extension NotificationHub {
     ) -> ObservationToken {
         registerFamily(
             Family.self, target: .mainQueue, subject: subject, owner: nil, priority: priority,
-            bufferingPolicy: bufferingPolicy, fileID: fileID, line: line
-        ) { delivery in try MainActor.assumeIsolated { try handler(delivery.value) } }
+            bufferingPolicy: bufferingPolicy, fileID: fileID, line: line,
+            handler: .plain { delivery in try MainActor.assumeIsolated { try handler(delivery.value) } })
     }
 
     /// Observes every notification of a family (a protocol or a class) on an actor, with a handler
@@ -146,8 +146,8 @@ extension NotificationHub {
     ) -> ObservationToken {
         registerFamily(
             Family.self, target: DeliveryTarget(kind: .actor(actor)), subject: subject, owner: nil, priority: priority,
-            bufferingPolicy: bufferingPolicy, fileID: fileID, line: line
-        ) { delivery in try actor.assumeIsolated { actor in try handler(actor, delivery.value) } }
+            bufferingPolicy: bufferingPolicy, fileID: fileID, line: line,
+            handler: .plain { delivery in try actor.assumeIsolated { actor in try handler(actor, delivery.value) } })
     }
 
     /// Observes every notification of a family (a protocol or a class) for as long as `owner`
@@ -182,11 +182,11 @@ extension NotificationHub {
     ) -> ObservationToken {
         registerFamily(
             Family.self, target: target, subject: subject, owner: owner, priority: priority,
-            bufferingPolicy: bufferingPolicy, fileID: fileID, line: line
-        ) { [weak owner] delivery in
-            guard let owner else { return }
-            try handler(owner, delivery.value)
-        }
+            bufferingPolicy: bufferingPolicy, fileID: fileID, line: line,
+            handler: .plain { [weak owner] delivery in
+                guard let owner else { return }
+                try handler(owner, delivery.value)
+            })
     }
 
     /// Observes every notification of a family (a protocol or a class) on the main actor for as
@@ -218,11 +218,11 @@ extension NotificationHub {
     ) -> ObservationToken {
         registerFamily(
             Family.self, target: .mainQueue, subject: subject, owner: owner, priority: priority,
-            bufferingPolicy: bufferingPolicy, fileID: fileID, line: line
-        ) { [weak owner] delivery in
-            guard let owner else { return }
-            try MainActor.assumeIsolated { try handler(owner, delivery.value) }
-        }
+            bufferingPolicy: bufferingPolicy, fileID: fileID, line: line,
+            handler: .plain { [weak owner] delivery in
+                guard let owner else { return }
+                try MainActor.assumeIsolated { try handler(owner, delivery.value) }
+            })
     }
 
     /// Observes every notification of a family (a protocol or a class) with an `async` handler,
@@ -337,8 +337,8 @@ extension NotificationHub {
     ) -> ObservationToken {
         registerFamily(
             (any TypedNotification).self, isTap: true, target: target, subject: subject, owner: nil,
-            priority: priority, bufferingPolicy: bufferingPolicy, fileID: fileID, line: line
-        ) { delivery in try handler(PostedNotification(delivery)) }
+            priority: priority, bufferingPolicy: bufferingPolicy, fileID: fileID, line: line,
+            handler: .plain { delivery in try handler(PostedNotification(delivery)) })
     }
 
     /// Taps every notification posted to this hub on the main actor, with a `@MainActor` handler.
@@ -367,11 +367,11 @@ extension NotificationHub {
     ) -> ObservationToken {
         registerFamily(
             (any TypedNotification).self, isTap: true, target: .mainQueue, subject: subject, owner: nil,
-            priority: priority, bufferingPolicy: bufferingPolicy, fileID: fileID, line: line
-        ) { delivery in
-            let posted = PostedNotification(delivery)
-            try MainActor.assumeIsolated { try handler(posted) }
-        }
+            priority: priority, bufferingPolicy: bufferingPolicy, fileID: fileID, line: line,
+            handler: .plain { delivery in
+                let posted = PostedNotification(delivery)
+                try MainActor.assumeIsolated { try handler(posted) }
+            })
     }
 
     /// Taps every notification posted to this hub on an actor, with a handler isolated to it.
@@ -400,11 +400,11 @@ extension NotificationHub {
     ) -> ObservationToken {
         registerFamily(
             (any TypedNotification).self, isTap: true, target: DeliveryTarget(kind: .actor(actor)), subject: subject,
-            owner: nil, priority: priority, bufferingPolicy: bufferingPolicy, fileID: fileID, line: line
-        ) { delivery in
-            let posted = PostedNotification(delivery)
-            try actor.assumeIsolated { actor in try handler(actor, posted) }
-        }
+            owner: nil, priority: priority, bufferingPolicy: bufferingPolicy, fileID: fileID, line: line,
+            handler: .plain { delivery in
+                let posted = PostedNotification(delivery)
+                try actor.assumeIsolated { actor in try handler(actor, posted) }
+            })
     }
 
     /// Taps every notification posted to this hub with an `async` handler, one call at a time, in
@@ -442,25 +442,6 @@ extension NotificationHub {
     }
 
     /// Registers an observer of the family `Family`.
-    func registerFamily<Family: Sendable>(
-        _ family: Family.Type,
-        isTap: Bool = false,
-        target: DeliveryTarget,
-        subject: AnyObject?,
-        owner: AnyObject?,
-        priority: Int,
-        bufferingPolicy: NotificationBufferingPolicy,
-        fileID: StaticString,
-        line: UInt,
-        direct: (@Sendable (Family) throws -> Void)? = nil,
-        handler: @escaping @Sendable (FamilyDelivery<Family>) throws -> Void
-    ) -> ObservationToken {
-        registerFamily(
-            family, isTap: isTap, target: target, subject: subject, owner: owner, priority: priority,
-            bufferingPolicy: bufferingPolicy, fileID: fileID, line: line, direct: direct, handler: .plain(handler))
-    }
-
-    /// Registers an observer of the family `Family`, with any kind of handler.
     func registerFamily<Family: Sendable>(
         _ family: Family.Type,
         isTap: Bool = false,
