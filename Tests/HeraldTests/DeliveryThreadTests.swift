@@ -358,7 +358,7 @@ struct DeliveryThreadTests {
 
     @Test(
         "an observer on a shut-down thread ends with a reported failure, and postAndWait does not hang",
-        .timeLimit(.minutes(1))
+        .timeLimit(.minutes(5))
     )
     func observerOnShutDownThreadIsReportedNotStuck() async {
         let hub = NotificationHub()

@@ -503,7 +503,7 @@ struct RetainedValueHousekeepingTests {
         #expect(hub.retainedValue(of: Probe.self) == nil)
     }
 
-    @Test("An == that uses the hub does not deadlock", .timeLimit(.minutes(1)))
+    @Test("An == that uses the hub does not deadlock", .timeLimit(.minutes(5)))
     func reentrantEquality() {
         let hub = NotificationHub()
         let subject = PostSubject()
