@@ -57,7 +57,7 @@ struct LaneStateMachineTests {
     }
 
     @Test(
-        "A job that took a second batch lingers once after emptying the lane; a lingering job that finds items lingers again, one that finds nothing ends"
+        "A lingering job that finds items after its batch hands itself back instead of taking them; once it empties the lane it lingers once; a lingering job that finds nothing ends"
     )
     func lingeringJob() {
         var machine = LaneStateMachine()
@@ -65,9 +65,14 @@ struct LaneStateMachineTests {
         #expect(machine.append(hold: 0) == .storeAndSchedule)
         #expect(machine.jobStarted(on: 1) == .run(1))
         #expect(machine.append(hold: 0) == .store)  // arrives while the job runs: a poster is at work
-        #expect(machine.jobRanBatch() == .run(1))
-        // The lane is empty: the job is handed back instead of ending, and stays pending, so a
-        // post meanwhile schedules nothing.
+        // The job does not take it: it gives the target back and stays pending, so a post
+        // meanwhile schedules nothing and no other drain starts.
+        #expect(machine.jobRanBatch() == .reschedule)
+        #expect(machine.isJobPending)
+        #expect(machine.runner == nil)
+        #expect(machine.append(hold: 0) == .store)
+        // The job handed back takes both, then lingers once more after emptying the lane.
+        #expect(machine.jobStarted(on: 1) == .run(2))
         #expect(machine.jobRanBatch() == .reschedule)
         #expect(machine.isJobPending)
         #expect(machine.append(hold: 0) == .store)
@@ -79,6 +84,17 @@ struct LaneStateMachineTests {
         #expect(!machine.isJobPending)
         #expect(!machine.isBusy)
         #expect(machine.append(hold: 0) == .storeAndSchedule)
+    }
+
+    @Test("A job that does not linger takes what arrived during its batch in the same job")
+    func nonLingeringJobTakesMore() {
+        var machine = LaneStateMachine()
+        #expect(machine.append(hold: 0) == .storeAndSchedule)
+        #expect(machine.jobStarted(on: 1) == .run(1))
+        #expect(machine.append(hold: 0) == .store)
+        #expect(machine.jobRanBatch() == .run(1))
+        #expect(machine.jobRanBatch() == .stop)
+        #expect(!machine.isJobPending)
     }
 
     @Test("A job for a lone post ends as soon as the lane is empty, lingering or not")

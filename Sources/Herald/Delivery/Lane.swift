@@ -29,6 +29,9 @@ final class Lane<N: TypedNotification>: Sendable {
     let family: AnyFamily?
 
     private let mailbox = Lock(LaneMailbox())
+    /// How a lingering drain tells a poster at work without taking the lock; `nil` for lanes that
+    /// do not linger (see ``BurstGauge``).
+    private let gauge: BurstGauge?
     /// The number of waiters in `mailbox.helpers`, read without the lock by ``helpers``.
     private let helperCount = Atomic<Int>(0)
 
@@ -45,9 +48,11 @@ final class Lane<N: TypedNotification>: Sendable {
         self.target = target
         self.filters = filters
         self.contextual = contextual
+        let lingers = asyncHandler == nil && stream == nil && target.drainMayLinger
+        gauge = lingers ? BurstGauge() : nil
         if asyncHandler != nil {
             mailbox.withLock { $0.machine.batchLimit = 1 }
-        } else if stream == nil && target.drainMayLinger {
+        } else if lingers {
             mailbox.withLock { $0.machine.lingers = true }
         }
     }
@@ -230,6 +235,7 @@ final class Lane<N: TypedNotification>: Sendable {
     private func store(
         _ notification: UnsafePointer<N>, subjectID: ObjectIdentifier?, group: WaitGroup?, in items: inout ItemQueue
     ) {
+        gauge?.noteAppended()
         let layout = self.layout
         let slot = items.appendSlot(layout) { Self.move(from: $0, to: $1, count: $2, layout) }
         slot.storeBytes(of: subjectID.map { UInt(bitPattern: $0) } ?? 0, as: UInt.self)
@@ -267,7 +273,10 @@ final class Lane<N: TypedNotification>: Sendable {
     /// `run` outside the lock.
     ///
     /// - Returns: Whether the job must be handed to the target again.
-    func runJob(on thread: UInt, _ run: (UnsafeMutableRawPointer) -> Void) -> Bool {
+    func runJob(on thread: UInt, continued: Bool, _ run: (UnsafeMutableRawPointer) -> Void) -> Bool {
+        if continued, let gauge, gauge.shouldGather() {
+            return true  // the job stays pending: posts meanwhile only append
+        }
         var batch = ItemQueue()
         defer { batch.deallocate() }
         var action = startJob(on: thread, into: &batch)
@@ -323,6 +332,7 @@ final class Lane<N: TypedNotification>: Sendable {
     private func take(_ action: LaneStateMachine.DrainAction, from items: inout ItemQueue, into batch: inout ItemQueue)
     {
         guard case .run(let count) = action else { return }
+        gauge?.noteTaken()
         let layout = self.layout
         items.moveFront(count, into: &batch, layout) { Self.move(from: $0, to: $1, count: $2, layout) }
     }
@@ -522,4 +532,63 @@ struct LaneMailbox: Sendable {
     var items = ItemQueue()
     /// Blocked waiters offered each drain (see ``Lane/addHelper(_:)``).
     var helpers: [Waiter] = []
+}
+
+/// What lets the drain job of a lingering lane (a serial queue, a ``DeliveryThread``) tell, without
+/// taking the lane's lock, that a poster is still at work, so that it hands itself back to the
+/// target once more instead of taking a few items.
+///
+/// A drain that keeps up with a poster takes one or two items at a time, and each batch takes the
+/// lane's lock twice: the poster and the drain then pass the lock's cache line back and forth at
+/// every post, and a burst runs several times slower than either side alone. A job that the target
+/// runs again (``Lane/runJob(on:continued:_:)``) first reads how many items were appended since
+/// its last batch. While that number is below a slice and still grows from one look to the next, it
+/// goes back to the target without touching the lane, for at most ``gatherLimit`` looks in a row.
+/// When the poster stops, the number stops growing and the next look takes the items; a lone
+/// post's job is never continued, so it never gathers.
+///
+/// The counts are hints. The poster stores them under the lane's lock, the one pending job reads
+/// them, and every decision about items is still made under the lock by ``LaneStateMachine``:
+/// a stale count only costs one look more or less.
+final class BurstGauge: Sendable {
+    /// The most looks in a row that hand the job back without taking anything.
+    static let gatherLimit = 64
+
+    /// Items appended so far. Written by posters under the lane's lock only, so a relaxed load and
+    /// store do not lose counts.
+    private let appended = Atomic<Int>(0)
+    /// `appended` when the job last took items, written under the lane's lock.
+    private let taken = Atomic<Int>(0)
+    /// `appended` at the last look, and the looks in a row so far. Only the pending job, of which
+    /// there is at most one, touches them.
+    private let lastSeen = Atomic<Int>(0)
+    private let looks = Atomic<Int>(0)
+
+    /// An item was appended. Call under the lane's lock.
+    @inline(__always)
+    func noteAppended() {
+        appended.store(appended.load(ordering: .relaxed) &+ 1, ordering: .relaxed)
+    }
+
+    /// The drain took items. Call under the lane's lock.
+    @inline(__always)
+    func noteTaken() {
+        taken.store(appended.load(ordering: .relaxed), ordering: .relaxed)
+    }
+
+    /// Whether the continued job should go back to the target without taking anything: fewer
+    /// than a slice of items arrived since its last batch, and more arrived since its last look.
+    func shouldGather() -> Bool {
+        let now = appended.load(ordering: .relaxed)
+        let looks = self.looks.load(ordering: .relaxed)
+        if looks < Self.gatherLimit && now != lastSeen.load(ordering: .relaxed)
+            && now &- taken.load(ordering: .relaxed) < LaneStateMachine.sliceLimit
+        {
+            self.looks.store(looks + 1, ordering: .relaxed)
+            lastSeen.store(now, ordering: .relaxed)
+            return true
+        }
+        self.looks.store(0, ordering: .relaxed)
+        return false
+    }
 }

@@ -19,13 +19,17 @@
 ///
 /// ## Lingering
 /// On a target where handing a job back is cheap (a serial queue, a ``DeliveryThread``), a job
-/// that finds the lane empty while a poster is at work goes back to the target once more instead
-/// of ending (``lingers``): a burst is then drained by a chain of jobs that the target hands
-/// itself, instead of one job per gap, each woken by the poster. A poster is at work when items
-/// arrived while the job ran (it took a second batch), or when a lingering job found items. A job
-/// that starts and finds nothing ends, so an idle lane costs one empty job, never a spin; and a
-/// job for a lone post (one batch) ends at once, so lone posts keep their drains in the order of
-/// the posts' scans.
+/// runs one batch and, if more items are ready by then, hands itself back to the target instead
+/// of taking them (``lingers``): a drain that keeps up with a poster would otherwise take one or two
+/// items at a time, and the two threads would pass the lane's lock back and forth at every post.
+/// A job that empties the lane while a poster is at work also goes back to the target once more
+/// instead of ending. A poster is at work when items arrived while the job ran (it took a second
+/// batch), or when a lingering job found items. A burst is then drained by a chain of jobs that
+/// the target hands itself, instead of one job per gap, each woken by the poster. A job that
+/// starts and finds nothing ends, so an idle lane costs one empty job, never a spin; and a job for
+/// a lone post (one batch) ends at once, so lone posts keep their drains in the order of the
+/// posts' scans. Before a job that the target runs again takes the lane's lock, ``BurstGauge``
+/// may send it back once more while the poster is still adding items.
 ///
 /// ## Mailbox policies
 /// A lane with a ``NotificationBufferingPolicy`` other than `unbounded` removes items that are
@@ -201,10 +205,17 @@ struct LaneStateMachine: Sendable {
             runner = nil
             return .reschedule  // still pending
         }
-        return takeForJob()
+        return takeForJob(afterBatch: true)
     }
 
-    private mutating func takeForJob() -> DrainAction {
+    /// - Parameter afterBatch: Whether the job has just run a batch; a lingering job then hands
+    ///   itself back rather than take more (see "Lingering").
+    private mutating func takeForJob(afterBatch: Bool = false) -> DrainAction {
+        if afterBatch && lingers && !isClosed && readyCount > 0 {
+            runner = nil
+            jobIsLingering = true
+            return .reschedule
+        }
         let count = min(readyCount, sliceRemaining, batchLimit)
         guard !isClosed, count > 0 else {
             runner = nil

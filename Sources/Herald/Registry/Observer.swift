@@ -572,8 +572,11 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     /// A target that will never run work again (a ``DeliveryThread`` that was shut down) rejects
     /// the job. Nothing would ever drain the lane then, so the observation ends and what the lane
     /// holds is dropped and reported at once (see ``targetRefused(_:)``).
-    func scheduleDrain() {
-        if let refusal = core.schedulingTarget(for: target).trySchedule({ [self] in runJob() }) {
+    ///
+    /// - Parameter continued: Whether the drain job hands itself back (a slice ended, or a burst
+    ///   goes on), rather than a post or a resumed handler starting it.
+    func scheduleDrain(continued: Bool = false) {
+        if let refusal = core.schedulingTarget(for: target).trySchedule({ [self] in runJob(continued: continued) }) {
             if lane?.jobRefused() == true { targetRefused(refusal) }
             return
         }
@@ -600,17 +603,19 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
 
     /// The drain job handed to the target: one slice, then, if items are left, the job goes back
     /// to the target behind whatever it queued meanwhile.
-    private func runJob() {
+    private func runJob(continued: Bool) {
         guard let lane else { return }
         if isAsync {
             let again = lane.runAsyncJob(on: currentThreadID()) { item in prepareAsync(item, lane.layout) }
-            if again { scheduleDrain() } else { core.idleWatch.noteProgress() }
+            if again { scheduleDrain(continued: true) } else { core.idleWatch.noteProgress() }
             return
         }
         let isPlain = lane.contextual == nil
         let layout = lane.layout
-        let again = lane.runJob(on: currentThreadID()) { item in run(item, isPlain: isPlain, layout) }
-        if again { scheduleDrain() } else { core.idleWatch.noteProgress() }
+        let again = lane.runJob(on: currentThreadID(), continued: continued) { item in
+            run(item, isPlain: isPlain, layout)
+        }
+        if again { scheduleDrain(continued: true) } else { core.idleWatch.noteProgress() }
     }
 
     override func drainInline() {
