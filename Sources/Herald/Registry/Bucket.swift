@@ -69,26 +69,16 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `Registry.state`'s
     /// there are none.
     func snapshot() -> ObserverSnapshot? {
         if let published { return published }
-        guard !isEmpty || !members.isEmpty else { return nil }
-        let snapshot: ObserverSnapshot
-        if members.isEmpty && prioritizedCount == 0 {
-            snapshot = ObserverSnapshot(queued: queued.observers, posting: posting.observers)
-        } else {
-            // Family observers and priorities: merge into the order posts promise.
-            // Registrations numbered 0 keep list order: each entry's index in its own list breaks ties
-            // (the queued and posting observers are separated again below).
-            func keyed(_ entries: [(AnyObserver, UInt64)]) -> [(AnyObserver, AnyObserver.SortKey)] {
-                entries.enumerated().map { index, entry in
-                    (entry.0, AnyObserver.SortKey(priority: entry.0.priority, sequence: entry.1, index: index))
-                }
-            }
-            var all = keyed(queued.entries) + keyed(posting.entries) + keyed(members.map { ($0, $0.memberSequence) })
-            all.sort { $0.1 < $1.1 }
-            snapshot = ObserverSnapshot(
-                queued: all.lazy.map(\.0).filter { !$0.isPosting }, posting: all.lazy.map(\.0).filter(\.isPosting))
-        }
+        guard let snapshot = source()?.build() else { return nil }
         published = snapshot
         return snapshot
+    }
+
+    /// What a snapshot of the current observers is built from, copied out so that it can be
+    /// built after the lock; `nil` if there are none.
+    func source() -> SnapshotSource? {
+        guard !isEmpty || !members.isEmpty else { return nil }
+        return SnapshotSource(queued: queued, posting: posting, members: members, prioritized: prioritizedCount != 0)
     }
 
     // MARK: Families
@@ -159,14 +149,16 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `Registry.state`'s
         fatalError("AnyBucket is abstract")
     }
 
-    /// The snapshot for a post shard to cache: the published one for the first shard, a copy
-    /// for the others, so that threads posting through different shards do not share a reference
-    /// count.
-    func snapshotForShard() -> ObserverSnapshot? {
-        guard let current = snapshot() else { return nil }
-        if publishedInShard { return current.copy() }
-        publishedInShard = true
-        return current
+    /// What a post shard caches: the published snapshot for the first shard that asks, if one
+    /// was built; otherwise the source for the shard to build a snapshot of its own from, after
+    /// the lock, so that threads posting through different shards do not share a reference count
+    /// and a registration does not wait while a poster builds one.
+    func snapshotForShard() -> (snapshot: ObserverSnapshot?, source: SnapshotSource?) {
+        if let published, !publishedInShard {
+            publishedInShard = true
+            return (published, nil)
+        }
+        return (nil, source())
     }
 
     /// Drops every registration and retained value.
@@ -228,7 +220,7 @@ final class Bucket<N: TypedNotification>: AnyBucket, @unchecked Sendable {  // S
 /// comes before every family observer, so it counts as number 0, and list order orders those
 /// among themselves. So a hub without family observers stores no numbers at all, and an observer
 /// keeps the allocator's 64-byte chunks.
-struct ObserverList {
+struct ObserverList: Sendable {
     private var slots: ContiguousArray<AnyObserver?> = []
     /// The registration number of the observer in the same slot; empty while every number is 0.
     private var sequences: ContiguousArray<UInt64> = []
@@ -307,4 +299,34 @@ struct ObserverList {
 final class Box<Value>: @unchecked Sendable {  // Only moved out of a lock and dropped, never read.
     let value: Value
     init(_ value: Value) { self.value = value }
+}
+
+/// The observer lists of one type as of one moment: what ``ObserverSnapshot`` is built from.
+/// Copying it out of a bucket costs a few reference counts (the lists are copy-on-write), so a
+/// post shard can build its snapshot after the registry lock.
+struct SnapshotSource: Sendable {
+    let queued: ObserverList
+    let posting: ObserverList
+    let members: [AnyObserver]
+    /// Whether an observer has a priority other than 0.
+    let prioritized: Bool
+
+    /// A snapshot of the observers, in the order posts promise.
+    func build() -> ObserverSnapshot {
+        if members.isEmpty && !prioritized {
+            return ObserverSnapshot(queued: queued.observers, posting: posting.observers)
+        }
+        // Family observers and priorities: merge into the order posts promise.
+        // Registrations numbered 0 keep list order: each entry's index in its own list breaks ties
+        // (the queued and posting observers are separated again below).
+        func keyed(_ entries: [(AnyObserver, UInt64)]) -> [(AnyObserver, AnyObserver.SortKey)] {
+            entries.enumerated().map { index, entry in
+                (entry.0, AnyObserver.SortKey(priority: entry.0.priority, sequence: entry.1, index: index))
+            }
+        }
+        var all = keyed(queued.entries) + keyed(posting.entries) + keyed(members.map { ($0, $0.memberSequence) })
+        all.sort { $0.1 < $1.1 }
+        return ObserverSnapshot(
+            queued: all.lazy.map(\.0).filter { !$0.isPosting }, posting: all.lazy.map(\.0).filter(\.isPosting))
+    }
 }

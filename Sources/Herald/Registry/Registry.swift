@@ -141,12 +141,16 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
         _ index: Int, _ key: ObjectIdentifier, _ type: any TypedNotification.Type, _ payload: UnsafeRawPointer
     ) -> ObserverSnapshot? {
         let shard = shards[index]
-        let (generation, snapshot, released) = state.withLock { state in
+        let (generation, cached, released) = state.withLock { state in
             state.types.withEntry(key) { entry in entry.cachedShards |= 1 << UInt64(index) }
             let (bucket, released) = state.bucket(key, type: type, sample: payload)
             return (state.generation, bucket?.snapshotForShard(), released)
         }
         withExtendedLifetime(released) {}  // released here, after the lock
+        // Built after the lock, so that registrations do not wait for it. If the type changed
+        // meanwhile, the shard refuses it (the change's generation is later) and only this post
+        // scans it, as if it had come just before the change.
+        let snapshot = cached?.snapshot ?? cached?.source?.build()
         let replaced = shard.table.withLock { $0.store(snapshot, for: key, generation: generation) }
         withExtendedLifetime(replaced) {}  // released here, after the lock
         return snapshot

@@ -55,6 +55,53 @@ struct LeakTests {
         withExtendedLifetime(keepers) {}
     }
 
+    @Test(
+        "A cancelled observer's captures are released while another thread keeps posting the type",
+        .timeLimit(.minutes(5))
+    )
+    func cancelledWhileAnotherThreadPostsIsReleased() async {
+        let hub = NotificationHub()
+        let posted = Counter()
+        let stop = Counter()
+        let posterDone = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            while stop.count == 0 {
+                hub.post(Ping(value: 0))
+                posted.increment()
+            }
+            posterDone.signal()
+        }
+        let keeper = hub.observe(Ping.self) { _ in }
+        var leaks = 0
+        for round in 0..<10_000 {
+            var captured: Captured? = Captured(id: round)
+            let probe = captured.map(WeakProbe.init)
+            var token: ObservationToken? = captured.map { captured in
+                hub.observe(Ping.self) { _ in _ = captured.id }
+            }
+            captured = nil
+            // Cancelled at once, so that the cancel often lands while the poster builds a
+            // snapshot that still has the observer.
+            token?.cancel()
+            token = nil
+            // Every post that began before the cancel has ended once two more have ended. A post
+            // shard that cached a snapshot built before the cancel would still hold the handler.
+            let afterCancel = posted.count
+            while posted.count < afterCancel + 2 { await Task.yield() }
+            if probe?.isReleased != true { leaks += 1 }
+        }
+        stop.increment()
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                posterDone.wait()
+                continuation.resume()
+            }
+        }
+        #expect(leaks == 0, "a cancelled observer's handler outlived the posts in flight")
+        #expect(hub.observerCount(of: Ping.self) == 1)
+        withExtendedLifetime(keeper) {}
+    }
+
     @Test("Letting go of the token without cancelling releases the captures too, with many observers of the type")
     func droppedTokensAreReleased() async {
         let hub = NotificationHub()
