@@ -225,7 +225,7 @@ extension NotificationHub {
     ) -> WaitOutcome {
         let waiter = Waiter(isolation: isolation)
         let group = WaitGroup(waiter: waiter)
-        let wait = PostWait(group: group, isolation: isolation, blocks: true)
+        let wait = PostWait(group: group, isolation: isolation, blocks: true, collectsHelp: waiter.parent != nil)
         scan(payload, of: type, subject: subject, wait: wait)
         // Every waiter that may have to run one of these drains (this one for the observers on
         // the caller's own target, those up the chain for the others) is offered each later drain

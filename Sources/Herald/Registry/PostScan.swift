@@ -11,14 +11,18 @@ final class PostWait {
     /// Observers whose target the blocked caller occupies: it drains them itself.
     var inline: [AnyObserver] = []
     /// Observers whose drain is offered to the waiters up the caller's chain, once the holds
-    /// are released.
+    /// are released; collected only when the caller waits inside a handler that a waiter runs
+    /// (`collectsHelp`), as there is nobody to offer them to otherwise.
     var help: [AnyObserver] = []
+    /// Whether the blocked caller has waiters up its chain (see ``Waiter/chainAbove(_:)``).
+    let collectsHelp: Bool
     /// The posting-thread observers' outcome (and the streams').
     var report = DeliveryReport()
     /// Observers whose delivery an async waiting post left with the hub's main-actor stand-in.
     var standIn: [AnyObserver] = []
 
-    init(group: WaitGroup, isolation: (any Actor)?, blocks: Bool) {
+    init(group: WaitGroup, isolation: (any Actor)?, blocks: Bool, collectsHelp: Bool = false) {
+        self.collectsHelp = collectsHelp
         self.group = group
         self.isolation = isolation
         self.blocks = blocks
@@ -152,7 +156,7 @@ extension HubCore {
             if isCurrent {
                 wait.inline.append(observer)
             } else if wait.blocks {
-                wait.help.append(observer)
+                if wait.collectsHelp { wait.help.append(observer) }
             } else if case .main = observer.target.kind, mainActorStandIn != nil {
                 wait.standIn.append(observer)
             }
