@@ -10,26 +10,27 @@ struct BurstGaugeTests {
     func gathersWhileThePosterWorks() {
         let gauge = BurstGauge()
         // Nothing arrived since the last batch: take (and find nothing).
-        #expect(!gauge.shouldGather())
+        #expect(gauge.look() == .take(posterPaused: false))
         gauge.noteAppended()
         gauge.noteAppended()
         // Two items arrived since the last look: the poster is at work.
-        #expect(gauge.shouldGather())
+        #expect(gauge.look() == .gather)
         gauge.noteAppended()
-        #expect(gauge.shouldGather())
-        // Nothing more since the last look: the poster stopped, so the job takes what is there.
-        #expect(!gauge.shouldGather())
+        #expect(gauge.look() == .gather)
+        // Nothing more since the last look: the poster stopped, so the job takes what is there,
+        // and does not linger after it.
+        #expect(gauge.look() == .take(posterPaused: true))
     }
 
     @Test("A continued job takes at once when a slice has piled up since its last batch")
     func takesAFullSlice() {
         let gauge = BurstGauge()
         for _ in 0..<LaneStateMachine.sliceLimit { gauge.noteAppended() }
-        #expect(!gauge.shouldGather())
+        #expect(gauge.look() == .take(posterPaused: false))
         // After a take, the count starts again from there.
         gauge.noteTaken()
         gauge.noteAppended()
-        #expect(gauge.shouldGather())
+        #expect(gauge.look() == .gather)
     }
 
     @Test("A continued job goes back at most gatherLimit times in a row, however the poster goes on")
@@ -38,13 +39,13 @@ struct BurstGaugeTests {
         var looks = 0
         while looks <= BurstGauge.gatherLimit {
             gauge.noteAppended()
-            if !gauge.shouldGather() { break }
+            if gauge.look() != .gather { break }
             looks += 1
         }
         #expect(looks == BurstGauge.gatherLimit)
         // The count of looks starts again after the job took items.
         gauge.noteAppended()
-        #expect(gauge.shouldGather())
+        #expect(gauge.look() == .gather)
     }
 
     @Test("A burst to a serial queue arrives whole and in order while the drain gathers, and a lone post after it too")

@@ -86,6 +86,20 @@ struct LaneStateMachineTests {
         #expect(machine.append(hold: 0) == .storeAndSchedule)
     }
 
+    @Test("A job handed back that saw the poster pause ends once it has emptied the lane, instead of lingering")
+    func pausedPosterEndsTheChain() {
+        var machine = LaneStateMachine()
+        machine.lingers = true
+        #expect(machine.append(hold: 0) == .storeAndSchedule)
+        #expect(machine.jobStarted(on: 1) == .run(1))
+        #expect(machine.append(hold: 0) == .store)
+        #expect(machine.jobRanBatch() == .reschedule)
+        #expect(machine.jobStarted(on: 1, posterPaused: true) == .run(1))
+        #expect(machine.jobRanBatch() == .stop)
+        #expect(!machine.isJobPending)
+        #expect(machine.append(hold: 0) == .storeAndSchedule)
+    }
+
     @Test("A job that does not linger takes what arrived during its batch in the same job")
     func nonLingeringJobTakesMore() {
         var machine = LaneStateMachine()

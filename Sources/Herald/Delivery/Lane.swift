@@ -274,12 +274,16 @@ final class Lane<N: TypedNotification>: Sendable {
     ///
     /// - Returns: Whether the job must be handed to the target again.
     func runJob(on thread: UInt, continued: Bool, _ run: (UnsafeMutableRawPointer) -> Void) -> Bool {
-        if continued, let gauge, gauge.shouldGather() {
-            return true  // the job stays pending: posts meanwhile only append
+        var posterPaused = false
+        if continued, let gauge {
+            switch gauge.look() {
+            case .gather: return true  // the job stays pending: posts meanwhile only append
+            case .take(let paused): posterPaused = paused
+            }
         }
         var batch = ItemQueue()
         defer { batch.deallocate() }
-        var action = startJob(on: thread, into: &batch)
+        var action = startJob(on: thread, posterPaused: posterPaused, into: &batch)
         while case .run = action {
             runBatch(&batch, run)
             action = mailbox.withLock { mailbox in
@@ -309,9 +313,11 @@ final class Lane<N: TypedNotification>: Sendable {
 
     /// Starts the drain of the job handed to the target: its first action, with the items it takes
     /// moved into `batch`.
-    private func startJob(on thread: UInt, into batch: inout ItemQueue) -> LaneStateMachine.DrainAction {
+    private func startJob(
+        on thread: UInt, posterPaused: Bool = false, into batch: inout ItemQueue
+    ) -> LaneStateMachine.DrainAction {
         mailbox.withLock { mailbox in
-            let action = mailbox.machine.jobStarted(on: thread)
+            let action = mailbox.machine.jobStarted(on: thread, posterPaused: posterPaused)
             take(action, from: &mailbox.items, into: &batch)
             return action
         }
@@ -576,19 +582,27 @@ final class BurstGauge: Sendable {
         taken.store(appended.load(ordering: .relaxed), ordering: .relaxed)
     }
 
-    /// Whether the continued job should go back to the target without taking anything: fewer
-    /// than a slice of items arrived since its last batch, and more arrived since its last look.
-    func shouldGather() -> Bool {
+    /// What a job that the target runs again does before it takes the lane's lock.
+    enum Look: Equatable {
+        /// Go back to the target without taking anything: fewer than a slice of items arrived
+        /// since the last batch, and more since the last look.
+        case gather
+        /// Take what is there. `posterPaused` when nothing arrived since the last look: the
+        /// burst is likely over, so the job does not linger once it has emptied the lane.
+        case take(posterPaused: Bool)
+    }
+
+    /// Looks at the counts, for the job that the target runs again.
+    func look() -> Look {
         let now = appended.load(ordering: .relaxed)
         let looks = self.looks.load(ordering: .relaxed)
-        if looks < Self.gatherLimit && now != lastSeen.load(ordering: .relaxed)
-            && now &- taken.load(ordering: .relaxed) < LaneStateMachine.sliceLimit
-        {
+        let paused = now == lastSeen.load(ordering: .relaxed)
+        if looks < Self.gatherLimit && !paused && now &- taken.load(ordering: .relaxed) < LaneStateMachine.sliceLimit {
             self.looks.store(looks + 1, ordering: .relaxed)
             lastSeen.store(now, ordering: .relaxed)
-            return true
+            return .gather
         }
         self.looks.store(0, ordering: .relaxed)
-        return false
+        return .take(posterPaused: paused && looks > 0)
     }
 }

@@ -183,7 +183,11 @@ struct LaneStateMachine: Sendable {
     }
 
     /// The job handed to the target starts on `thread`.
-    mutating func jobStarted(on thread: UInt) -> DrainAction {
+    ///
+    /// - Parameter posterPaused: Whether the job, handed back to the target, saw that nothing
+    ///   arrived since it last looked (see ``BurstGauge``): it then does not linger once it has
+    ///   emptied the lane, as a job for a lone post does not.
+    mutating func jobStarted(on thread: UInt, posterPaused: Bool = false) -> DrainAction {
         precondition(isJobPending, "Herald: a lane job started that was not scheduled")
         let isLingering = jobIsLingering
         jobIsLingering = false
@@ -194,7 +198,7 @@ struct LaneStateMachine: Sendable {
         }
         runner = .job(thread: thread)
         sliceRemaining = Self.sliceLimit
-        jobBatches = isLingering ? 1 : 0
+        jobBatches = isLingering && !posterPaused ? 1 : 0
         return takeForJob()
     }
 
