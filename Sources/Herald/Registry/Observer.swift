@@ -576,7 +576,14 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     /// - Parameter continued: Whether the drain job hands itself back (a slice ended, or a burst
     ///   goes on), rather than a post or a resumed handler starting it.
     func scheduleDrain(continued: Bool = false) {
-        if let refusal = core.schedulingTarget(for: target).trySchedule({ [self] in runJob(continued: continued) }) {
+        // Each closure captures only `self`, which then is its whole context: no allocation.
+        let job: @Sendable () -> Void
+        if continued {
+            job = { [self] in runJob(continued: true) }
+        } else {
+            job = { [self] in runJob(continued: false) }
+        }
+        if let refusal = core.schedulingTarget(for: target).trySchedule(job) {
             if lane?.jobRefused() == true { targetRefused(refusal) }
             return
         }
