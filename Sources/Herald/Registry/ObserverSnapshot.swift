@@ -11,8 +11,9 @@ final class ObserverSnapshot: @unchecked Sendable {  // Immutable once made.
     private let queuedCount: Int
     /// All observers.
     let count: Int
-    /// Each post shard has a copy of the snapshot (see ``copy()``), whose reference count a post
-    /// writes twice: the padding keeps those counts on cache lines of their own.
+    /// Each post shard has a snapshot of its own (see ``AnyBucket/snapshotForShard()``), whose
+    /// reference count a post writes twice: the padding keeps those counts on cache lines of their
+    /// own.
     private let padding = CacheLinePadding()
 
     /// A snapshot of `queued` observers followed by `posting` ones.
@@ -28,15 +29,6 @@ final class ObserverSnapshot: @unchecked Sendable {  // Immutable once made.
         for observer in posting {
             (elements + index).initialize(to: .passRetained(observer))
             index += 1
-        }
-    }
-
-    /// A snapshot with the same observers, in an object of its own (for another post shard).
-    func copy() -> ObserverSnapshot {
-        withObservers { queued, posting in
-            ObserverSnapshot(
-                queued: queued.lazy.map { $0.takeUnretainedValue() },
-                posting: posting.lazy.map { $0.takeUnretainedValue() })
         }
     }
 
