@@ -1,3 +1,5 @@
+import Synchronization
+
 #if canImport(Darwin)
 import Darwin
 #elseif canImport(Glibc)
@@ -67,6 +69,38 @@ struct ThreadLocalObject<Value: AnyObject & Sendable>: Sendable {
         let value = make()
         pthread_setspecific(key, Unmanaged.passRetained(value).toOpaque())
         return value
+    }
+}
+
+/// A small number per thread, handed out in the order threads first ask for one: 0, 1, 2, and so
+/// on. Threads that run at the same time get different numbers, however their stacks are laid
+/// out, which a hash of the thread's identity cannot promise: thread identities are stack
+/// addresses a fixed distance apart, and a hash of them puts many threads on the same few values.
+final class ThreadNumbers: Sendable {
+    private let key: pthread_key_t
+    private let next = Atomic<UInt>(0)
+
+    init() {
+        var key = pthread_key_t()
+        let status = pthread_key_create(&key, nil)
+        precondition(status == 0, "Herald: pthread_key_create failed with \(status)")
+        self.key = key
+    }
+
+    /// The calling thread's number.
+    @inline(__always)
+    var current: UInt {
+        // Stored plus one, so that a thread without a number reads `nil`.
+        if let stored = pthread_getspecific(key) { return UInt(bitPattern: stored) &- 1 }
+        return assign()
+    }
+
+    @inline(never)
+    private func assign() -> UInt {
+        // Only uniqueness matters: the number orders nothing, so a relaxed increment will do.
+        let number = next.wrappingAdd(1, ordering: .relaxed).oldValue
+        pthread_setspecific(key, UnsafeRawPointer(bitPattern: number &+ 1))
+        return number
     }
 }
 

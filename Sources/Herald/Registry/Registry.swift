@@ -183,11 +183,14 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
         }
     }
 
-    /// The shard of the calling thread.
+    /// The numbers of the posting threads, shared by every hub.
+    private static let threadNumbers = ThreadNumbers()
+
+    /// The shard of the calling thread: threads take the shards in turn, in the order they first
+    /// post, so that up to `shardCount` threads posting at the same time never share one.
     @inline(__always)
     private static func shardIndex() -> Int {
-        let hashed = currentThreadID() &* 0x9E37_79B9_7F4A_7C15
-        return Int(truncatingIfNeeded: hashed >> UInt(UInt.bitWidth - shardCount.trailingZeroBitCount))
+        Int(truncatingIfNeeded: threadNumbers.current & UInt(shardCount - 1))
     }
 }
 
