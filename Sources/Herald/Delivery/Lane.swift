@@ -289,6 +289,7 @@ final class Lane<N: TypedNotification>: Sendable {
             action = mailbox.withLock { mailbox in
                 let action = mailbox.machine.jobRanBatch()
                 take(action, from: &mailbox.items, into: &batch)
+                Self.recycle(&batch, into: &mailbox.items)
                 return action
             }
         }
@@ -306,6 +307,7 @@ final class Lane<N: TypedNotification>: Sendable {
             count = mailbox.withLock { mailbox in
                 let count = mailbox.machine.inlineRanBatch()
                 take(count.map(LaneStateMachine.DrainAction.run) ?? .stop, from: &mailbox.items, into: &batch)
+                Self.recycle(&batch, into: &mailbox.items)
                 return count
             }
         }
@@ -341,6 +343,15 @@ final class Lane<N: TypedNotification>: Sendable {
         gauge?.noteTaken()
         let layout = self.layout
         items.moveFront(count, into: &batch, layout) { Self.move(from: $0, to: $1, count: $2, layout) }
+    }
+
+    /// Gives the block of a drained batch to the lane, if the lane is empty and has none, so that
+    /// the next post reuses it instead of allocating one: the block then stays with the lane
+    /// rather than being allocated by the posting thread and freed by the draining one at each
+    /// burst or round trip. Call under the lane's lock.
+    private static func recycle(_ batch: inout ItemQueue, into items: inout ItemQueue) {
+        guard batch.isEmpty, batch.blockCount > 0, items.isEmpty, items.blockCount == 0 else { return }
+        swap(&batch, &items)
     }
 
     /// Runs and consumes every item of `batch`, outside the lock.
@@ -522,7 +533,8 @@ final class Lane<N: TypedNotification>: Sendable {
     }
 
     deinit {
-        // Items left when the last reference goes (a target that never ran the drain job).
+        // Items left when the last reference goes (a target that never ran the drain job), and
+        // the block an empty lane keeps for its next post (see `recycle`).
         var items = mailbox.withLock { mailbox in
             defer { mailbox.items = ItemQueue() }
             return mailbox.items
