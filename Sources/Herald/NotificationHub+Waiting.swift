@@ -247,7 +247,7 @@ extension NotificationHub {
             observer.drainInline()
         }
         group.arrive()
-        let completed = waiter.wait(until: deadline)
+        let completed = waiter.wait(until: deadline, for: group)
         var report = wait.report
         report.merge(group.report)
         return WaitOutcome(completed: completed, pendingCount: group.pendingCount, report: report)

@@ -12,7 +12,7 @@ struct ThreadNumbersTests {
         // their shard from the shared one the same way: the number modulo the shard count.
         let numbers = ThreadNumbers()
         let count = 8
-        let readings = Mutex<[(first: UInt, second: UInt)]>([])
+        let readings = Log<ThreadReading>()
         let firstReads = Atomic<Int>(0)
         let allRead = DispatchSemaphore(value: 0)
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
@@ -27,14 +27,20 @@ struct ThreadNumbersTests {
                     }
                     allRead.wait()
                     let second = numbers.current
-                    readings.withLock { $0.append((first, second)) }
+                    readings.append(ThreadReading(first: first, second: second))
                     if finished.add(1, ordering: .acquiringAndReleasing).newValue == count { done.resume() }
                 }.start()
             }
         }
-        let all = readings.withLock { $0 }
+        let all = readings.values
         #expect(all.count == count)
         #expect(all.allSatisfy { $0.first == $0.second })
         #expect(Set(all.map(\.first)) == Set((0..<UInt(count)).map { $0 }))
     }
+}
+
+/// The number one thread read, first and again once every thread had read its own.
+private struct ThreadReading: Sendable {
+    let first: UInt
+    let second: UInt
 }

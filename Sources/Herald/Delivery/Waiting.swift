@@ -27,7 +27,7 @@ final class Waiter: Sendable {
     /// The waiting thread's semaphore. One per thread, reused by its waits: ``wait(until:)``
     /// checks its own state after each wake-up, so a signal meant for an outer wait of the same
     /// thread, or one left over from a wait that timed out, only costs a turn of its loop.
-    private let semaphore = Waiter.threadSemaphore.current
+    let semaphore = Waiter.threadSemaphore.current
 
     /// The semaphore of each thread that has waited.
     private static let threadSemaphore = ThreadLocalObject { DispatchSemaphore(value: 0) }
@@ -76,10 +76,14 @@ final class Waiter: Sendable {
         }
     }
 
-    /// Blocks until ``finish()`` is called or `deadline` passes, serving help requests meanwhile.
+    /// Blocks until ``finish()`` is called, `group` completes, or `deadline` passes, serving help
+    /// requests meanwhile.
+    ///
+    /// A group made for this waiter signals its semaphore itself when it completes, without
+    /// touching this waiter: the delivering thread then writes one object fewer before the wake.
     ///
     /// - Returns: `true` if the wait completed, `false` if the deadline passed first.
-    func wait(until deadline: DispatchTime = .distantFuture) -> Bool {
+    func wait(until deadline: DispatchTime = .distantFuture, for group: WaitGroup? = nil) -> Bool {
         while true {
             let (isDone, requests) = state.withLock { state in
                 defer { state.requests.removeAll() }
@@ -88,12 +92,18 @@ final class Waiter: Sendable {
             for request in requests {
                 request.runIfCurrent(isolation: isolation)
             }
-            if isDone { return true }
+            if isDone || group?.isComplete == true { return finished() }
             if !requests.isEmpty { continue }
             if semaphore.wait(timeout: deadline) == .timedOut {
-                return state.withLock { $0.isDone }
+                return state.withLock { $0.isDone } || group?.isComplete == true ? finished() : false
             }
         }
+    }
+
+    /// Marks the completed wait as done, so that no more help is offered to it.
+    private func finished() -> Bool {
+        state.withLock { $0.isDone = true }
+        return true
     }
 }
 
@@ -145,6 +155,9 @@ final class WaitGroup: Sendable {
 
     /// The blocked thread to wake, for the blocking `postAndWait`; `nil` for the async one.
     let waiter: Waiter?
+    /// The semaphore of `waiter`'s thread, signalled once the group completes (see
+    /// ``Waiter/wait(until:for:)``).
+    private let semaphore: DispatchSemaphore?
     private let state = Lock(State())
     /// For a relay (see ``init(relaying:replaced:)``): the groups it passes outcomes on to.
     private let relay: Relay?
@@ -158,6 +171,7 @@ final class WaitGroup: Sendable {
 
     init(waiter: Waiter?) {
         self.waiter = waiter
+        self.semaphore = waiter?.semaphore
         self.relay = nil
     }
 
@@ -177,6 +191,7 @@ final class WaitGroup: Sendable {
         }
         self.relay = Relay(primary: primary, replaced: groups)
         self.waiter = primary?.waiter ?? groups.lazy.compactMap(\.waiter).first
+        self.semaphore = nil  // a relay never completes: the groups it relays to do
     }
 
     /// Registers one more delivery to wait for.
@@ -262,6 +277,11 @@ final class WaitGroup: Sendable {
         }
     }
 
+    /// Whether every delivery has been recorded.
+    var isComplete: Bool {
+        state.withLock { $0.isComplete }
+    }
+
     /// The number of deliveries still outstanding.
     var pendingCount: Int {
         state.withLock { $0.isComplete ? 0 : $0.remaining }
@@ -282,8 +302,8 @@ final class WaitGroup: Sendable {
     /// The waiting thread is woken without touching the continuation, whose type is resilient
     /// and costs value-witness calls to move around.
     private func wake() {
-        if let waiter {
-            waiter.finish()
+        if let semaphore {
+            semaphore.signal()
             return
         }
         let continuation = state.withLock { state -> CheckedContinuation<Bool, Never>? in
