@@ -24,7 +24,7 @@ final class Waiter: Sendable {
     /// The waiter this one runs on behalf of.
     let parent: Waiter?
     private let state = Lock(State())
-    /// The waiting thread's semaphore. One per thread, reused by its waits: ``wait(until:)``
+    /// The waiting thread's semaphore. One per thread, reused by its waits: ``wait(until:for:)``
     /// checks its own state after each wake-up, so a signal meant for an outer wait of the same
     /// thread, or one left over from a wait that timed out, only costs a turn of its loop.
     let semaphore = Waiter.threadSemaphore.current
@@ -32,7 +32,7 @@ final class Waiter: Sendable {
     /// The semaphore of each thread that has waited.
     private static let threadSemaphore = ThreadLocalObject { DispatchSemaphore(value: 0) }
 
-    /// A waiter for the calling thread, which is the one that will call ``wait(until:)``.
+    /// A waiter for the calling thread, which is the one that will call ``wait(until:for:)``.
     init(isolation: (any Actor)?) {
         self.isolation = isolation
         self.parent = Waiter.chain.current

@@ -87,6 +87,10 @@ final class ThreadNumbers: Sendable {
         self.key = key
     }
 
+    deinit {
+        pthread_key_delete(key)
+    }
+
     /// The calling thread's number.
     @inline(__always)
     var current: UInt {

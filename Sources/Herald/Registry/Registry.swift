@@ -187,7 +187,8 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
     private static let threadNumbers = ThreadNumbers()
 
     /// The shard of the calling thread: threads take the shards in turn, in the order they first
-    /// post, so that up to `shardCount` threads posting at the same time never share one.
+    /// post, so threads that start posting about the same time use different shards. Two threads
+    /// share one only when a multiple of `shardCount` threads first posted between them.
     @inline(__always)
     private static func shardIndex() -> Int {
         Int(truncatingIfNeeded: threadNumbers.current & UInt(shardCount - 1))
