@@ -35,7 +35,7 @@ struct ThreadNumbersTests {
         let all = readings.values
         #expect(all.count == count)
         #expect(all.allSatisfy { $0.first == $0.second })
-        #expect(Set(all.map(\.first)) == Set((0..<UInt(count)).map { $0 }))
+        #expect(Set(all.map(\.first)) == Set(0..<UInt(count)))
     }
 }
 

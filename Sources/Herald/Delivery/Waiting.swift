@@ -95,7 +95,8 @@ final class Waiter: Sendable {
             if isDone || group?.isComplete == true { return finished() }
             if !requests.isEmpty { continue }
             if semaphore.wait(timeout: deadline) == .timedOut {
-                return state.withLock { $0.isDone } || group?.isComplete == true ? finished() : false
+                let isDone = state.withLock { $0.isDone } || group?.isComplete == true
+                return isDone && finished()
             }
         }
     }
