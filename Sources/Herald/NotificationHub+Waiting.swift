@@ -248,9 +248,10 @@ extension NotificationHub {
         }
         group.arrive()
         let completed = waiter.wait(until: deadline, for: group)
+        let (delivered, pendingCount) = group.outcome
         var report = wait.report
-        report.merge(group.report)
-        return WaitOutcome(completed: completed, pendingCount: group.pendingCount, report: report)
+        report.merge(delivered)
+        return WaitOutcome(completed: completed, pendingCount: pendingCount, report: report)
     }
 
     /// Runs the scan of a waiting post and counts an unobserved post.

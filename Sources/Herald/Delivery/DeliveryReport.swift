@@ -68,7 +68,7 @@ public struct DeliveryReport: Sendable, Equatable, CustomStringConvertible {
         skippedCount += other.skippedCount
         replacedCount += other.replacedCount
         droppedCount += other.droppedCount
-        failures += other.failures
+        if !other.failures.isEmpty { failures += other.failures }  // appending nothing still copies
     }
 
     func merging(_ other: DeliveryReport) -> DeliveryReport {

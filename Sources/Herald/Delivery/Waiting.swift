@@ -271,11 +271,19 @@ final class WaitGroup: Sendable {
 
     /// The report so far.
     var report: DeliveryReport {
-        state.withLock {
-            DeliveryReport(
-                deliveredCount: $0.delivered, skippedCount: $0.skipped, replacedCount: $0.replaced,
-                droppedCount: $0.dropped, failures: $0.failures)
-        }
+        state.withLock { Self.report($0) }
+    }
+
+    /// The report so far and the number of deliveries still outstanding, read at once: a waiter
+    /// that has just woken reads the group's state, which the delivering thread wrote, only once.
+    var outcome: (report: DeliveryReport, pendingCount: Int) {
+        state.withLock { (Self.report($0), $0.isComplete ? 0 : $0.remaining) }
+    }
+
+    private static func report(_ state: State) -> DeliveryReport {
+        DeliveryReport(
+            deliveredCount: state.delivered, skippedCount: state.skipped, replacedCount: state.replaced,
+            droppedCount: state.dropped, failures: state.failures)
     }
 
     /// Whether every delivery has been recorded.
