@@ -172,7 +172,7 @@ struct Settings {
     var pacedRounds: Int { quick ? 1 : 3 }
     /// Bursts of 10 posts in one idle-CPU run, and the runs per contender.
     var idleBursts: Int { quick ? 200 : 2_000 }
-    var idleRounds: Int { quick ? 1 : 11 }
+    var idleRounds: Int { quick ? 1 : 7 }
 }
 
 // MARK: - Synchronous measurement
