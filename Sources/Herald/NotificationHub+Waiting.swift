@@ -42,12 +42,17 @@ extension NotificationHub {
             "this postAndWait blocks the calling thread; use `await hub.postAndWait(_:from:)`, which suspends instead"
     )
     @discardableResult
+    @inlinable
     public func postAndWait<N: TypedNotification>(
         _ notification: N,
         from subject: AnyObject? = nil,
         isolation: (any Actor)? = #isolation
     ) -> DeliveryReport {
-        waitingPost(notification, subject: subject, isolation: isolation, deadline: .distantFuture).report
+        // Inlined into the caller, where `N` is concrete, as `post(_:from:)` is: the rest is not
+        // generic, so it runs without asking the runtime for generic metadata.
+        withUnsafePointer(to: notification) { payload in
+            _postAndWait(UnsafeRawPointer(payload), of: N.self, from: subject, isolation: isolation)
+        }
     }
 
     /// Posts a notification and waits at most `timeout` for every observer to run.
@@ -76,17 +81,45 @@ extension NotificationHub {
             "this postAndWait blocks the calling thread; use `try await hub.postAndWait(_:from:timeout:)`, which suspends instead"
     )
     @discardableResult
+    @inlinable
     public func postAndWait<N: TypedNotification>(
         _ notification: N,
         from subject: AnyObject? = nil,
         timeout: Duration,
         isolation: (any Actor)? = #isolation
     ) throws(DeliveryTimeout) -> DeliveryReport {
+        try withUnsafePointer(to: notification) { payload throws(DeliveryTimeout) in
+            try _postAndWait(
+                UnsafeRawPointer(payload), of: N.self, from: subject, timeout: timeout, isolation: isolation)
+        }
+    }
+
+    /// The body of the blocking ``postAndWait(_:from:isolation:)``: `payload` points to a
+    /// notification of type `type`.
+    ///
+    /// Not API: it exists so that `postAndWait` can be inlined into its caller.
+    @usableFromInline
+    func _postAndWait(
+        _ payload: UnsafeRawPointer, of type: any TypedNotification.Type, from subject: AnyObject?,
+        isolation: (any Actor)?
+    ) -> DeliveryReport {
+        waitingPost(payload, of: type, subject: subject, isolation: isolation, deadline: .distantFuture).report
+    }
+
+    /// The body of the blocking ``postAndWait(_:from:timeout:isolation:)``: `payload` points to a
+    /// notification of type `type`.
+    ///
+    /// Not API: it exists so that `postAndWait` can be inlined into its caller.
+    @usableFromInline
+    func _postAndWait(
+        _ payload: UnsafeRawPointer, of type: any TypedNotification.Type, from subject: AnyObject?,
+        timeout: Duration, isolation: (any Actor)?
+    ) throws(DeliveryTimeout) -> DeliveryReport {
         let outcome = waitingPost(
-            notification, subject: subject, isolation: isolation, deadline: timeout.deadlineFromNow)
+            payload, of: type, subject: subject, isolation: isolation, deadline: timeout.deadlineFromNow)
         guard outcome.completed else {
             throw DeliveryTimeout(
-                timeout: timeout, notificationType: String(describing: N.self), pendingCount: outcome.pendingCount)
+                timeout: timeout, notificationType: String(describing: type), pendingCount: outcome.pendingCount)
         }
         return outcome.report
     }
@@ -179,9 +212,9 @@ extension NotificationHub {
         subject: AnyObject?
     ) -> (WaitGroup, DeliveryReport, DeliveryReport?) {
         let group = WaitGroup(waiter: nil)
-        let wait = PostWait(group: group, isolation: nil, blocks: false)
+        var wait = PostWait(group: group, isolation: nil, blocks: false)
         withUnsafePointer(to: notification) { payload in
-            scan(UnsafeRawPointer(payload), of: N.self, subject: subject, wait: wait)
+            scan(UnsafeRawPointer(payload), of: N.self, subject: subject, wait: &wait)
         }
         group.arrive()
         guard !wait.standIn.isEmpty, let standIn = core.mainActorStandIn, !standIn.isRunning else {
@@ -203,18 +236,6 @@ extension NotificationHub {
         var report: DeliveryReport
     }
 
-    private func waitingPost<N: TypedNotification>(
-        _ notification: N,
-        subject: AnyObject?,
-        isolation: (any Actor)?,
-        deadline: DispatchTime
-    ) -> WaitOutcome {
-        withUnsafePointer(to: notification) { payload in
-            waitingPost(
-                UnsafeRawPointer(payload), of: N.self, subject: subject, isolation: isolation, deadline: deadline)
-        }
-    }
-
     /// The body of the waiting posts; not generic, so it runs without generic metadata lookups.
     private func waitingPost(
         _ payload: UnsafeRawPointer,
@@ -225,8 +246,8 @@ extension NotificationHub {
     ) -> WaitOutcome {
         let waiter = Waiter(isolation: isolation)
         let group = WaitGroup(waiter: waiter)
-        let wait = PostWait(group: group, isolation: isolation, blocks: true, collectsHelp: waiter.parent != nil)
-        scan(payload, of: type, subject: subject, wait: wait)
+        var wait = PostWait(group: group, isolation: isolation, blocks: true, collectsHelp: waiter.parent != nil)
+        scan(payload, of: type, subject: subject, wait: &wait)
         // Every waiter that may have to run one of these drains (this one for the observers on
         // the caller's own target, those up the chain for the others) is offered each later drain
         // job too, until this wait ends: an item held by another post when the drain below ran
@@ -256,11 +277,11 @@ extension NotificationHub {
 
     /// Runs the scan of a waiting post and counts an unobserved post.
     private func scan(
-        _ payload: UnsafeRawPointer, of type: any TypedNotification.Type, subject: AnyObject?, wait: PostWait
+        _ payload: UnsafeRawPointer, of type: any TypedNotification.Type, subject: AnyObject?, wait: inout PostWait
     ) {
         let reached =
             core.registry.snapshot(of: type, payload: payload).map {
-                core.scan($0, payload, subject: subject, wait: wait)
+                core.scan($0, payload, subject: subject, wait: &wait)
             } ?? false
         if !reached { core.noteUnobserved(type, hadSubject: subject != nil) }
     }

@@ -157,8 +157,10 @@ final class WaitGroup: Sendable {
     /// The blocked thread to wake, for the blocking `postAndWait`; `nil` for the async one.
     let waiter: Waiter?
     /// The semaphore of `waiter`'s thread, signalled once the group completes (see
-    /// ``Waiter/wait(until:for:)``).
-    private let semaphore: DispatchSemaphore?
+    /// ``Waiter/wait(until:for:)``). Retained by `init` and released by `deinit`, and signalled
+    /// through the unmanaged reference: the completing delivery then leaves its reference count,
+    /// which the waiting thread uses, alone.
+    private let semaphore: Unmanaged<DispatchSemaphore>?
     private let state = Lock(State())
     /// For a relay (see ``init(relaying:replaced:)``): the groups it passes outcomes on to.
     private let relay: Relay?
@@ -172,8 +174,12 @@ final class WaitGroup: Sendable {
 
     init(waiter: Waiter?) {
         self.waiter = waiter
-        self.semaphore = waiter?.semaphore
+        self.semaphore = waiter.map { .passRetained($0.semaphore) }
         self.relay = nil
+    }
+
+    deinit {
+        semaphore?.release()
     }
 
     /// A group that stands in a lane item for several waiting posts: the item's own (`primary`)
@@ -312,7 +318,7 @@ final class WaitGroup: Sendable {
     /// and costs value-witness calls to move around.
     private func wake() {
         if let semaphore {
-            semaphore.signal()
+            semaphore._withUnsafeGuaranteedRef { _ = $0.signal() }
             return
         }
         let continuation = state.withLock { state -> CheckedContinuation<Bool, Never>? in

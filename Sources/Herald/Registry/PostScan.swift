@@ -1,5 +1,6 @@
 /// What a waiting post (`postAndWait`, or its async form) asks of the scan, and what it learns.
-final class PostWait {
+/// It lives on the waiting post's stack; the scan gets a pointer to it.
+struct PostWait {
     /// Counts the deliveries the post waits for.
     let group: WaitGroup
     /// The caller's isolation, to tell whether it runs on an observer's target.
@@ -62,7 +63,10 @@ extension HubCore {
     ///
     /// - Returns: Whether the post reached at least one observer.
     @inline(never)  // keeps this scan out of generic callers, where it would run unspecialised
-    func scan(_ snapshot: ObserverSnapshot, _ payload: UnsafeRawPointer, subject: AnyObject?, wait: PostWait?) -> Bool {
+    func scan(
+        _ snapshot: ObserverSnapshot, _ payload: UnsafeRawPointer, subject: AnyObject?,
+        wait: UnsafeMutablePointer<PostWait>?
+    ) -> Bool {
         snapshot.withObservers { queued, posting in
             var reached = false
             let subjectID = subject.map(ObjectIdentifier.init)
@@ -97,9 +101,9 @@ extension HubCore {
                         return
                     }
                     reached = true
-                    wait.report.deliveredCount += 1
+                    wait.pointee.report.deliveredCount += 1
                     if let failure = observer.deliverReporting(payload, subjectID: subjectID) {
-                        wait.report.failures.append(failure)
+                        wait.pointee.report.failures.append(failure)
                     }
                 }
             }
@@ -113,7 +117,7 @@ extension HubCore {
     @inline(__always)
     private func enqueue(
         _ unmanaged: Unmanaged<AnyObserver>, _ payload: UnsafeRawPointer, subject: AnyObject?,
-        subjectID: ObjectIdentifier?, hold: UInt, wait: PostWait?
+        subjectID: ObjectIdentifier?, hold: UInt, wait: UnsafeMutablePointer<PostWait>?
     ) -> Bool {
         unmanaged._withUnsafeGuaranteedRef { observer in
             guard observer.accepts(subject) else { return false }
@@ -130,11 +134,11 @@ extension HubCore {
                 guard observer.enqueue(payload, subjectID: subjectID, group: nil, hold: hold) != .refused else {
                     return false
                 }
-                wait.report.deliveredCount += 1
+                wait.pointee.report.deliveredCount += 1
                 return true
             }
-            let isCurrent = wait.blocks && observer.target.isCurrent(isolation: wait.isolation)
-            if isCurrent && observer.drainerThread == wait.thread {
+            let isCurrent = wait.pointee.blocks && observer.target.isCurrent(isolation: wait.pointee.isolation)
+            if isCurrent && observer.drainerThread == wait.pointee.thread {
                 // A handler posting to its own mailbox: waiting would never end, so enqueue only.
                 return observer.enqueue(payload, subjectID: subjectID, group: nil, hold: hold) != .refused
             }
@@ -142,10 +146,10 @@ extension HubCore {
                 // An async handler isolated to the target that this thread blocks: enqueue only.
                 return observer.enqueue(payload, subjectID: subjectID, group: nil, hold: hold) != .refused
             }
-            wait.group.enter()
-            switch observer.enqueue(payload, subjectID: subjectID, group: wait.group, hold: hold) {
+            wait.pointee.group.enter()
+            switch observer.enqueue(payload, subjectID: subjectID, group: wait.pointee.group, hold: hold) {
             case .refused:
-                wait.group.withdraw()
+                wait.pointee.group.withdraw()
                 return false
             case .dropped:
                 // The mailbox policy dropped it and told the group: nothing to drain or wait for.
@@ -154,11 +158,11 @@ extension HubCore {
                 break
             }
             if isCurrent {
-                wait.inline.append(observer)
-            } else if wait.blocks {
-                if wait.collectsHelp { wait.help.append(observer) }
+                wait.pointee.inline.append(observer)
+            } else if wait.pointee.blocks {
+                if wait.pointee.collectsHelp { wait.pointee.help.append(observer) }
             } else if case .main = observer.target.kind, mainActorStandIn != nil {
-                wait.standIn.append(observer)
+                wait.pointee.standIn.append(observer)
             }
             return true
         }
