@@ -68,7 +68,7 @@ public struct DeliveryReport: Sendable, Equatable, CustomStringConvertible {
         skippedCount += other.skippedCount
         replacedCount += other.replacedCount
         droppedCount += other.droppedCount
-        if !other.failures.isEmpty { failures += other.failures }  // appending nothing still copies
+        if !other.failures.isEmpty { failures += other.failures }  // an empty append still reallocates
     }
 
     func merging(_ other: DeliveryReport) -> DeliveryReport {
