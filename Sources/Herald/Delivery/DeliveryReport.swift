@@ -68,7 +68,7 @@ public struct DeliveryReport: Sendable, Equatable, CustomStringConvertible {
         skippedCount += other.skippedCount
         replacedCount += other.replacedCount
         droppedCount += other.droppedCount
-        if !other.failures.isEmpty { failures += other.failures }  // an empty append still reallocates
+        if !other.failures.isEmpty { failures += other.failures }  // an empty append still replaces the buffer
     }
 
     func merging(_ other: DeliveryReport) -> DeliveryReport {
