@@ -55,6 +55,9 @@ final class Lane<N: TypedNotification>: Sendable {
         } else if lingers {
             mailbox.withLock { $0.machine.lingers = true }
         }
+        if case .latest = policy?.rule {
+            mailbox.withLock { $0.machine.oneBatchPerJob = true }
+        }
     }
 
     // MARK: Appending

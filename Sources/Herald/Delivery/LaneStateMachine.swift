@@ -34,7 +34,8 @@
 /// ## Mailbox policies
 /// A lane with a ``NotificationBufferingPolicy`` other than `unbounded` removes items that are
 /// still in it (``remove(at:)``) before it appends a new one: the item a newer one replaces, or
-/// the oldest when the lane is full. Items a drain has taken are never removed.
+/// the oldest when the lane is full. Items a drain has taken are never removed. A `.latest`
+/// mailbox takes one batch per job (``oneBatchPerJob``): what was pending when the job started.
 ///
 /// ## Asynchronous handlers
 /// A lane whose handler is `async` takes one item per batch (``batchLimit`` 1). When the drain
@@ -88,6 +89,11 @@ struct LaneStateMachine: Sendable {
     /// Whether a job that finds the lane empty while a poster is at work is handed to the target
     /// once more (see "Lingering").
     var lingers = false
+    /// Whether a job runs only the items that were ready when it started: what arrives during
+    /// its batch waits for the next job, so other work on the target runs in between. Set for a
+    /// `.latest` mailbox, which then runs at most one call per pending value (per subject) in one
+    /// job, rather than following the posting rate for a whole slice.
+    var oneBatchPerJob = false
     /// The batches the running job has taken; a lingering job starts at 1.
     private var jobBatches = 0
     /// Whether the pending job is a lingering one.
@@ -215,6 +221,14 @@ struct LaneStateMachine: Sendable {
     /// - Parameter afterBatch: Whether the job has just run a batch; a lingering job then hands
     ///   itself back rather than take more (see "Lingering").
     private mutating func takeForJob(afterBatch: Bool = false) -> DrainAction {
+        if afterBatch && oneBatchPerJob {
+            runner = nil
+            guard !isClosed, readyCount > 0 else {
+                isJobPending = false
+                return .stop
+            }
+            return .reschedule  // still pending, behind what the target queued meanwhile
+        }
         if afterBatch && lingers && !isClosed && readyCount > 0 {
             runner = nil
             jobIsLingering = true
