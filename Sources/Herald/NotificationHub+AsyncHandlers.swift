@@ -13,13 +13,15 @@ extension NotificationHub {
     /// }
     /// ```
     ///
-    /// The target orders and starts the calls; the handler itself is not isolated, so after its
-    /// first suspension it runs on the global concurrent executor, like any nonisolated `async`
-    /// function. On ``DeliveryTarget/posting`` the first call starts inside `post`.
+    /// The target orders the calls and runs them: each call's synchronous stretches, before and
+    /// after every `await`, run on the target's queue, thread or executor (on a concurrent queue,
+    /// on any of its threads). On ``DeliveryTarget/posting`` a call runs on the global concurrent
+    /// executor.
     ///
-    /// - Cancelling the token is final: no call starts after `cancel()` returns. A call already
-    ///   running finishes.
-    /// - The waiting posts (`postAndWait`) wait for the call to return.
+    /// - Cancelling the token is final: no call starts after `cancel()` returns, and a call
+    ///   already running finishes with its task cancelled.
+    /// - The waiting posts (`postAndWait`) wait for the call to return, except a blocking one made
+    ///   on the target itself, which enqueues the notification without waiting for this observer.
     ///
     /// - Parameters:
     ///   - type: The notification type to observe.
@@ -51,7 +53,7 @@ extension NotificationHub {
             target: target, subject: subject, owner: nil, fileID: fileID, line: line, bufferingPolicy: bufferingPolicy,
             priority: priority,
             replayLatest: replayLatest,
-            handler: .async(handler))
+            handler: .async(AsyncCall.nonisolated(handler)))
     }
 
     /// Observes notifications of type `N` on the main actor, with an `async` `@MainActor` handler.
@@ -96,7 +98,7 @@ extension NotificationHub {
         register(
             target: .mainQueue, subject: subject, owner: nil, fileID: fileID, line: line,
             bufferingPolicy: bufferingPolicy, priority: priority, replayLatest: replayLatest,
-            handler: .async { note in try await handler(note) })
+            handler: .async(AsyncCall.mainActor(handler)))
     }
 
     /// Observes notifications of type `N` on an actor, with an `async` handler isolated to it.
@@ -141,7 +143,7 @@ extension NotificationHub {
         register(
             target: DeliveryTarget(kind: .actor(actor)), subject: subject, owner: nil, fileID: fileID, line: line,
             bufferingPolicy: bufferingPolicy, priority: priority, replayLatest: replayLatest,
-            handler: .async { note in try await handler(actor, note) })
+            handler: .async(AsyncCall.actor(actor, handler)))
     }
 
     /// Observes notifications of type `N` with an `async` handler for as long as `owner` lives.
@@ -188,10 +190,11 @@ extension NotificationHub {
         register(
             target: target, subject: subject, owner: owner, fileID: fileID, line: line,
             bufferingPolicy: bufferingPolicy, priority: priority, replayLatest: replayLatest,
-            handler: .async { [weak owner] note in
-                guard let owner else { return }
-                try await handler(owner, note)
-            })
+            handler: .async(
+                AsyncCall.nonisolated { [weak owner] note in
+                    guard let owner else { return }
+                    try await handler(owner, note)
+                }))
     }
 
     /// Observes notifications of type `N` on the main actor with an `async` `@MainActor` handler,
@@ -235,9 +238,10 @@ extension NotificationHub {
         register(
             target: .mainQueue, subject: subject, owner: owner, fileID: fileID, line: line,
             bufferingPolicy: bufferingPolicy, priority: priority, replayLatest: replayLatest,
-            handler: .async { [weak owner] note in
-                guard let owner else { return }
-                try await handler(owner, note)
-            })
+            handler: .async(
+                AsyncCall.mainActor { @MainActor [weak owner] note in
+                    guard let owner else { return }
+                    try await handler(owner, note)
+                }))
     }
 }

@@ -261,7 +261,7 @@ extension NotificationHub {
         registerFamily(
             Family.self, target: target, subject: subject, owner: nil, priority: priority,
             bufferingPolicy: bufferingPolicy, fileID: fileID, line: line,
-            handler: .async { delivery in try await handler(delivery.value) })
+            handler: .async(AsyncCall.nonisolated { delivery in try await handler(delivery.value) }))
     }
 
     /// Observes every notification of a family (a protocol or a class) on the main actor, with an
@@ -291,7 +291,7 @@ extension NotificationHub {
         registerFamily(
             Family.self, target: .mainQueue, subject: subject, owner: nil, priority: priority,
             bufferingPolicy: bufferingPolicy, fileID: fileID, line: line,
-            handler: .async { delivery in try await handler(delivery.value) })
+            handler: .async(AsyncCall.mainActor { @MainActor delivery in try await handler(delivery.value) }))
     }
 
     // MARK: - Taps: every notification
@@ -438,7 +438,7 @@ extension NotificationHub {
         registerFamily(
             (any TypedNotification).self, isTap: true, target: target, subject: subject, owner: nil,
             priority: priority, bufferingPolicy: bufferingPolicy, fileID: fileID, line: line,
-            handler: .async { delivery in try await handler(PostedNotification(delivery)) })
+            handler: .async(AsyncCall.nonisolated { delivery in try await handler(PostedNotification(delivery)) }))
     }
 
     /// Registers an observer of the family `Family`.

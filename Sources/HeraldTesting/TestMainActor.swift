@@ -130,9 +130,9 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
     }
 
     /// Starts the task of an async main-actor handler; the stand-in is idle only once it ends.
-    func startTask(_ work: @escaping @Sendable () async -> Void) {
+    func startTask(_ work: @escaping @Sendable () async -> Void) -> Task<Void, Never> {
         state.withLock { $0.taskCount += 1 }
-        Task { [self] in
+        return Task { [self] in
             await work()
             let wakeUp = state.withLock { state in
                 state.taskCount -= 1
@@ -423,7 +423,7 @@ private final class StandIn: MainActorStandIn, CustomStringConvertible {
         main.enqueue(after: delay, job)
     }
 
-    func startTask(_ work: @escaping @Sendable () async -> Void) {
+    func startTask(_ work: @escaping @Sendable () async -> Void) -> Task<Void, Never> {
         main.startTask(work)
     }
 }

@@ -110,12 +110,13 @@ public struct DeliveryTarget: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    /// Whether an async handler on this target runs isolated to it (the main actor, an actor), so
-    /// that a thread blocked on the target keeps the handler from finishing.
+    /// Whether an async handler on this target runs on it (isolated to the main actor or an
+    /// actor, or confined to the queue, thread or executor by a ``TargetTaskExecutor``), so that a
+    /// thread blocked on the target keeps the handler from finishing.
     var isolatesAsyncHandlers: Bool {
         switch kind {
-        case .main, .actor: return true
-        default: return false
+        case .posting: return false
+        case .main, .actor, .queue, .operationQueue, .thread, .executor: return true
         }
     }
 

@@ -17,7 +17,9 @@ final class Lane<N: TypedNotification>: Sendable {
     /// unused then.
     let stream: NotificationSequence<N>.Storage?
     /// The `async` handler of an observer registered with one: its lane starts one call at a time.
-    let asyncHandler: (@Sendable (N) async throws -> Void)?
+    let asyncHandler: AsyncHandlerBody<N>?
+    /// The task of the `async` call running now, for an observer with an `async` handler.
+    let asyncCalls: AsyncCallSlot?
     /// The layout of one queued item of type `N`.
     let layout = ItemQueue.Layout(of: N.self)
     /// The mailbox policy and its counts; `nil` for an unbounded mailbox.
@@ -37,7 +39,7 @@ final class Lane<N: TypedNotification>: Sendable {
 
     init(
         target: DeliveryTarget, filters: Filters?, contextual: (@Sendable (N, DeliveryContext) throws -> Void)?,
-        stream: NotificationSequence<N>.Storage? = nil, asyncHandler: (@Sendable (N) async throws -> Void)? = nil,
+        stream: NotificationSequence<N>.Storage? = nil, asyncHandler: AsyncHandlerBody<N>? = nil,
         policy: MailboxPolicy? = nil, priority: Int = 0, family: AnyFamily? = nil
     ) {
         self.policy = policy
@@ -45,6 +47,7 @@ final class Lane<N: TypedNotification>: Sendable {
         self.family = family
         self.stream = stream
         self.asyncHandler = asyncHandler
+        self.asyncCalls = asyncHandler == nil ? nil : AsyncCallSlot()
         self.target = target
         self.filters = filters
         self.contextual = contextual

@@ -14,7 +14,8 @@ public protocol MainActorStandIn: DeliveryExecutor {
     /// stand-in does not count as idle until the task has finished.
     ///
     /// - Parameter work: The task's body.
-    func startTask(_ work: @escaping @Sendable () async -> Void)
+    /// - Returns: The task, which Herald cancels when the observation ends while it runs.
+    func startTask(_ work: @escaping @Sendable () async -> Void) -> Task<Void, Never>
 }
 
 /// The main-actor stand-in of the current task, if a test installed one.

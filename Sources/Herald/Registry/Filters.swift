@@ -13,8 +13,9 @@ public struct DeliveryContext: Sendable {
 enum Handler<N: TypedNotification>: Sendable {
     case plain(@Sendable (N) throws -> Void)
     case contextual(@Sendable (N, DeliveryContext) throws -> Void)
-    /// An `async` handler: one call at a time, each started on a task of its own.
-    case async(@Sendable (N) async throws -> Void)
+    /// An `async` handler: one call at a time, each started on a task of its own (see
+    /// ``AsyncCall``).
+    case async(AsyncHandlerBody<N>)
 
     var isAsync: Bool {
         if case .async = self { return true }

@@ -254,7 +254,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     @usableFromInline let handler: @Sendable (N) throws -> Void
     /// The `async` handler, for an observer registered with one; it lives in the lane, which such
     /// an observer always has, to keep the observer in the allocator's 64-byte size class.
-    private var asyncHandler: (@Sendable (N) async throws -> Void)? { extras?.asyncHandler }
+    private var asyncHandler: AsyncHandlerBody<N>? { extras?.asyncHandler }
     /// Target, filters, contextual handler and mailbox; `nil` for a plain posting-thread observer.
     private let extras: Lane<N>?
     /// The buffer of the ``NotificationSequence`` this observer feeds, if it feeds one.
@@ -345,6 +345,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         }
         if let stream { stream.finish() }
         guard let lane else { return 0 }
+        lane.asyncCalls?.cancel()
         var dropped = lane.close()
         let count = lane.drop(&dropped, leaving: outcome)  // outside the lane's lock
         core.idleWatch.noteProgress()
@@ -647,38 +648,44 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         let payload = (item + layout.payloadOffset).assumingMemoryBound(to: N.self)
         let (_, group) = Lane<N>.takeHeader(item)
         let notification = payload.move()
-        guard !isCancelled, let asyncHandler else {
+        guard !isCancelled, let asyncHandler, let calls = extras?.asyncCalls else {
             group?.leave(.skipped)
             return nil
         }
         let call: @Sendable () async -> Void = { [self] in
-            await callAsync(asyncHandler, with: notification, group: group)
+            await calls.armed()
+            await callAsync(asyncHandler, with: notification, group: group, calls: calls)
         }
         return { [self] in
-            if case .main = target.kind, let standIn = core.mainActorStandIn {
-                standIn.startTask(call)  // the test awaits it, on the main actor
-            } else {
-                Task(operation: call)
+            calls.launch {
+                switch target.kind {
+                case .main:
+                    if let standIn = core.mainActorStandIn {
+                        return standIn.startTask(call)  // the test awaits it, on the main actor
+                    }
+                    return Task(executorPreference: TargetTaskExecutor(target), operation: call)
+                case .posting, .actor:
+                    return Task(operation: call)  // unconfined, or isolated by the handler itself
+                case .queue, .operationQueue, .thread, .executor:
+                    return Task(executorPreference: TargetTaskExecutor(target), operation: call)
+                }
             }
         }
     }
 
-    /// Calls the async handler, unless the observation ended since the call was started, then
-    /// lets the lane go on.
+    /// Calls the async handler, unless the observation ended before the call started (checked on
+    /// the handler's own isolation), then lets the lane go on.
     private func callAsync(
-        _ asyncHandler: @Sendable (N) async throws -> Void, with notification: N, group: WaitGroup?
+        _ asyncHandler: AsyncHandlerBody<N>, with notification: N, group: WaitGroup?, calls: AsyncCallSlot
     ) async {
-        if isCancelled {
-            group?.leave(.skipped)
-        } else {
-            do {
-                try await asyncHandler(notification)
-                group?.leave(.delivered)
-            } catch {
-                let failure = report(error)
-                group?.leave(.failed(failure))
-            }
+        do {
+            let called = try await asyncHandler(notification) { [self] in !isCancelled }
+            group?.leave(called ? .delivered : .skipped)
+        } catch {
+            let failure = report(error)
+            group?.leave(.failed(failure))
         }
+        calls.finished()
         if lane?.resume() == true {
             scheduleDrain()
         }

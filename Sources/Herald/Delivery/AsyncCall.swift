@@ -1,0 +1,141 @@
+import Synchronization
+
+/// The body of an observer's `async` handler as the lane calls it: the notification, and a check
+/// that the observation is still live. The body runs the check on the handler's own isolation
+/// (the main actor, the actor, or the target's executor) right before it calls the user's
+/// handler, so a `cancel()` made there before the call starts always wins.
+///
+/// - Returns: Whether the user's handler was called.
+typealias AsyncHandlerBody<Value> =
+    @Sendable (_ value: Value, _ isLive: @escaping @Sendable () -> Bool) async throws
+    -> Bool
+
+/// Builds the ``AsyncHandlerBody`` of each isolation from a user's `async` handler.
+enum AsyncCall {
+    /// A nonisolated handler: the check and the call run where the task runs, which is the
+    /// target's executor (see ``TargetTaskExecutor``).
+    static func nonisolated<Value>(
+        _ handler: @escaping @Sendable (Value) async throws -> Void
+    ) -> AsyncHandlerBody<Value> {
+        { value, isLive in
+            guard isLive() else { return false }
+            try await handler(value)
+            return true
+        }
+    }
+
+    /// A main-actor handler: the check runs on the main actor, in the same job as the call.
+    static func mainActor<Value: Sendable>(
+        _ handler: @escaping @MainActor @Sendable (Value) async throws -> Void
+    ) -> AsyncHandlerBody<Value> {
+        { value, isLive in try await callOnMainActor(handler, value, isLive) }
+    }
+
+    @MainActor
+    private static func callOnMainActor<Value: Sendable>(
+        _ handler: @MainActor @Sendable (Value) async throws -> Void, _ value: Value,
+        _ isLive: @Sendable () -> Bool
+    ) async throws -> Bool {
+        guard isLive() else { return false }
+        try await handler(value)
+        return true
+    }
+
+    /// A handler isolated to `actor`: the check runs on the actor, in the same job as the call.
+    static func actor<A: Actor, Value: Sendable>(
+        _ actor: A, _ handler: @escaping @Sendable (isolated A, Value) async throws -> Void
+    ) -> AsyncHandlerBody<Value> {
+        { value, isLive in try await call(on: actor, handler, value, isLive) }
+    }
+
+    private static func call<A: Actor, Value: Sendable>(
+        on actor: isolated A, _ handler: @Sendable (isolated A, Value) async throws -> Void, _ value: Value,
+        _ isLive: @Sendable () -> Bool
+    ) async throws -> Bool {
+        guard isLive() else { return false }
+        try await handler(actor, value)
+        return true
+    }
+}
+
+/// A `TaskExecutor` over a delivery target, so that an `async` handler registered on a serial
+/// target (a serial `DispatchQueue`, an `OperationQueue` running one operation at a time, a
+/// ``DeliveryThread``, a custom ``DeliveryExecutor``) runs each of its synchronous stretches on
+/// that target, before and after every suspension; so do the nonisolated `async` functions it
+/// awaits. (Actors and the main actor run their own code on their own executors.)
+final class TargetTaskExecutor: TaskExecutor {
+    private let target: DeliveryTarget
+
+    init(_ target: DeliveryTarget) {
+        self.target = target
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let executor = asUnownedTaskExecutor()
+        if target.trySchedule({ job.runSynchronously(on: executor) }) != nil {
+            // A target that runs no more work (a shut-down DeliveryThread): the task finishes on
+            // the global executor rather than never, so its lane and its waiting posts end.
+            globalConcurrentExecutor.enqueue(ExecutorJob(job))
+        }
+    }
+}
+
+/// The task of the `async` call an observer is running, so that `cancel()` can cancel it.
+///
+/// The lane starts one call at a time, so there is at most one task here. The task's body first
+/// waits until ``launch(_:)`` has stored it (``armed()``), so that a `cancel()` made once the
+/// handler has started always finds the task and cancels it before returning.
+final class AsyncCallSlot: Sendable {
+    private struct State {
+        var task: Task<Void, Never>?
+        var isArmed = false
+        var waiter: CheckedContinuation<Void, Never>?
+        var isCancelled = false
+    }
+
+    private let state = Mutex(State())
+
+    /// Starts the call's task with `makeTask` and stores it.
+    func launch(_ makeTask: () -> Task<Void, Never>) {
+        let task = makeTask()
+        let (waiter, cancelled) = state.withLock { state in
+            state.task = task
+            state.isArmed = true
+            defer { state.waiter = nil }
+            return (state.waiter, state.isCancelled)
+        }
+        if cancelled { task.cancel() }
+        waiter?.resume()
+    }
+
+    /// Returns once ``launch(_:)`` has stored the task that calls it.
+    func armed() async {
+        if state.withLock({ $0.isArmed }) { return }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let isArmed = state.withLock { state in
+                if state.isArmed { return true }
+                state.waiter = continuation
+                return false
+            }
+            if isArmed { continuation.resume() }
+        }
+    }
+
+    /// The call has returned: the next one gets a task of its own.
+    func finished() {
+        state.withLock { state in
+            state.task = nil
+            state.isArmed = false
+        }
+    }
+
+    /// The observation ended: cancels the running task, if any, and every later one.
+    func cancel() {
+        let task = state.withLock { state in
+            state.isCancelled = true
+            return state.task
+        }
+        task?.cancel()
+    }
+}
