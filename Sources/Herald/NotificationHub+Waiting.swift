@@ -142,11 +142,12 @@ extension NotificationHub {
     /// reported and counted in ``DeliveryReport/skippedCount``. It waits for `async` handlers to
     /// return.
     ///
-    /// In a test that gave the hub a main-actor stand-in (`HeraldTesting`'s `TestMainActor`), the
-    /// deliveries to main-actor observers wait in the stand-in until the test runs them. When the
-    /// stand-in is not running, this call returns at once instead of waiting for them, and its
-    /// report lists each of them as a failure whose error is a ``PendingWorkError`` naming them.
-    /// They still run, once, when the test runs the stand-in.
+    /// In a test that gave the hub a main-actor stand-in (`HeraldTesting`'s `TestMainActor`), this
+    /// call returns what it returns in the app. Made on the main actor, it runs the stand-in's
+    /// jobs in order (those held before this post, then its own) until its deliveries are done;
+    /// made elsewhere, it waits until the test runs the stand-in. If the stand-in's scope ends
+    /// first, the wait ends and each delivery still held is listed as skipped, with a
+    /// ``PendingWorkError`` failure naming the stand-in.
     ///
     /// - Parameters:
     ///   - notification: The notification.
@@ -159,9 +160,10 @@ extension NotificationHub {
         from subject: AnyObject? = nil,
         isolation: isolated (any Actor)? = #isolation
     ) async -> DeliveryReport {
-        let (group, report, standIn) = startAsyncWaitingPost(notification, subject: subject)
-        if let standIn { return report.merging(group.report).merging(standIn) }
+        let (group, report, held) = startAsyncWaitingPost(notification, subject: subject)
+        await runOrHoldStandIn(held, group: group, isolation: isolation)
         _ = await group.wait()
+        if let held { core.mainActorStandIn?.release(held) }
         return report.merging(group.report)
     }
 
@@ -193,9 +195,11 @@ extension NotificationHub {
         timeout: Duration,
         isolation: isolated (any Actor)? = #isolation
     ) async throws(DeliveryTimeout) -> DeliveryReport {
-        let (group, report, standIn) = startAsyncWaitingPost(notification, subject: subject)
-        if let standIn { return report.merging(group.report).merging(standIn) }
-        guard await group.wait(until: timeout.deadlineFromNow) else {
+        let (group, report, held) = startAsyncWaitingPost(notification, subject: subject)
+        await runOrHoldStandIn(held, group: group, isolation: isolation)
+        let completed = await group.wait(until: timeout.deadlineFromNow)
+        if let held { core.mainActorStandIn?.release(held) }
+        guard completed else {
             throw DeliveryTimeout(
                 timeout: timeout, notificationType: String(describing: N.self), pendingCount: group.pendingCount)
         }
@@ -205,29 +209,40 @@ extension NotificationHub {
     /// Enqueues a post for the async waiting forms and runs its posting-thread observers.
     ///
     /// - Returns: The group to wait for, the posting-thread observers' report and, when some
-    ///   deliveries sit with a main-actor stand-in that nothing runs (so waiting would never end),
-    ///   a report of those deliveries as failures, to return at once instead of waiting.
+    ///   deliveries went to a main-actor stand-in, the waiting post to run or hold there.
     private func startAsyncWaitingPost<N: TypedNotification>(
         _ notification: N,
         subject: AnyObject?
-    ) -> (WaitGroup, DeliveryReport, DeliveryReport?) {
+    ) -> (WaitGroup, DeliveryReport, StandInWaitingPost?) {
         let group = WaitGroup(waiter: nil)
         var wait = PostWait(group: group, isolation: nil, blocks: false)
         withUnsafePointer(to: notification) { payload in
             scan(UnsafeRawPointer(payload), of: N.self, subject: subject, wait: &wait)
         }
         group.arrive()
-        guard !wait.standIn.isEmpty, let standIn = core.mainActorStandIn, !standIn.isRunning else {
+        guard !wait.standIn.isEmpty, let standIn = core.mainActorStandIn else {
             return (group, wait.report, nil)
         }
-        let pending = wait.standIn.compactMap(\.pendingDelivery)
-        let error = PendingWorkError.waitsForStandIn(String(describing: standIn), pending: pending)
-        let failures = wait.standIn.map { observer in
-            ObserverFailure(
-                error: error, notificationType: String(describing: N.self), fileID: observer.location.fileString,
-                line: Int(observer.location.line))
+        let held = StandInWaitingPost(
+            notificationType: String(describing: N.self), group: group, core: core,
+            standIn: String(describing: standIn), observers: wait.standIn)
+        return (group, wait.report, held)
+    }
+
+    /// Under a main-actor stand-in, an async waiting post sees what it sees in the app: made on
+    /// the main actor, it runs the stand-in's jobs in order (those held before this post, then
+    /// its own) until its deliveries are done, as the main queue would while it is suspended;
+    /// made elsewhere, it waits until the test runs the stand-in, which ends the wait with a
+    /// failure if its scope ends first.
+    private func runOrHoldStandIn(
+        _ held: StandInWaitingPost?, group: WaitGroup, isolation: isolated (any Actor)?
+    ) async {
+        guard let held, let standIn = core.mainActorStandIn else { return }
+        if isolation === MainActor.shared {
+            await standIn.runJobs(until: { group.isComplete })
+        } else {
+            standIn.hold(held)
         }
-        return (group, wait.report, DeliveryReport(failures: failures))
     }
 
     private struct WaitOutcome {

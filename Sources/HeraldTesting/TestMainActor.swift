@@ -37,16 +37,19 @@ import Musl
 ///   `NotificationHub/useMainActorStandIn(_:)` (observers registered with `on: MainActor.shared`
 ///   or on `.mainQueue`). Their registrations still report `.mainQueue`.
 /// - `MainActor.perform(_:)` and `MainActor.perform(after:_:)` called from the task that runs
-///   ``withMainActorStandIn(name:_:)``'s body, or from a task or job it started. Delayed work is
+///   ``withMainActorStandIn(name:sourceLocation:_:)``'s body, or from a task or job it started. Delayed work is
 ///   due on the stand-in's manual clock, ``now``.
 /// - The tasks of `async` main-actor handlers that its jobs start: ``runUntilIdle(maxJobs:sourceLocation:)``
 ///   waits for them, and runs the jobs they cause meanwhile.
 ///
 /// ## Waiting under the stand-in
 /// - A blocking `postAndWait` made on the main actor still runs main-actor observers inline.
-/// - An `await hub.postAndWait(_:from:)` whose deliveries sit with the stand-in while nothing
-///   runs it returns at once; its report lists each such delivery as a failure with a
-///   `PendingWorkError` naming them. `await hub.waitUntilIdle()` throws that error.
+/// - An `await hub.postAndWait(_:from:)` returns what it returns in the app: made on the main
+///   actor, it runs the stand-in's jobs in order until its own deliveries are done; made
+///   elsewhere, it waits until the test runs the stand-in. One still waiting when
+///   ``withMainActorStandIn(name:sourceLocation:_:)``'s scope ends is failed and ended, with a
+///   `PendingWorkError` naming the stand-in. `await hub.waitUntilIdle()` throws that error at
+///   once while the stand-in holds deliveries that nothing runs.
 ///
 /// ## Threading
 /// Jobs run on the main actor, in the task that calls ``runUntilIdle(maxJobs:sourceLocation:)``,
@@ -74,6 +77,8 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
         /// Bumped by every enqueue and every finished task.
         var generation: UInt64 = 0
         var wakeUp: CheckedContinuation<Void, Never>?
+        /// `await postAndWait` calls made off the main actor that wait for this stand-in's jobs.
+        var heldPosts: [StandInWaitingPost] = []
     }
 
     /// A name for failure messages, such as `"main"`.
@@ -248,6 +253,54 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
         return false
     }
 
+    // MARK: - Waiting posts
+
+    /// Runs due jobs and waits for the tasks they start until `isDone`, or until nothing is left
+    /// (see ``MainActorStandIn/runJobs(until:)``).
+    @MainActor
+    func runJobs(until isDone: @escaping @Sendable () -> Bool) async {
+        state.withLock { $0.drivers += 1 }
+        defer { state.withLock { $0.drivers -= 1 } }
+        while !isDone() {
+            if runJob(dueBy: nil) { continue }
+            let step = state.withLock { state -> Step in
+                if let first = state.jobs.first, first.due <= state.now { return .ranJob }
+                return state.taskCount == 0 ? .idle : .wait(state.generation)
+            }
+            switch step {
+            case .ranJob: continue
+            case .idle: return
+            case .wait(let generation): await waitForChange(since: generation)
+            }
+        }
+    }
+
+    func hold(_ post: StandInWaitingPost) {
+        state.withLock { $0.heldPosts.append(post) }
+    }
+
+    func release(_ post: StandInWaitingPost) {
+        state.withLock { state in state.heldPosts.removeAll { $0 === post } }
+    }
+
+    /// Ends the waits of the `await postAndWait` calls still waiting for this stand-in's jobs,
+    /// recording a test failure that names each: the stand-in's scope is over, so nothing will
+    /// run them.
+    func abandonHeldPosts(sourceLocation: SourceLocation) {
+        let posts = state.withLock { state in
+            defer { state.heldPosts = [] }
+            return state.heldPosts
+        }
+        for post in posts where !post.isComplete {
+            Issue.record(
+                Comment(
+                    rawValue: "\(post) still waited for deliveries held by \(self) when its scope ended: "
+                        + "run them with await runUntilIdle() before the scope ends"),
+                sourceLocation: sourceLocation)
+            post.abandon()
+        }
+    }
+
     // MARK: - Internals
 
     private enum Step {
@@ -383,9 +436,11 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
 @MainActor
 public func withMainActorStandIn<R>(
     name: String = "main",
+    sourceLocation: SourceLocation = #_sourceLocation,
     _ body: @MainActor (TestMainActor) async throws -> R
 ) async rethrows -> R {
     let main = TestMainActor(name: name)
+    defer { main.abandonHeldPosts(sourceLocation: sourceLocation) }
     return try await MainActorStandInScope.$current.withValue(StandIn(main)) {
         try await body(main)
     }
@@ -425,5 +480,18 @@ private final class StandIn: MainActorStandIn, CustomStringConvertible {
 
     func startTask(_ work: @escaping @Sendable () async -> Void) -> Task<Void, Never> {
         main.startTask(work)
+    }
+
+    @MainActor
+    func runJobs(until isDone: @escaping @Sendable () -> Bool) async {
+        await main.runJobs(until: isDone)
+    }
+
+    func hold(_ post: StandInWaitingPost) {
+        main.hold(post)
+    }
+
+    func release(_ post: StandInWaitingPost) {
+        main.release(post)
     }
 }

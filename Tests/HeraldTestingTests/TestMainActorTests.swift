@@ -1,5 +1,7 @@
+import Dispatch
 import Herald
 import HeraldTesting
+import Synchronization
 import Testing
 
 private struct Tap: TypedNotification, Equatable { let value: Int }
@@ -65,32 +67,77 @@ struct TestMainActorTests {
         }
     }
 
-    @Test("An async postAndWait fails fast, naming the deliveries only the test can run")
-    func asyncWaitingPostFailsFast() async throws {
-        try await withMainActorStandIn { main in
+    @Test("An async postAndWait on the main actor runs the held jobs in order, then its own, and reports as the app")
+    func asyncWaitingPostOnTheMainActorRunsTheStandIn() async throws {
+        await withMainActorStandIn { main in
+            let hub = NotificationHub()
+            hub.useMainActorStandIn(main)
+            let failures = Counted()
+            hub.errorHandler = { _ in failures.increment() }
+            var seen: [Int] = []
+            let token = hub.observe(Tap.self, on: MainActor.shared) { note in seen.append(note.value) }
+            hub.post(Tap(value: 1))  // held by the stand-in before the waiting post
+            let report = await hub.postAndWait(Tap(value: 2))
+            #expect(report == DeliveryReport(deliveredCount: 1), "what the app's report says")
+            #expect(seen == [1, 2], "per-observer FIFO: the held post first, then the waiting one")
+
+            let timed = try? await hub.postAndWait(Tap(value: 3), timeout: .seconds(600))
+            #expect(timed == DeliveryReport(deliveredCount: 1))
+            #expect(seen == [1, 2, 3])
+            #expect(failures.count == 0)
+            await main.runUntilIdle()  // the drain jobs handed to the stand-in find nothing left
+            #expect(seen == [1, 2, 3])
+            token.cancel()
+        }
+    }
+
+    @Test("An async postAndWait off the main actor waits until the test runs the stand-in, and counts every observer")
+    func asyncWaitingPostOffTheMainActorWaitsForTheTest() async {
+        await withMainActorStandIn { main in
             let hub = NotificationHub()
             hub.useMainActorStandIn(main)
             var seen: [Int] = []
-            let token = hub.observe(Tap.self, on: MainActor.shared) { note in seen.append(note.value) }
-            let report = await hub.postAndWait(Tap(value: 1))
-            #expect(report.deliveredCount == 0)
-            #expect(report.failures.count == 1)
-            let failure = try #require(report.failures.first)
-            #expect(failure.fileID.hasSuffix("TestMainActorTests.swift"))
-            let error = try #require(failure.error as? PendingWorkError)
-            #expect(error.waitsForStandIn)
-            #expect(error.pending.map(\.notificationType) == ["Tap"])
-            #expect(error.description.contains("TestMainActor(main)"))
-            #expect(error.description.contains("TestMainActorTests.swift"))
-
-            let timed = try await hub.postAndWait(Tap(value: 2), timeout: .seconds(60))
-            #expect(timed.failures.map { ($0.error as? PendingWorkError)?.waitsForStandIn } == [true])
-
+            let onMain = hub.observe(Tap.self, on: MainActor.shared) { note in seen.append(note.value) }
+            let queued = Counted()
+            let onQueue = hub.observe(Tap.self, on: .queue(DispatchQueue(label: "real"))) { _ in queued.increment() }
+            let waiting = Task.detached { await hub.postAndWait(Tap(value: 1)) }
+            while main.pendingCount == 0 { await Task.yield() }  // the post has reached the stand-in
             #expect(seen.isEmpty)
             await main.runUntilIdle()
-            #expect(seen == [1, 2], "the deliveries still run, once, when the test runs them")
-            token.cancel()
+            let report = await waiting.value
+            #expect(seen == [1])
+            #expect(queued.count == 1)
+            #expect(report == DeliveryReport(deliveredCount: 2), "both observers, each counted once")
+            onMain.cancel()
+            onQueue.cancel()
         }
+    }
+
+    @Test("A waiting post still held when the stand-in's scope ends fails the test, names the post, and returns")
+    func heldWaitingPostEndsWithTheScope() async throws {
+        let hub = NotificationHub()
+        let reported = Counted()
+        hub.errorHandler = { _ in reported.increment() }
+        var waiting: Task<DeliveryReport, Never>?
+        var token: ObservationToken?
+        await withKnownIssue {
+            await withMainActorStandIn { main in
+                hub.useMainActorStandIn(main)
+                token = hub.observe(Tap.self, on: MainActor.shared) { _ in }
+                waiting = Task.detached { await hub.postAndWait(Tap(value: 1)) }
+                while main.pendingCount == 0 { await Task.yield() }
+            }
+        } matching: { issue in
+            issue.comments.contains { $0.rawValue.contains("postAndWait(Tap) still waited for deliveries held by") }
+        }
+        let report = try #require(await waiting?.value)
+        #expect(report.deliveredCount + report.skippedCount == 1)
+        #expect(report.skippedCount == 1)
+        let failure = try #require(report.failures.first)
+        #expect((failure.error as? PendingWorkError)?.waitsForStandIn == true)
+        #expect(failure.fileID.hasSuffix("TestMainActorTests.swift"))
+        #expect(reported.count == 1, "the failure in the report also went to the error handler, once")
+        token?.cancel()
     }
 
     @Test(

@@ -16,6 +16,63 @@ public protocol MainActorStandIn: DeliveryExecutor {
     /// - Parameter work: The task's body.
     /// - Returns: The task, which Herald cancels when the observation ends while it runs.
     func startTask(_ work: @escaping @Sendable () async -> Void) -> Task<Void, Never>
+
+    /// Runs the stand-in's due jobs in order, on the main actor, and waits for the async handlers
+    /// they start, until `isDone` returns `true` or nothing is left to run: what an
+    /// `await postAndWait` made on the main actor does, since in the app the main queue would run
+    /// those jobs while it is suspended.
+    ///
+    /// - Parameter isDone: Whether the waiting post has what it waits for.
+    @MainActor
+    func runJobs(until isDone: @escaping @Sendable () -> Bool) async
+
+    /// An `await postAndWait` made off the main actor waits for deliveries the stand-in holds,
+    /// until the test runs them. If the stand-in's scope ends first, it records a test failure
+    /// naming the post and calls ``StandInWaitingPost/abandon()``, so the wait never hangs.
+    func hold(_ post: StandInWaitingPost)
+
+    /// The waiting post has returned.
+    func release(_ post: StandInWaitingPost)
+}
+
+/// An `await postAndWait` made off the main actor that waits for deliveries held by a main-actor
+/// stand-in (see ``MainActorStandIn/hold(_:)``).
+@_spi(Testing)
+public final class StandInWaitingPost: Sendable, CustomStringConvertible {
+    /// The posted notification's type, for failure messages.
+    public let notificationType: String
+    let group: WaitGroup
+    let core: HubCore
+    let standIn: String
+    /// The observers whose deliveries went to the stand-in.
+    let observers: [AnyObserver]
+
+    init(notificationType: String, group: WaitGroup, core: HubCore, standIn: String, observers: [AnyObserver]) {
+        self.notificationType = notificationType
+        self.group = group
+        self.core = core
+        self.standIn = standIn
+        self.observers = observers
+    }
+
+    public var description: String { "postAndWait(\(notificationType))" }
+
+    /// Whether every delivery the post waits for has been recorded.
+    public var isComplete: Bool { group.isComplete }
+
+    /// Ends the wait: each delivery still outstanding is reported to the hub's error handler,
+    /// once, and listed in the post's report as skipped, with a ``PendingWorkError`` naming the
+    /// stand-in.
+    public func abandon() {
+        let error = PendingWorkError.waitsForStandIn(standIn, pending: observers.compactMap(\.pendingDelivery))
+        let site = observers.first?.location
+        let failures = group.abandon {
+            ObserverFailure(
+                error: error, notificationType: notificationType, fileID: site?.fileString ?? "",
+                line: Int(site?.line ?? 0))
+        }
+        for failure in failures { core.report(failure) }
+    }
 }
 
 /// The main-actor stand-in of the current task, if a test installed one.

@@ -29,8 +29,9 @@ public struct PendingDelivery: Sendable, Equatable, CustomStringConvertible {
 ///
 /// ``NotificationHub/waitUntilIdle(isolation:)`` and
 /// ``NotificationHub/waitUntilIdle(timeout:isolation:)`` throw it.
-/// A waiting post (`await hub.postAndWait(_:from:)`) made while the deliveries it waits for sit
-/// in a test's main-actor stand-in returns at once, with this error in its report's failures.
+/// A waiting post (`await hub.postAndWait(_:from:)`) that still waits for deliveries held by a
+/// test's main-actor stand-in when the stand-in's scope ends returns with this error in its
+/// report's failures.
 public struct PendingWorkError: Error, Sendable, Equatable, CustomStringConvertible {
     private enum Code: Sendable, Equatable {
         case timedOut(Duration)

@@ -152,6 +152,8 @@ final class WaitGroup: Sendable {
         var failures: [ObserverFailure] = []
         var continuation: CheckedContinuation<Bool, Never>?
         var isComplete = false
+        /// Set by ``abandon(_:)``: later outcomes are not recorded.
+        var isAbandoned = false
     }
 
     /// The blocked thread to wake, for the blocking `postAndWait`; `nil` for the async one.
@@ -222,6 +224,7 @@ final class WaitGroup: Sendable {
             return
         }
         let isComplete = state.withLock { state -> Bool in
+            if state.isAbandoned { return false }
             switch outcome {
             case .delivered: state.delivered += 1
             case .skipped: state.skipped += 1
@@ -239,9 +242,28 @@ final class WaitGroup: Sendable {
         if isComplete { wake() }
     }
 
+    /// Ends the wait without the deliveries still outstanding: each is recorded as skipped, with
+    /// the failure `makeFailure` makes for it, and their outcomes are ignored when they come.
+    ///
+    /// - Returns: The failures recorded, or none if the group was complete already.
+    func abandon(_ makeFailure: () -> ObserverFailure) -> [ObserverFailure] {
+        let failures = state.withLock { state -> [ObserverFailure] in
+            guard !state.isComplete else { return [] }
+            let failures = (0..<state.remaining).map { _ in makeFailure() }
+            state.skipped += failures.count
+            state.failures += failures
+            state.remaining = 0
+            state.isComplete = true
+            state.isAbandoned = true
+            return failures
+        }
+        if !failures.isEmpty { wake() }
+        return failures
+    }
+
     /// Takes back an ``enter()`` whose delivery was not accepted.
     func withdraw() {
-        if state.withLock({ Self.release(&$0) }) { wake() }
+        if state.withLock({ !$0.isAbandoned && Self.release(&$0) }) { wake() }
     }
 
     /// Releases the poster's own hold, once every delivery has been enqueued.
