@@ -103,6 +103,14 @@ public final class ObservationToken: Hashable, Sendable {
         registration.discardedCounts.dropped
     }
 
+    /// The subject identities that a `.latest(perSubject: true)` mailbox remembers, to tell a
+    /// live subject from a new object at a deallocated one's address; for tests that check it
+    /// stays small while subjects come and go.
+    @_spi(Testing)
+    public var _rememberedSubjectCount: Int {
+        registration.rememberedSubjectCount
+    }
+
     /// Keeps this observation alive in `set` until the set lets go of it.
     ///
     /// - Parameter set: The set that owns the observation.

@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import Herald
+@_spi(Testing) import Herald
 import Testing
 
 /// A progress report that a background task posts far faster than the main queue turns.
@@ -156,5 +156,78 @@ struct CoalescingTurnTests {
         #expect(counter.mostCallsInOneTurn == 1)
         #expect(token.replacedCount + counter.calls == last + 1)
         token.cancel()
+    }
+}
+
+/// A download whose object is short-lived: a new one may be allocated at a dead one's address.
+private final class Download: Sendable {
+    let name: Int
+
+    init(_ name: Int) {
+        self.name = name
+    }
+}
+
+@Suite("A .latest(perSubject:) mailbox coalesces by live subject")
+struct PerSubjectIdentityTests {
+    @Test("a pending value of a deallocated subject is not replaced by a new object at the same address")
+    func deadSubjectIsNotReplacedByAnAddressReuse() {
+        let hub = NotificationHub()
+        let executor = ManualExecutor()
+        let log = Log<Int>()
+        let token = hub.observe(Ping.self, on: .executor(executor), bufferingPolicy: .latest(perSubject: true)) {
+            log.append($0.value)
+        }
+        var reused = 0
+        for round in 0..<20 {
+            var first: Download? = Download(round)
+            let firstID = first.map(ObjectIdentifier.init)
+            hub.post(Ping(value: 100), from: first)  // the finished download's last report
+            first = nil
+            let second = Download(round)
+            if ObjectIdentifier(second) == firstID { reused += 1 }
+            hub.post(Ping(value: 0), from: second)  // the next download's first report
+            executor.runUntilIdle()
+            withExtendedLifetime(second) {}
+        }
+        #expect(reused > 0, "the allocator never reused an address, so nothing was tested")
+        #expect(log.values == Array(repeating: [100, 0], count: 20).flatMap { $0 })
+        #expect(token.replacedCount == 0)
+    }
+
+    @Test("posts of one live subject still replace each other")
+    func liveSubjectStillCoalesces() {
+        let hub = NotificationHub()
+        let executor = ManualExecutor()
+        let log = Log<Int>()
+        let download = Download(1)
+        let token = hub.observe(Ping.self, on: .executor(executor), bufferingPolicy: .latest(perSubject: true)) {
+            log.append($0.value)
+        }
+        for value in 1...10 { hub.post(Ping(value: value), from: download) }
+        executor.runUntilIdle()
+        #expect(log.values == [10])
+        #expect(token.replacedCount == 9)
+    }
+
+    @Test("churning 1,000,000 short-lived subjects keeps the mailbox's memory of them small")
+    func churnKeepsMemoryFlat() {
+        let hub = NotificationHub()
+        let executor = ManualExecutor()
+        let delivered = Counter()
+        let token = hub.observe(Ping.self, on: .executor(executor), bufferingPolicy: .latest(perSubject: true)) { _ in
+            delivered.increment()
+        }
+        var most = 0
+        for value in 0..<1_000_000 {
+            hub.post(Ping(value: value), from: Download(value))
+            if value % 1_000 == 999 {
+                executor.runUntilIdle()
+                most = max(most, token._rememberedSubjectCount)
+            }
+        }
+        executor.runUntilIdle()
+        #expect(delivered.count == 1_000_000)
+        #expect(most <= 4_096, "remembered \(most) subjects")
     }
 }

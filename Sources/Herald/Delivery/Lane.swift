@@ -96,8 +96,8 @@ final class Lane<N: TypedNotification>: Sendable {
                         let slot = buffer.baseAddress.unsafelyUnwrapped
                         let (action, displacement) = withUnsafePointer(to: item.notification) {
                             append(
-                                $0, subjectID: item.subjectID, group: nil, hold: 0, under: policy, displacingInto: slot,
-                                in: &mailbox)
+                                $0, subjectID: item.subjectID, subject: nil, group: nil, hold: 0, under: policy,
+                                displacingInto: slot, in: &mailbox)
                         }
                         if displacement == .removed {
                             discarded.append((slot + layout.payloadOffset).assumingMemoryBound(to: N.self).move())
@@ -132,13 +132,13 @@ final class Lane<N: TypedNotification>: Sendable {
     /// A removed item is moved into `slot` (room for one item of ``layout``), so that its payload
     /// is destroyed after unlocking: its `deinit` is user code.
     func appendUnderPolicy(
-        _ notification: UnsafePointer<N>, subjectID: ObjectIdentifier?, group: WaitGroup?, hold: UInt,
+        _ notification: UnsafePointer<N>, subject: AnyObject?, group: WaitGroup?, hold: UInt,
         policy: MailboxPolicy, displacingInto slot: UnsafeMutableRawPointer
     ) -> (action: LaneStateMachine.AppendAction, displacement: MailboxPolicy.Displacement) {
         mailbox.withLock { mailbox in
             append(
-                notification, subjectID: subjectID, group: group, hold: hold, under: policy, displacingInto: slot,
-                in: &mailbox)
+                notification, subjectID: subject.map(ObjectIdentifier.init), subject: subject, group: group,
+                hold: hold, under: policy, displacingInto: slot, in: &mailbox)
         }
     }
 
@@ -159,18 +159,25 @@ final class Lane<N: TypedNotification>: Sendable {
         }
     }
 
-    /// The body of ``appendUnderPolicy(_:subjectID:group:hold:policy:displacingInto:)``. Call under
+    /// The body of ``appendUnderPolicy(_:subject:group:hold:policy:displacingInto:)``. Call under
     /// the lane's lock.
+    ///
+    /// - Parameter subject: The post's subject, alive for the length of the call, or `nil` when
+    ///   only its identity is known (a replayed value).
     private func append(
-        _ notification: UnsafePointer<N>, subjectID: ObjectIdentifier?, group: WaitGroup?, hold: UInt,
-        under policy: MailboxPolicy, displacingInto slot: UnsafeMutableRawPointer, in mailbox: inout LaneMailbox
+        _ notification: UnsafePointer<N>, subjectID: ObjectIdentifier?, subject: AnyObject?, group: WaitGroup?,
+        hold: UInt, under policy: MailboxPolicy, displacingInto slot: UnsafeMutableRawPointer,
+        in mailbox: inout LaneMailbox
     ) -> (action: LaneStateMachine.AppendAction, displacement: MailboxPolicy.Displacement) {
         if mailbox.machine.isClosed { return (.reject, .none) }
         var displacement = MailboxPolicy.Displacement.none
         var storedGroup = group
         switch policy.rule {
         case .latest(let perSubject):
-            if let index = pendingIndex(subjectID, matchingSubject: perSubject, in: mailbox.items) {
+            // Per subject, a pending item is replaced only by a post of the same live object: a
+            // new object at a dead one's address has the same identity bits but is another subject.
+            let isSameSubject = !perSubject || policy.subjects.isSame(subjectID, subject)
+            if isSameSubject, let index = pendingIndex(subjectID, matchingSubject: perSubject, in: mailbox.items) {
                 removeItem(at: index, into: slot, from: &mailbox)
                 displacement = .removed
                 // The replaced post's wait moves to the new item: it completes with the new one.
@@ -181,6 +188,7 @@ final class Lane<N: TypedNotification>: Sendable {
                 }
                 policy.noteReplaced()
             }
+            if perSubject { policy.subjects.record(subjectID, subject) }
         case .dropOldest(let limit):
             if mailbox.machine.count >= limit {
                 removeItem(at: 0, into: slot, from: &mailbox)

@@ -35,6 +35,9 @@ final class MailboxPolicy: Sendable {
     let replacedCount = Atomic<Int>(0)
     /// Items dropped by a bounded rule: pushed out, or never stored.
     let droppedCount = Atomic<Int>(0)
+    /// For ``Rule/latest(perSubject:)`` with `perSubject`: which live object each subject identity
+    /// in the lane stands for.
+    let subjects = SubjectIdentities()
 
     /// The policy of a lane, or `nil` for an unbounded one.
     init?(_ policy: NotificationBufferingPolicy) {
@@ -56,4 +59,48 @@ final class MailboxPolicy: Sendable {
     func noteDropped() {
         droppedCount.wrappingAdd(1, ordering: .relaxed)
     }
+}
+
+/// The live object behind each subject identity of a `.latest(perSubject: true)` lane, so that a
+/// pending value is replaced only by a post of the same object: a new object allocated at a
+/// deallocated one's address has the same `ObjectIdentifier` but is another subject.
+///
+/// Called under the lane's lock only; its own lock makes it `Sendable`. Entries are weak, and
+/// those of deallocated subjects are pruned once the table has doubled since the last pruning, so
+/// churning short-lived subjects keeps it small.
+final class SubjectIdentities: Sendable {
+    /// A weak reference that Herald only compares by identity and never calls into, so holding it
+    /// shares no state between threads; the runtime makes loading a weak reference thread-safe.
+    private struct Entry: @unchecked Sendable {
+        weak var subject: AnyObject?
+    }
+
+    private struct Table: Sendable {
+        var entries: [ObjectIdentifier: Entry] = [:]
+        var pruneAt = 64
+    }
+
+    private let table = Lock(Table())
+
+    /// Whether the newest pending item with identity `id` was posted by `subject` itself, which
+    /// the caller keeps alive. `true` without a subject, or when only the identity is known (a
+    /// replayed value).
+    func isSame(_ id: ObjectIdentifier?, _ subject: AnyObject?) -> Bool {
+        guard let id, let subject else { return true }
+        return table.withLock { $0.entries[id]?.subject === subject }
+    }
+
+    /// `subject`, with identity `id`, posted the newest item of that identity.
+    func record(_ id: ObjectIdentifier?, _ subject: AnyObject?) {
+        guard let id, let subject else { return }
+        table.withLock { table in
+            table.entries[id] = Entry(subject: subject)
+            guard table.entries.count > table.pruneAt else { return }
+            table.entries = table.entries.filter { $0.value.subject != nil }
+            table.pruneAt = Swift.max(64, table.entries.count * 2)
+        }
+    }
+
+    /// The number of identities it remembers, for tests.
+    var count: Int { table.withLock { $0.entries.count } }
 }

@@ -14,4 +14,7 @@ class Cancellable: @unchecked Sendable {  // No state of its own; subclasses mak
     var bufferingPolicy: NotificationBufferingPolicy { .unbounded }
     /// The notifications the registration's mailbox policy has replaced and dropped so far.
     var discardedCounts: (replaced: Int, dropped: Int) { (0, 0) }
+    /// The subject identities a `.latest(perSubject: true)` mailbox remembers (see
+    /// ``SubjectIdentities``); 0 for any other.
+    var rememberedSubjectCount: Int { 0 }
 }

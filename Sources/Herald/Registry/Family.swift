@@ -161,11 +161,11 @@ final class Member<N: TypedNotification, Value: Sendable>: AnyObserver, @uncheck
     }
 
     override func enqueue(
-        _ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?, group: WaitGroup?, hold: UInt
+        _ payload: UnsafeRawPointer, subject: AnyObject?, group: WaitGroup?, hold: UInt
     ) -> EnqueueOutcome {
-        guard let delivery = delivery(payload, subjectID: subjectID) else { return .refused }
+        guard let delivery = delivery(payload, subjectID: subject.map(ObjectIdentifier.init)) else { return .refused }
         return withUnsafePointer(to: delivery) {
-            observer.enqueue(UnsafeRawPointer($0), subjectID: subjectID, group: group, hold: hold)
+            observer.enqueue(UnsafeRawPointer($0), subject: subject, group: group, hold: hold)
         }
     }
 

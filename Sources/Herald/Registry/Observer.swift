@@ -210,10 +210,10 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
         case dropped
     }
 
-    /// Appends a copy of the notification at `payload` to the observer's lane or stream, held
-    /// under `hold` unless it is 0 (see ``LaneStateMachine``).
+    /// Appends a copy of the notification at `payload`, posted with `subject`, to the observer's
+    /// lane or stream, held under `hold` unless it is 0 (see ``LaneStateMachine``).
     func enqueue(
-        _ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?, group: WaitGroup?, hold: UInt
+        _ payload: UnsafeRawPointer, subject: AnyObject?, group: WaitGroup?, hold: UInt
     )
         -> EnqueueOutcome
     {
@@ -478,14 +478,15 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     // MARK: The lane or stream
 
     override func enqueue(
-        _ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?, group: WaitGroup?, hold: UInt
+        _ payload: UnsafeRawPointer, subject: AnyObject?, group: WaitGroup?, hold: UInt
     )
         -> EnqueueOutcome
     {
         let notification = payload.assumingMemoryBound(to: N.self)
         if flags & (Flags.isStream | Flags.hasPolicy) != 0 {
-            return enqueueRarely(notification, subjectID: subjectID, group: group, hold: hold)
+            return enqueueRarely(notification, subject: subject, group: group, hold: hold)
         }
+        let subjectID = subject.map(ObjectIdentifier.init)
         guard flags & Flags.isPosting == 0 else { return .refused }
         // Optional chaining borrows the lane: a `guard let` would retain and release it on every
         // post, a write to a reference count that the drain on another thread shares.
@@ -504,7 +505,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     /// of the path of an unbounded lane.
     @inline(never)
     private func enqueueRarely(
-        _ notification: UnsafePointer<N>, subjectID: ObjectIdentifier?, group: WaitGroup?, hold: UInt
+        _ notification: UnsafePointer<N>, subject: AnyObject?, group: WaitGroup?, hold: UInt
     ) -> EnqueueOutcome {
         if let stream {
             return stream.push(notification.pointee, hold: hold) ? .queued : .refused
@@ -516,7 +517,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         ) { buffer in
             let slot = buffer.baseAddress.unsafelyUnwrapped
             let (action, displacement) = lane.appendUnderPolicy(
-                notification, subjectID: subjectID, group: group, hold: hold, policy: policy, displacingInto: slot)
+                notification, subject: subject, group: group, hold: hold, policy: policy, displacingInto: slot)
             // After the lane's lock: a removed payload's `deinit` is user code, and a dropped
             // waiting post completes at once.
             lane.finish(displacement, in: slot, newGroup: group)
@@ -539,6 +540,10 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
 
     override var discardedCounts: (replaced: Int, dropped: Int) {
         extras?.discardedCounts ?? (0, 0)
+    }
+
+    override var rememberedSubjectCount: Int {
+        extras?.policy?.subjects.count ?? 0
     }
 
     override func release(hold: UInt) {

@@ -123,15 +123,15 @@ extension HubCore {
             guard observer.accepts(subject) else { return false }
             if observer.flags & AnyObserver.Flags.isTap != 0 {
                 // A tap sees the post, but the post is not observed for it, nor waits for it.
-                _ = observer.enqueue(payload, subjectID: subjectID, group: nil, hold: hold)
+                _ = observer.enqueue(payload, subject: subject, group: nil, hold: hold)
                 return false
             }
             guard let wait else {
-                return observer.enqueue(payload, subjectID: subjectID, group: nil, hold: hold) != .refused
+                return observer.enqueue(payload, subject: subject, group: nil, hold: hold) != .refused
             }
             if observer.isStream {
                 // A stream has its notification once it is buffered; nobody waits for the consumer.
-                guard observer.enqueue(payload, subjectID: subjectID, group: nil, hold: hold) != .refused else {
+                guard observer.enqueue(payload, subject: subject, group: nil, hold: hold) != .refused else {
                     return false
                 }
                 wait.pointee.report.deliveredCount += 1
@@ -140,14 +140,14 @@ extension HubCore {
             let isCurrent = wait.pointee.blocks && observer.target.isCurrent(isolation: wait.pointee.isolation)
             if isCurrent && observer.drainerThread == wait.pointee.thread {
                 // A handler posting to its own mailbox: waiting would never end, so enqueue only.
-                return observer.enqueue(payload, subjectID: subjectID, group: nil, hold: hold) != .refused
+                return observer.enqueue(payload, subject: subject, group: nil, hold: hold) != .refused
             }
             if isCurrent && observer.isAsync && observer.target.isolatesAsyncHandlers {
                 // An async handler isolated to the target that this thread blocks: enqueue only.
-                return observer.enqueue(payload, subjectID: subjectID, group: nil, hold: hold) != .refused
+                return observer.enqueue(payload, subject: subject, group: nil, hold: hold) != .refused
             }
             wait.pointee.group.enter()
-            switch observer.enqueue(payload, subjectID: subjectID, group: wait.pointee.group, hold: hold) {
+            switch observer.enqueue(payload, subject: subject, group: wait.pointee.group, hold: hold) {
             case .refused:
                 wait.pointee.group.withdraw()
                 return false

@@ -35,7 +35,9 @@ public enum NotificationBufferingPolicy: Sendable, Hashable, CustomStringConvert
     /// a notification. An observer's mailbox keeps at least one.
     case bufferingOldest(Int)
     /// Keeps only the newest unconsumed notification, or, with `perSubject`, the newest of each
-    /// subject (posts without a subject count as one more subject).
+    /// subject (posts without a subject count as one more subject). A subject is the live object:
+    /// a pending notification of an object that has been deallocated is never replaced by a post
+    /// of a new object allocated at the same address.
     ///
     /// A new notification *replaces* the pending one: the older one is removed and the new one
     /// goes to the back of the mailbox, so the order of the delivered notifications is still the
