@@ -8,6 +8,8 @@ import Testing
 /// Handler calls that started after `cancel()` had returned on the handler's own isolation.
 private final class LateCalls: Sendable {
     private let state = Locked((isCancelled: false, late: 0, calls: 0))
+    /// Opened by the first call, so that the cancel races the calls that follow it.
+    let firstCall = AsyncLatch()
 
     /// The cancel has returned; call on the handler's isolation, right after `cancel()`.
     func noteCancelled() {
@@ -20,6 +22,7 @@ private final class LateCalls: Sendable {
             state.calls += 1
             if state.isCancelled { state.late += 1 }
         }
+        firstCall.open()
     }
 
     var late: Int { state.withLock { $0.late } }
@@ -35,7 +38,7 @@ private actor Desk {
 }
 
 /// Posts `count` notifications from each of `threads` threads, and returns once all are posted.
-private func postFromThreads(_ hub: NotificationHub, threads: Int = 3, count: Int = 20) async {
+private func postFromThreads(_ hub: NotificationHub, threads: Int = 3, count: Int = 50) async {
     await withTaskGroup(of: Void.self) { group in
         for poster in 0..<threads {
             group.addTask {
@@ -65,6 +68,7 @@ struct AsyncCancelTests {
                 await Task.yield()
             }
             async let posted: Void = postFromThreads(hub)
+            await calls.firstCall.wait()
             await MainActor.run {
                 token.cancel()
                 calls.noteCancelled()
@@ -88,6 +92,7 @@ struct AsyncCancelTests {
                 await Task.yield()
             }
             async let posted: Void = postFromThreads(hub)
+            await calls.firstCall.wait()
             await desk.cancel(token, calls)
             await posted
             try await hub.waitUntilIdle(timeout: asyncPatience)
@@ -108,6 +113,7 @@ struct AsyncCancelTests {
                 await Task.yield()
             }
             async let posted: Void = postFromThreads(hub)
+            await calls.firstCall.wait()
             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
                 queue.async {
                     token.cancel()
@@ -136,7 +142,10 @@ struct AsyncCancelTests {
                 await Task.yield()
             }
             async let posted: Void = postFromThreads(hub)
-            main.runNext()  // starts the first call, if a post is there yet
+            while !calls.firstCall.isOpen {  // run the stand-in until the first call has started
+                if !main.runNext() { await Task.yield() }
+            }
+            main.runNext()  // the next job, racing the posters
             token.cancel()
             calls.noteCancelled()
             await posted

@@ -10,25 +10,34 @@ typealias AsyncHandlerBody<Value> =
     @Sendable (_ value: Value, _ isLive: @escaping @Sendable () -> Bool) async throws
     -> Bool
 
-/// Builds the ``AsyncHandlerBody`` of each isolation from a user's `async` handler.
+/// An observer's `async` handler: its body, and whether its task runs on the target's executor.
+struct AsyncHandler<Value>: Sendable {
+    let body: AsyncHandlerBody<Value>
+    /// `false` for a handler isolated to the main actor or an actor: its task needs no executor
+    /// preference, and one would make the call to the handler hop again after the check.
+    let runsOnTarget: Bool
+}
+
+/// Builds the ``AsyncHandler`` of each isolation from a user's `async` handler.
 enum AsyncCall {
     /// A nonisolated handler: the check and the call run where the task runs, which is the
     /// target's executor (see ``TargetTaskExecutor``).
     static func nonisolated<Value>(
         _ handler: @escaping @Sendable (Value) async throws -> Void
-    ) -> AsyncHandlerBody<Value> {
-        { value, isLive in
-            guard isLive() else { return false }
-            try await handler(value)
-            return true
-        }
+    ) -> AsyncHandler<Value> {
+        AsyncHandler(
+            body: { value, isLive in
+                guard isLive() else { return false }
+                try await handler(value)
+                return true
+            }, runsOnTarget: true)
     }
 
     /// A main-actor handler: the check runs on the main actor, in the same job as the call.
     static func mainActor<Value: Sendable>(
         _ handler: @escaping @MainActor @Sendable (Value) async throws -> Void
-    ) -> AsyncHandlerBody<Value> {
-        { value, isLive in try await callOnMainActor(handler, value, isLive) }
+    ) -> AsyncHandler<Value> {
+        AsyncHandler(body: { value, isLive in try await callOnMainActor(handler, value, isLive) }, runsOnTarget: false)
     }
 
     @MainActor
@@ -44,8 +53,8 @@ enum AsyncCall {
     /// A handler isolated to `actor`: the check runs on the actor, in the same job as the call.
     static func actor<A: Actor, Value: Sendable>(
         _ actor: A, _ handler: @escaping @Sendable (isolated A, Value) async throws -> Void
-    ) -> AsyncHandlerBody<Value> {
-        { value, isLive in try await call(on: actor, handler, value, isLive) }
+    ) -> AsyncHandler<Value> {
+        AsyncHandler(body: { value, isLive in try await call(on: actor, handler, value, isLive) }, runsOnTarget: false)
     }
 
     private static func call<A: Actor, Value: Sendable>(

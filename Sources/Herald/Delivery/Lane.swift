@@ -17,7 +17,7 @@ final class Lane<N: TypedNotification>: Sendable {
     /// unused then.
     let stream: NotificationSequence<N>.Storage?
     /// The `async` handler of an observer registered with one: its lane starts one call at a time.
-    let asyncHandler: AsyncHandlerBody<N>?
+    let asyncHandler: AsyncHandler<N>?
     /// The task of the `async` call running now, for an observer with an `async` handler.
     let asyncCalls: AsyncCallSlot?
     /// The layout of one queued item of type `N`.
@@ -39,7 +39,7 @@ final class Lane<N: TypedNotification>: Sendable {
 
     init(
         target: DeliveryTarget, filters: Filters?, contextual: (@Sendable (N, DeliveryContext) throws -> Void)?,
-        stream: NotificationSequence<N>.Storage? = nil, asyncHandler: AsyncHandlerBody<N>? = nil,
+        stream: NotificationSequence<N>.Storage? = nil, asyncHandler: AsyncHandler<N>? = nil,
         policy: MailboxPolicy? = nil, priority: Int = 0, family: AnyFamily? = nil
     ) {
         self.policy = policy

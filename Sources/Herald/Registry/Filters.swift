@@ -15,7 +15,7 @@ enum Handler<N: TypedNotification>: Sendable {
     case contextual(@Sendable (N, DeliveryContext) throws -> Void)
     /// An `async` handler: one call at a time, each started on a task of its own (see
     /// ``AsyncCall``).
-    case async(AsyncHandlerBody<N>)
+    case async(AsyncHandler<N>)
 
     var isAsync: Bool {
         if case .async = self { return true }

@@ -254,7 +254,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     @usableFromInline let handler: @Sendable (N) throws -> Void
     /// The `async` handler, for an observer registered with one; it lives in the lane, which such
     /// an observer always has, to keep the observer in the allocator's 64-byte size class.
-    private var asyncHandler: AsyncHandlerBody<N>? { extras?.asyncHandler }
+    private var asyncHandler: AsyncHandler<N>? { extras?.asyncHandler }
     /// Target, filters, contextual handler and mailbox; `nil` for a plain posting-thread observer.
     private let extras: Lane<N>?
     /// The buffer of the ``NotificationSequence`` this observer feeds, if it feeds one.
@@ -668,6 +668,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
                     if let standIn = core.mainActorStandIn {
                         return standIn.startTask(call)  // the test awaits it, on the main actor
                     }
+                    guard asyncHandler.runsOnTarget else { return Task(operation: call) }  // on the main actor
                     return Task(executorPreference: TargetTaskExecutor(target), operation: call)
                 case .posting, .actor:
                     return Task(operation: call)  // unconfined, or isolated by the handler itself
@@ -681,10 +682,10 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     /// Calls the async handler, unless the observation ended before the call started (checked on
     /// the handler's own isolation), then lets the lane go on.
     private func callAsync(
-        _ asyncHandler: AsyncHandlerBody<N>, with notification: N, group: WaitGroup?, calls: AsyncCallSlot
+        _ asyncHandler: AsyncHandler<N>, with notification: N, group: WaitGroup?, calls: AsyncCallSlot
     ) async {
         do {
-            let called = try await asyncHandler(notification) { [self] in !isCancelled }
+            let called = try await asyncHandler.body(notification) { [self] in !isCancelled }
             group?.leave(called ? .delivered : .skipped)
         } catch {
             let failure = report(error)
