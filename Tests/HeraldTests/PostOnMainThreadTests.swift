@@ -6,6 +6,55 @@ import Testing
 
 @Suite("NotificationCenter.postOnMainThread")
 struct PostOnMainThreadTests {
+    /// Posts from a nonisolated async function: Swift picks the async form.
+    private static func postFromNonisolatedCode(_ center: NotificationCenter, bytes: Int, wait: Bool) async {
+        await center.postOnMainThread(
+            Notification(name: .heraldTestDownloadFinished, object: nil, userInfo: ["bytes": bytes]),
+            waitUntilDone: wait)
+    }
+
+    @Test("the async form from a nonisolated async function suspends until the main-queue observers ran")
+    func asyncFormFromNonisolatedCodeWaits() async {
+        let center = NotificationCenter()
+        let record = ObserverRecord()
+        let token = center.addObserver(forName: .heraldTestDownloadFinished, object: nil, queue: nil) { note in
+            record.note(onMain: MainQueueProbe.isOnMainQueue, bytes: note.userInfo?["bytes"] as? Int)
+        }
+        defer { center.removeObserver(token) }
+        await Self.postFromNonisolatedCode(center, bytes: 4096, wait: true)
+        #expect(record.calls == [ObserverRecord.Call(onMain: true, bytes: 4096)])
+    }
+
+    @Test("the async form without waiting returns once enqueued; the observers run on the main queue in order")
+    func asyncFormWithoutWaiting() async {
+        let center = NotificationCenter()
+        let record = ObserverRecord()
+        let latch = AsyncLatch()
+        let token = center.addObserver(forName: .heraldTestDownloadFinished, object: nil, queue: nil) { note in
+            record.note(onMain: MainQueueProbe.isOnMainQueue, bytes: note.userInfo?["bytes"] as? Int)
+            if record.calls.count == 3 { latch.open() }
+        }
+        defer { center.removeObserver(token) }
+        for bytes in [1, 2, 3] { await Self.postFromNonisolatedCode(center, bytes: bytes, wait: false) }
+        await latch.wait()
+        #expect(record.calls == [1, 2, 3].map { ObserverRecord.Call(onMain: true, bytes: $0) })
+    }
+
+    @Test("the async form from a @MainActor async function posts inline, with either waitUntilDone")
+    @MainActor
+    func asyncFormFromTheMainActor() async {
+        let center = NotificationCenter()
+        let record = ObserverRecord()
+        let token = center.addObserver(forName: .heraldTestDownloadFinished, object: nil, queue: nil) { note in
+            record.note(onMain: MainQueueProbe.isOnMainQueue, bytes: note.userInfo?["bytes"] as? Int)
+        }
+        defer { center.removeObserver(token) }
+        await center.postOnMainThread(name: .heraldTestDownloadFinished, userInfo: ["bytes": 1])
+        #expect(record.calls == [ObserverRecord.Call(onMain: true, bytes: 1)])
+        await center.postOnMainThread(name: .heraldTestDownloadFinished, userInfo: ["bytes": 2], waitUntilDone: false)
+        #expect(record.calls.map(\.bytes) == [1, 2])
+    }
+
     @Test func fromABackgroundThreadTheObserverRunsOnTheMainQueueBeforeTheCallReturns() async throws {
         let center = NotificationCenter()
         let record = ObserverRecord()

@@ -46,7 +46,7 @@ extension NotificationCenter {
     /// - Parameters:
     ///   - notification: The notification to post. It is handed over to the main queue.
     ///   - waitUntilDone: Whether to return only after the observers have run. Defaults to `true`.
-    @available(*, noasync, message: "postOnMainThread may block; use `await MainActor.run { center.post(note) }`")
+    @available(*, noasync, message: "postOnMainThread may block; in async code, await its async form")
     public func postOnMainThread(_ notification: sending Notification, waitUntilDone: Bool = true) {
         if QueueIdentity.isMain {
             post(notification)
@@ -88,10 +88,7 @@ extension NotificationCenter {
     ///   - object: The object posting the notification, usually the sender. It is handed over.
     ///   - userInfo: Extra information for observers. It is handed over.
     ///   - waitUntilDone: Whether to return only after the observers have run. Defaults to `true`.
-    @available(
-        *, noasync,
-        message: "postOnMainThread may block; use `await MainActor.run { center.post(name:object:userInfo:) }`"
-    )
+    @available(*, noasync, message: "postOnMainThread may block; in async code, await its async form")
     public func postOnMainThread(
         name: Notification.Name,
         object: sending Any? = nil,
@@ -99,5 +96,72 @@ extension NotificationCenter {
         waitUntilDone: Bool = true
     ) {
         postOnMainThread(Notification(name: name, object: object, userInfo: userInfo), waitUntilDone: waitUntilDone)
+    }
+
+    // MARK: - In async code
+
+    /// Posts `notification` on the main queue from async code, and by default suspends until its
+    /// observers have run. It never blocks a thread.
+    ///
+    /// Swift picks this form in async code:
+    ///
+    /// ```swift
+    /// func finishDownload() async {
+    ///     await NotificationCenter.default.postOnMainThread(
+    ///         Notification(name: .downloadFinished, object: nil, userInfo: ["bytes": 4096])
+    ///     )
+    ///     // The main-queue observers have run by now.
+    /// }
+    /// ```
+    ///
+    /// - With `waitUntilDone` (the default) it suspends until the observers, which run on the main
+    ///   queue, have run; called on the main actor, it posts inline.
+    /// - Without, it returns once the post is enqueued on the main queue (called on the main actor,
+    ///   once it has posted inline, like the synchronous form). Posts made from one task reach the
+    ///   main queue in order.
+    ///
+    /// - Parameters:
+    ///   - notification: The notification to post. It is handed over to the main queue.
+    ///   - waitUntilDone: Whether to return only after the observers have run. Defaults to `true`.
+    public func postOnMainThread(
+        _ notification: sending Notification, waitUntilDone: Bool = true,
+        isolation: isolated (any Actor)? = #isolation
+    ) async {
+        if QueueIdentity.isMain {
+            post(notification)
+            return
+        }
+        let handOver = HandOver(notification)
+        guard waitUntilDone else {
+            DispatchQueue.main.async { [self] in
+                if let notification = handOver.take() { post(notification) }
+            }
+            return
+        }
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            DispatchQueue.main.async { [self] in
+                if let notification = handOver.take() { post(notification) }
+                done.resume()
+            }
+        }
+    }
+
+    /// Builds a notification and posts it on the main queue from async code, by default
+    /// suspending until its observers have run (see ``postOnMainThread(_:waitUntilDone:isolation:)``).
+    ///
+    /// - Parameters:
+    ///   - name: The notification's name.
+    ///   - object: The object posting the notification, usually the sender. It is handed over.
+    ///   - userInfo: Extra information for observers. It is handed over.
+    ///   - waitUntilDone: Whether to return only after the observers have run. Defaults to `true`.
+    public func postOnMainThread(
+        name: Notification.Name,
+        object: sending Any? = nil,
+        userInfo: sending [AnyHashable: Any]? = nil,
+        waitUntilDone: Bool = true,
+        isolation: isolated (any Actor)? = #isolation
+    ) async {
+        await postOnMainThread(
+            Notification(name: name, object: object, userInfo: userInfo), waitUntilDone: waitUntilDone)
     }
 }
