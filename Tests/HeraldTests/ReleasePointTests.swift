@@ -249,6 +249,7 @@ private final class HubUser: Sendable {
     init(_ hub: NotificationHub, _ releases: Releases) {
         self.hub = hub
         self.releases = releases
+        hub.errorHandler = { _ in }  // the deinit's throwing observer still takes its lock, quietly
     }
 
     deinit {
