@@ -80,7 +80,7 @@ struct AsyncCancelTests {
         #expect(late == 0)
     }
 
-    @Test("actor: no call starts after a cancel made on the actor, racing posts from three threads")
+    @Test("actor: no call starts after a cancel made on the actor by another observer, racing posts from three threads")
     func actorCancelIsFinal() async throws {
         var late = 0
         for _ in 0..<rounds {
@@ -91,12 +91,16 @@ struct AsyncCancelTests {
                 calls.noteCall()
                 await Task.yield()
             }
-            async let posted: Void = postFromThreads(hub)
-            await calls.firstCall.wait()
-            await desk.cancel(token, calls)
-            await posted
+            // Another observer on the same actor cancels the first one in the middle of the posts.
+            let canceller = hub.observe(Numbered.self, on: desk) { _, note in
+                guard note.poster == 0, note.index == 10 else { return }
+                token.cancel()
+                calls.noteCancelled()
+            }
+            await postFromThreads(hub)
             try await hub.waitUntilIdle(timeout: asyncPatience)
             late += calls.late
+            canceller.cancel()
         }
         #expect(late == 0)
     }
