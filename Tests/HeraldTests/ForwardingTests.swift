@@ -291,3 +291,92 @@ final class LegacyObserver: Sendable {
         #expect(bridge?.isCancelled == false)
     }
 }
+
+/// The Migration article's legacy contract, with the Foundation types legacy code casts to.
+private struct AccountOpened: NotificationConvertible, Codable, Equatable {
+    static let notificationName = Notification.Name("HeraldTests.AccountOpenedNotification")
+
+    struct Plan: Codable, Equatable {
+        var name: String
+        var seats: Int
+    }
+
+    var userID: Int
+    var homePage: URL?
+    var requestID: UUID
+    var openedAt: Date
+    var avatar: Data
+    var ratio: Double
+    var plan: Plan
+    var tags: [String]
+}
+
+/// What a legacy observer read, by the casts legacy code writes.
+private struct LegacyReading: Equatable, Sendable {
+    var userID: Int?
+    var homePage: URL?
+    var requestID: UUID?
+    var openedAt: Date?
+    var avatar: Data?
+    var ratio: Double?
+    var planSeats: Int?
+    var tags: [String]?
+}
+
+@Suite("NotificationCenter bridge: legacy observers get the Foundation objects they cast to")
+struct LegacyContractTests {
+    private static let sample = AccountOpened(
+        userID: 7, homePage: URL(string: "https://example.org/ada"),
+        requestID: UUID(uuidString: "3F2504E0-4F89-11D3-9A0C-0305E82C3301")!,
+        openedAt: Date(timeIntervalSince1970: 1_700_000_000), avatar: Data([1, 2, 3]), ratio: 0.5,
+        plan: AccountOpened.Plan(name: "team", seats: 5), tags: ["new"])
+
+    @Test("hub → center: a legacy observer reads as? URL, as? UUID, as? Date, as? Data and numbers")
+    func hubToCenter() {
+        let hub = NotificationHub()
+        let center = NotificationCenter()
+        let readings = Log<LegacyReading>()
+        let legacy = LegacyObserver(center, AccountOpened.notificationName) { note in
+            let info = note.userInfo ?? [:]
+            readings.append(
+                LegacyReading(
+                    userID: info["userID"] as? Int, homePage: info["homePage"] as? URL,
+                    requestID: info["requestID"] as? UUID, openedAt: info["openedAt"] as? Date,
+                    avatar: info["avatar"] as? Data, ratio: (info["ratio"] as? NSNumber)?.doubleValue,
+                    planSeats: (info["plan"] as? [String: Any])?["seats"] as? Int, tags: info["tags"] as? [String]))
+        }
+        let bridge = hub.forward(AccountOpened.self, toCenter: center)
+        hub.post(Self.sample)
+        #expect(
+            readings.values == [
+                LegacyReading(
+                    userID: 7, homePage: Self.sample.homePage, requestID: Self.sample.requestID,
+                    openedAt: Self.sample.openedAt, avatar: Data([1, 2, 3]), ratio: 0.5, planSeats: 5, tags: ["new"])
+            ])
+        withExtendedLifetime((bridge, legacy)) {}
+    }
+
+    @Test("center → hub: a legacy post of Foundation objects, or of strings, arrives as the typed value")
+    func centerToHub() {
+        let hub = NotificationHub()
+        let center = NotificationCenter()
+        let received = Log<AccountOpened>()
+        let bridge = hub.forward(AccountOpened.self, fromCenter: center)
+        let observation = hub.observe(AccountOpened.self) { received.append($0) }
+        let common: [AnyHashable: Any] = [
+            "userID": NSNumber(value: 7), "openedAt": Date(timeIntervalSince1970: 1_700_000_000),
+            "avatar": Data([1, 2, 3]), "ratio": NSNumber(value: 0.5),
+            "plan": ["name": "team", "seats": NSNumber(value: 5)] as [String: Any], "tags": ["new"],
+        ]
+        var objects = common
+        objects["homePage"] = URL(string: "https://example.org/ada")
+        objects["requestID"] = UUID(uuidString: "3F2504E0-4F89-11D3-9A0C-0305E82C3301")
+        var strings = common
+        strings["homePage"] = "https://example.org/ada"
+        strings["requestID"] = "3F2504E0-4F89-11D3-9A0C-0305E82C3301"
+        center.post(name: AccountOpened.notificationName, object: nil, userInfo: objects)
+        center.post(name: AccountOpened.notificationName, object: nil, userInfo: strings)
+        #expect(received.values == [Self.sample, Self.sample])
+        withExtendedLifetime((bridge, observation)) {}
+    }
+}

@@ -32,25 +32,26 @@ import Testing
         #expect(userInfo["float"] as? Double == Double(Float(0.1)))
     }
 
-    @Test("URL and UUID are stored as strings by default, and as themselves with the native strategies")
+    @Test("URL and UUID are stored as themselves by default, and as strings with the property-list strategies")
     func urlAndUUIDStrategies() throws {
         struct Identified: Codable, Equatable {
             var url = URL(string: "https://example.com/x")!
             var uuid = UUID(uuidString: "E621E1F8-C36C-495A-93FC-0C247A3E6E5F")!
         }
         let byDefault = try UserInfoEncoder().encode(Identified())
-        #expect(byDefault["url"] as? String == "https://example.com/x")
-        #expect(byDefault["uuid"] as? String == "E621E1F8-C36C-495A-93FC-0C247A3E6E5F")
+        #expect(byDefault["url"] as? URL == Identified().url)
+        #expect(byDefault["uuid"] as? UUID == Identified().uuid)
 
         var encoder = UserInfoEncoder()
-        encoder.urlEncodingStrategy = .url
-        encoder.uuidEncodingStrategy = .uuid
-        let native = try encoder.encode(Identified())
-        #expect(native["url"] as? URL == Identified().url)
-        #expect(native["uuid"] as? UUID == Identified().uuid)
+        encoder.urlEncodingStrategy = .absoluteString
+        encoder.uuidEncodingStrategy = .uuidString
+        let strings = try encoder.encode(Identified())
+        #expect(strings["url"] as? String == "https://example.com/x")
+        #expect(strings["uuid"] as? String == "E621E1F8-C36C-495A-93FC-0C247A3E6E5F")
+        #expect(try UserInfoEncoder.propertyList.encode(Identified())["url"] as? String == "https://example.com/x")
 
         #expect(try UserInfoDecoder().decode(Identified.self, from: byDefault) == Identified())
-        #expect(try UserInfoDecoder().decode(Identified.self, from: native) == Identified())
+        #expect(try UserInfoDecoder().decode(Identified.self, from: strings) == Identified())
     }
 
     @Test("A nil optional property leaves its key out; nil inside a collection is NSNull")
@@ -72,9 +73,9 @@ import Testing
         #expect(try UserInfoDecoder().decode(Optionals.self, from: userInfo) == value)
     }
 
-    @Test("With the default strategies the output is a valid property list")
+    @Test("With the property-list strategies the output is a valid property list")
     func outputIsAPropertyList() throws {
-        let userInfo = try UserInfoEncoder().encode(PlistFriendly.sample)
+        let userInfo = try UserInfoEncoder.propertyList.encode(PlistFriendly.sample)
         #expect(PropertyListSerialization.propertyList(userInfo, isValidFor: .binary))
         #expect(PropertyListSerialization.propertyList(userInfo, isValidFor: .xml))
     }

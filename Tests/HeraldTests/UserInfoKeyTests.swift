@@ -86,7 +86,7 @@ final class NonCodableSender: Sendable {}
         #expect(userInfo["status"] as? Int == 7)
         let profile = try #require(userInfo["profile"] as? [String: Any])
         #expect(profile["age"] as? Int == 36)
-        #expect(userInfo["homePage"] as? String == "https://example.com")
+        #expect(userInfo["homePage"] as? URL == URL(string: "https://example.com"))
         #expect(userInfo["mood"] as? String == "grumpy")
         #expect(userInfo[.profile] == EveryType.Profile(name: "Ada", age: 36, email: nil))
 

@@ -106,6 +106,8 @@ struct EveryType: NotificationConvertible, Codable, Equatable {
 /// beyond 64 bits, no `nil` inside arrays, whole-second dates for the XML format).
 struct PlistFriendly: NotificationConvertible, Codable, Equatable {
     static let notificationName = Notification.Name("HeraldTests.PlistFriendly")
+    /// Its notifications are archived as property lists: URLs and UUIDs travel as strings.
+    static var userInfoEncoder: UserInfoEncoder { .propertyList }
 
     var string: String
     var bool: Bool
@@ -184,8 +186,8 @@ struct PlistFriendly: NotificationConvertible, Codable, Equatable {
         #expect(userInfo["bool"] as? Bool == true)
         #expect(userInfo["date"] as? Date == EveryType.sample.date)
         #expect(userInfo["data"] as? Data == EveryType.sample.data)
-        #expect(userInfo["url"] as? String == "https://example.com/path?q=a%20b#frag")
-        #expect(userInfo["uuid"] as? String == "E621E1F8-C36C-495A-93FC-0C247A3E6E5F")
+        #expect(userInfo["url"] as? URL == URL(string: "https://example.com/path?q=a%20b#frag"))
+        #expect(userInfo["uuid"] as? UUID == UUID(uuidString: "E621E1F8-C36C-495A-93FC-0C247A3E6E5F"))
         #expect(userInfo["mood"] as? String == "grumpy")
         #expect(userInfo["level"] as? Int == 2)
         let profile = try #require(userInfo["profile"] as? [String: Any])

@@ -37,6 +37,18 @@ public protocol NotificationConvertible: TypedNotification {
     /// The name under which this notification is posted on a `NotificationCenter`.
     static var notificationName: Notification.Name { get }
 
+    /// The encoder that the free conversion of an `Encodable` type uses for the user info. The
+    /// default, `UserInfoEncoder()`, stores `URL`, `UUID`, `Date` and `Data` values as the objects
+    /// legacy observers read; return ``UserInfoEncoder/propertyList`` for legacy code that reads
+    /// URLs and UUIDs as strings.
+    ///
+    /// ```swift
+    /// extension UserCreated {
+    ///     static var userInfoEncoder: UserInfoEncoder { .propertyList }
+    /// }
+    /// ```
+    static var userInfoEncoder: UserInfoEncoder { get }
+
     /// Reads a typed notification from a Foundation notification.
     ///
     /// The default implementation for `Decodable` types checks the name, then decodes the user
@@ -59,6 +71,9 @@ public protocol NotificationConvertible: TypedNotification {
 }
 
 extension NotificationConvertible {
+    /// `UserInfoEncoder()`: `URL` and `UUID` values stored as themselves.
+    public static var userInfoEncoder: UserInfoEncoder { UserInfoEncoder() }
+
     /// Makes the Foundation notification that carries this value, with no `object`.
     ///
     /// ```swift
@@ -91,7 +106,7 @@ extension NotificationConvertible where Self: Decodable {
 }
 
 extension NotificationConvertible where Self: Encodable {
-    /// Encodes the value with ``UserInfoEncoder`` as the user info of a notification named
+    /// Encodes the value with ``userInfoEncoder`` as the user info of a notification named
     /// ``notificationName``.
     ///
     /// - Parameter object: The notification's `object`, usually the sender; `nil` for none.
@@ -99,6 +114,6 @@ extension NotificationConvertible where Self: Encodable {
     /// - Throws: Any error from the value's `encode(to:)`, or `EncodingError.invalidValue` if the
     ///   type does not encode a keyed container.
     public func makeNotification(object: AnyObject?) throws -> Notification {
-        Notification(name: Self.notificationName, object: object, userInfo: try UserInfoEncoder().encode(self))
+        Notification(name: Self.notificationName, object: object, userInfo: try Self.userInfoEncoder.encode(self))
     }
 }

@@ -18,8 +18,10 @@ import Foundation
 ///
 /// ## What it writes
 ///
-/// With the default strategies every value is a property-list type, so the dictionary can also be
-/// archived with `PropertyListSerialization`:
+/// With the default strategies every value is an object that legacy observers read with a cast
+/// (`as? URL`, `as? UUID`, `as? Date`, `as? Int`, `as? [String: Any]`). Choose
+/// ``URLEncodingStrategy/absoluteString`` and ``UUIDEncodingStrategy/uuidString`` to get only
+/// property-list values, which `PropertyListSerialization` can archive:
 ///
 /// | Swift value                              | Stored as                                            |
 /// |------------------------------------------|------------------------------------------------------|
@@ -28,8 +30,8 @@ import Foundation
 /// | `String`, `Bool`, `Date`, `Data`         | the same type                                        |
 /// | any integer type                         | `Int` if it fits, else `Int64` or `UInt64`; a 128-bit value beyond those stays as it is |
 /// | `Float`, `Double`                        | `Double`                                             |
-/// | `URL`                                    | its `absoluteString`, or the `URL` with ``URLEncodingStrategy/url`` |
-/// | `UUID`                                   | its `uuidString`, or the `UUID` with ``UUIDEncodingStrategy/uuid`` |
+/// | `URL`                                    | the `URL`, or its `absoluteString` with ``URLEncodingStrategy/absoluteString`` |
+/// | `UUID`                                   | the `UUID`, or its `uuidString` with ``UUIDEncodingStrategy/uuidString`` |
 /// | enumeration with a raw value             | the raw value                                        |
 /// | `nil` optional property                  | nothing: the key is absent                           |
 /// | `nil` inside an array or dictionary, or an explicit `encodeNil` | `NSNull` (not a property-list value) |
@@ -54,10 +56,12 @@ public struct UserInfoEncoder: Sendable {
             self.strategy = strategy
         }
 
-        /// Stores the URL's `absoluteString`, a property-list value. This is the default.
+        /// Stores the URL's `absoluteString`, a property-list value, for legacy observers that read
+        /// `userInfo["key"] as? String`.
         public static let absoluteString = URLEncodingStrategy(.absoluteString)
 
-        /// Stores the `URL` itself, for legacy observers that read `userInfo["key"] as? URL`.
+        /// Stores the `URL` itself, for legacy observers that read `userInfo["key"] as? URL`. This
+        /// is the default.
         public static let url = URLEncodingStrategy(.url)
 
         func encode(_ url: URL) -> Any {
@@ -81,10 +85,12 @@ public struct UserInfoEncoder: Sendable {
             self.strategy = strategy
         }
 
-        /// Stores the UUID's `uuidString`, a property-list value. This is the default.
+        /// Stores the UUID's `uuidString`, a property-list value, for legacy observers that read
+        /// `userInfo["key"] as? String`.
         public static let uuidString = UUIDEncodingStrategy(.uuidString)
 
         /// Stores the `UUID` itself, for legacy observers that read `userInfo["key"] as? UUID`.
+        /// This is the default.
         public static let uuid = UUIDEncodingStrategy(.uuid)
 
         func encode(_ uuid: UUID) -> Any {
@@ -95,10 +101,10 @@ public struct UserInfoEncoder: Sendable {
         }
     }
 
-    /// How `URL` values are stored. The default is ``URLEncodingStrategy/absoluteString``.
+    /// How `URL` values are stored. The default is ``URLEncodingStrategy/url``.
     public var urlEncodingStrategy: URLEncodingStrategy
 
-    /// How `UUID` values are stored. The default is ``UUIDEncodingStrategy/uuidString``.
+    /// How `UUID` values are stored. The default is ``UUIDEncodingStrategy/uuid``.
     public var uuidEncodingStrategy: UUIDEncodingStrategy
 
     /// Contextual information handed to the encoded types through `Encoder.userInfo`.
@@ -106,11 +112,21 @@ public struct UserInfoEncoder: Sendable {
     /// Not to be confused with the notification's user info, which is the encoder's output.
     public var userInfo: [CodingUserInfoKey: any Sendable]
 
-    /// Makes an encoder with the default, property-list-compatible strategies.
+    /// Makes an encoder with the default strategies, which store `URL` and `UUID` values as
+    /// themselves, the objects legacy observers read.
     public init() {
-        self.urlEncodingStrategy = .absoluteString
-        self.uuidEncodingStrategy = .uuidString
+        self.urlEncodingStrategy = .url
+        self.uuidEncodingStrategy = .uuid
         self.userInfo = [:]
+    }
+
+    /// Makes an encoder whose output holds only property-list values: `URL` values as their
+    /// `absoluteString`, `UUID` values as their `uuidString`.
+    public static var propertyList: UserInfoEncoder {
+        var encoder = UserInfoEncoder()
+        encoder.urlEncodingStrategy = .absoluteString
+        encoder.uuidEncodingStrategy = .uuidString
+        return encoder
     }
 
     /// Encodes a value as a user-info dictionary.
