@@ -123,7 +123,36 @@ extension NotificationHub {
         _ value: N,
         from subject: AnyObject? = nil
     ) -> Bool {
-        core.removeRetainedValue(value, subject: subject)
+        core.removeRetainedValue(of: N.self, subject: subject) { $0 == value }
+    }
+
+    /// Removes the value of `type` retained for `subject` only if `shouldRemove` says so.
+    ///
+    /// The predicate form of ``removeRetainedValue(_:from:)``, for a type that is not `Equatable`
+    /// or whose `Equatable` conformance is isolated to the main actor (as conformances in an app
+    /// module built with default main-actor isolation are):
+    ///
+    /// ```swift
+    /// hub.removeRetainedValue(of: DocumentState.self, from: document) { $0 == .editing }
+    /// ```
+    ///
+    /// `shouldRemove` runs on the calling thread, outside Herald's locks, with the value retained
+    /// now; if a concurrent retaining post replaces that value before it is removed, it runs
+    /// again with the newer one.
+    ///
+    /// - Parameters:
+    ///   - type: The notification type.
+    ///   - subject: The subject the value was retained for, or `nil` for posts without a subject.
+    ///   - shouldRemove: Whether to remove the retained value it is given.
+    /// - Returns: `true` if a value was removed.
+    /// - Throws: What `shouldRemove` throws; nothing is removed then.
+    @discardableResult
+    public func removeRetainedValue<N: TypedNotification>(
+        of type: N.Type,
+        from subject: AnyObject? = nil,
+        where shouldRemove: (N) throws -> Bool
+    ) rethrows -> Bool {
+        try core.removeRetainedValue(of: type, subject: subject, where: shouldRemove)
     }
 
     /// Removes every value of `type` retained, for every subject and for no subject.

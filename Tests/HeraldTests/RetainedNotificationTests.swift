@@ -394,8 +394,31 @@ private final class CompareAction: Sendable {
     }
 }
 
+/// A notification that is not `Equatable`, as one whose conformance sits on the main actor is not
+/// usable from a nonisolated context.
+private struct Session: TypedNotification {
+    let id: Int
+}
+
 @Suite("Retained-value housekeeping")
 struct RetainedValueHousekeepingTests {
+    @Test("The predicate form removes a value that is not Equatable only when the predicate says so")
+    func removesByPredicate() throws {
+        struct Refusal: Error {}
+        let hub = NotificationHub()
+        let document = Subject()
+        hub.postAndRetain(Session(id: 1), from: document)
+        #expect(!hub.removeRetainedValue(of: Session.self, from: document) { $0.id == 2 })
+        #expect(hub.retainedValue(of: Session.self, from: document)?.id == 1)
+        #expect(throws: Refusal.self) {
+            try hub.removeRetainedValue(of: Session.self, from: document) { _ in throw Refusal() }
+        }
+        #expect(hub.retainedValue(of: Session.self, from: document)?.id == 1, "a throwing predicate removes nothing")
+        #expect(hub.removeRetainedValue(of: Session.self, from: document) { $0.id == 1 })
+        #expect(hub.retainedValue(of: Session.self, from: document) == nil)
+        #expect(!hub.removeRetainedValue(of: Session.self) { _ in true }, "nothing retained without a subject")
+    }
+
     @Test("Removing an equal value removes it, and a later observer replays nothing")
     func removesEqualValue() {
         let hub = NotificationHub()

@@ -66,7 +66,9 @@ extension HubCore {
     /// again only if its entry still has that sequence number. If a retaining post replaced it in
     /// between, the newer value is compared in turn. Each retry follows a retaining post that
     /// succeeded, so the loop ends as soon as the value stops changing.
-    func removeRetainedValue<N: TypedNotification & Equatable>(_ value: N, subject: AnyObject?) -> Bool {
+    func removeRetainedValue<N: TypedNotification>(
+        of type: N.Type, subject: AnyObject?, where shouldRemove: (N) throws -> Bool
+    ) rethrows -> Bool {
         let key = ObjectIdentifier(N.self)
         while true {
             let current = registry.state.withLock { state -> (value: N, sequence: UInt64)? in
@@ -74,7 +76,7 @@ extension HubCore {
                 return unsafeDowncast(bucket, to: Bucket<N>.self).retained.entry(for: subject)
             }
             // The copy is released at the end of each round, outside the lock.
-            guard let current, current.value == value else { return false }
+            guard let current, try shouldRemove(current.value) else { return false }
             let (outcome, released) = registry.state.withLock {
                 state -> (RetainedValues<N>.ConditionalRemoval, N?) in
                 guard let bucket = state.bucket(key) else { return (.absent, nil) }
