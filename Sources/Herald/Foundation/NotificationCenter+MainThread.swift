@@ -123,6 +123,7 @@ extension NotificationCenter {
     /// - Parameters:
     ///   - notification: The notification to post. It is handed over to the main queue.
     ///   - waitUntilDone: Whether to return only after the observers have run. Defaults to `true`.
+    ///   - isolation: The caller's actor isolation; leave the default.
     public func postOnMainThread(
         _ notification: sending Notification, waitUntilDone: Bool = true,
         isolation: isolated (any Actor)? = #isolation
@@ -154,6 +155,7 @@ extension NotificationCenter {
     ///   - object: The object posting the notification, usually the sender. It is handed over.
     ///   - userInfo: Extra information for observers. It is handed over.
     ///   - waitUntilDone: Whether to return only after the observers have run. Defaults to `true`.
+    ///   - isolation: The caller's actor isolation; leave the default.
     public func postOnMainThread(
         name: Notification.Name,
         object: sending Any? = nil,
