@@ -531,6 +531,7 @@ extension NotificationHub {
             recorder?.append(note, context: context)
         }
         recorder.attach(observation)
+        noteInStandInScope()
         return recorder
     }
 
@@ -569,6 +570,7 @@ extension NotificationHub {
             recorder?.append(value, context: context)
         }
         recorder.attach(observation)
+        noteInStandInScope()
         return recorder
     }
 
@@ -605,6 +607,7 @@ extension NotificationHub {
             recorder?.append(posted, context: context)
         }
         recorder.attach(observation)
+        noteInStandInScope()
         return recorder
     }
 }

@@ -341,6 +341,7 @@ extension NotificationHub {
 
     /// Reports `failure`, if any, at `site`.
     func report(_ failure: String?, _ comment: Comment?, _ site: FailureSite) -> Bool {
+        noteInStandInScope(checkingAt: site)
         guard let failure else { return true }
         reportFailure(failure, comment: comment, at: site)
         return false
@@ -429,6 +430,7 @@ func checkUnregistersOnDeinit<N: TypedNotification, Component: AnyObject>(
     _ make: () throws -> Component
 ) rethrows -> Bool {
     let failures = try unregistrationFailures(type, in: hub, on: target, count: count, make)
+    hub.noteInStandInScope(checkingAt: site)
     for failure in failures {
         reportFailure(failure, at: site)
     }

@@ -84,6 +84,8 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
     /// A name for failure messages, such as `"main"`.
     public let name: String
     private let state = Locked(State())
+    /// The hubs seen in the stand-in's scope, checked for deliveries to the real main queue.
+    let strayHubs = StrayHubWatch()
 
     /// Creates a stand-in with nothing queued and its clock at zero.
     ///
@@ -420,7 +422,9 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
             }
             switch step {
             case .ranJob: continue
-            case .idle: return count
+            case .idle:
+                strayHubs.check(self, at: site)
+                return count
             case .wait(let generation): await waitForChange(since: generation)
             }
         }
@@ -560,7 +564,10 @@ private func withMainActorStandIn<R>(
     _ body: @MainActor (TestMainActor) async throws -> R
 ) async rethrows -> R {
     let main = TestMainActor(name: name)
-    defer { main.abandonHeldPosts(at: site) }
+    defer {
+        main.strayHubs.check(main, at: site)
+        main.abandonHeldPosts(at: site)
+    }
     return try await MainActorStandInScope.$current.withValue(StandIn(main)) {
         try await body(main)
     }
@@ -574,12 +581,13 @@ extension NotificationHub {
     ///
     /// - Parameter main: The stand-in.
     public func useMainActorStandIn(_ main: TestMainActor) {
+        GivenHubs.insert(self)
         _useMainActorStandIn(StandIn(main))
     }
 }
 
 /// Hands Herald's main-actor work to a ``TestMainActor``.
-private final class StandIn: MainActorStandIn, CustomStringConvertible {
+final class StandIn: MainActorStandIn, CustomStringConvertible {
     let main: TestMainActor
 
     init(_ main: TestMainActor) {

@@ -261,6 +261,18 @@ final class XCTestSupportTests: XCTestCase {
         }
     }
 
+    @MainActor
+    func testAHubWithoutTheStandInFailsTheXCTestTestAndNamesUseMainActorStandIn() async {
+        await withMainActorStandIn { main in
+            let hub = NotificationHub()
+            let recorder = hub.record(Echo.self, on: .mainQueue)
+            hub.post(Echo(value: 1))
+            let found = await failures { await main.runUntilIdle() }
+            assertOneFailure(found, containing: "Call hub.useMainActorStandIn(main)", at: #line - 1)
+            XCTAssertEqual(recorder.count, 0, "the delivery waits on the real main queue")
+        }
+    }
+
     func testRunawayWorkOnATestTargetFailsTheXCTestTestAtTheCallersLine() async {
         let hub = NotificationHub()
         let target = TestDeliveryTarget(name: "main")
