@@ -389,17 +389,33 @@ public final class NotificationRecorder<N: Sendable>: Sendable {
     ///
     /// - Parameters:
     ///   - comment: An optional note added to the issue.
-    ///   - sourceLocation: Where to report; leave the default.
+    ///   - fileID: Where to report; leave the default.
+    ///   - filePath: Where to report; leave the default.
+    ///   - line: Where to report; leave the default.
+    ///   - column: Where to report; leave the default.
     /// - Returns: `true` if nothing more was recorded.
     @discardableResult
     public func expectNoFurtherNotifications(
         _ comment: Comment? = nil,
-        sourceLocation: SourceLocation = #_sourceLocation
+        fileID: String = #fileID,
+        filePath: StaticString = #filePath,
+        line: Int = #line,
+        column: Int = #column
     ) -> Bool {
-        guard let message = furtherNotificationsFailure() else { return true }
-        Issue.record(
-            Comment(rawValue: message + (comment.map { ": \($0.rawValue)" } ?? "")), sourceLocation: sourceLocation)
-        return false
+        checkNoFurtherNotifications(
+            comment, at: FailureSite(fileID: fileID, filePath: filePath, line: line, column: column))
+    }
+
+    /// Records a test issue if a notification was recorded that has not been returned, at
+    /// `sourceLocation`: the form for a Swift Testing helper that forwards its caller's location.
+    ///
+    /// - Parameters:
+    ///   - comment: An optional note added to the issue.
+    ///   - sourceLocation: Where to report.
+    /// - Returns: `true` if nothing more was recorded.
+    @discardableResult
+    public func expectNoFurtherNotifications(_ comment: Comment? = nil, sourceLocation: SourceLocation) -> Bool {
+        checkNoFurtherNotifications(comment, at: FailureSite(sourceLocation))
     }
 
     /// Waits for `duration`, then records a test issue if anything arrived that ``next(timeout:)``
@@ -415,16 +431,50 @@ public final class NotificationRecorder<N: Sendable>: Sendable {
     /// - Parameters:
     ///   - duration: How long to watch.
     ///   - comment: An optional note added to the issue.
-    ///   - sourceLocation: Where to report; leave the default.
+    ///   - fileID: Where to report; leave the default.
+    ///   - filePath: Where to report; leave the default.
+    ///   - line: Where to report; leave the default.
+    ///   - column: Where to report; leave the default.
     /// - Returns: `true` if nothing more was recorded.
     @discardableResult
     public func expectNoFurtherNotifications(
         within duration: Duration,
         _ comment: Comment? = nil,
-        sourceLocation: SourceLocation = #_sourceLocation
+        fileID: String = #fileID,
+        filePath: StaticString = #filePath,
+        line: Int = #line,
+        column: Int = #column
     ) async -> Bool {
+        await checkNoFurtherNotifications(
+            within: duration, comment, at: FailureSite(fileID: fileID, filePath: filePath, line: line, column: column))
+    }
+
+    /// Waits for `duration`, then records a test issue if anything arrived that has not been
+    /// returned, at `sourceLocation`: the form for a Swift Testing helper that forwards its
+    /// caller's location.
+    ///
+    /// - Parameters:
+    ///   - duration: How long to watch.
+    ///   - comment: An optional note added to the issue.
+    ///   - sourceLocation: Where to report.
+    /// - Returns: `true` if nothing more was recorded.
+    @discardableResult
+    public func expectNoFurtherNotifications(
+        within duration: Duration, _ comment: Comment? = nil, sourceLocation: SourceLocation
+    ) async -> Bool {
+        await checkNoFurtherNotifications(within: duration, comment, at: FailureSite(sourceLocation))
+    }
+
+    func checkNoFurtherNotifications(_ comment: Comment?, at site: FailureSite) -> Bool {
+        guard let message = furtherNotificationsFailure() else { return true }
+        reportFailure(message, comment: comment, at: site)
+        return false
+    }
+
+    func checkNoFurtherNotifications(within duration: Duration, _ comment: Comment?, at site: FailureSite) async -> Bool
+    {
         try? await Task.sleep(for: duration)
-        return expectNoFurtherNotifications(comment, sourceLocation: sourceLocation)
+        return checkNoFurtherNotifications(comment, at: site)
     }
 
     /// The failure message for unconsumed notifications, or `nil`.
@@ -481,6 +531,7 @@ extension NotificationHub {
             recorder?.append(note, context: context)
         }
         recorder.attach(observation)
+        noteInStandInScope()
         return recorder
     }
 
@@ -519,6 +570,7 @@ extension NotificationHub {
             recorder?.append(value, context: context)
         }
         recorder.attach(observation)
+        noteInStandInScope()
         return recorder
     }
 
@@ -555,6 +607,7 @@ extension NotificationHub {
             recorder?.append(posted, context: context)
         }
         recorder.attach(observation)
+        noteInStandInScope()
         return recorder
     }
 }

@@ -23,7 +23,10 @@ extension NotificationHub {
     ///   - bufferingPolicy: The mailbox policy the observations must have, or `nil` for any.
     ///   - count: The number of matching observations expected.
     ///   - comment: An optional note added to the issue.
-    ///   - sourceLocation: Where to report; leave the default.
+    ///   - fileID: Where to report; leave the default.
+    ///   - filePath: Where to report; leave the default.
+    ///   - line: Where to report; leave the default.
+    ///   - column: Where to report; leave the default.
     /// - Returns: `true` if the expectation held.
     @discardableResult
     public func expectRegistered<N: TypedNotification>(
@@ -32,11 +35,14 @@ extension NotificationHub {
         bufferingPolicy: NotificationBufferingPolicy? = nil,
         count: Int = 1,
         _ comment: Comment? = nil,
-        sourceLocation: SourceLocation = #_sourceLocation
+        fileID: String = #fileID,
+        filePath: StaticString = #filePath,
+        line: Int = #line,
+        column: Int = #column
     ) -> Bool {
         report(
             registrationFailure(type, on: target, bufferingPolicy: bufferingPolicy, count: count), comment,
-            sourceLocation)
+            FailureSite(fileID: fileID, filePath: filePath, line: line, column: column))
     }
 
     /// Records a test issue unless the observations of `type` (on `target`, if given) have
@@ -60,7 +66,10 @@ extension NotificationHub {
     ///   - replaced: The notifications expected to have been replaced by newer ones.
     ///   - dropped: The notifications expected to have been dropped by bounded mailboxes.
     ///   - comment: An optional note added to the issue.
-    ///   - sourceLocation: Where to report; leave the default.
+    ///   - fileID: Where to report; leave the default.
+    ///   - filePath: Where to report; leave the default.
+    ///   - line: Where to report; leave the default.
+    ///   - column: Where to report; leave the default.
     /// - Returns: `true` if the expectation held.
     @discardableResult
     public func expectDiscarded<N: TypedNotification>(
@@ -69,9 +78,14 @@ extension NotificationHub {
         replaced: Int = 0,
         dropped: Int = 0,
         _ comment: Comment? = nil,
-        sourceLocation: SourceLocation = #_sourceLocation
+        fileID: String = #fileID,
+        filePath: StaticString = #filePath,
+        line: Int = #line,
+        column: Int = #column
     ) -> Bool {
-        report(discardFailure(type, on: target, replaced: replaced, dropped: dropped), comment, sourceLocation)
+        report(
+            discardFailure(type, on: target, replaced: replaced, dropped: dropped), comment,
+            FailureSite(fileID: fileID, filePath: filePath, line: line, column: column))
     }
 
     /// The failure message for the replaced and dropped counts, or `nil` if they match.
@@ -101,16 +115,24 @@ extension NotificationHub {
     ///   - type: The notification type.
     ///   - target: The target to check, or `nil` for any target.
     ///   - comment: An optional note added to the issue.
-    ///   - sourceLocation: Where to report; leave the default.
+    ///   - fileID: Where to report; leave the default.
+    ///   - filePath: Where to report; leave the default.
+    ///   - line: Where to report; leave the default.
+    ///   - column: Where to report; leave the default.
     /// - Returns: `true` if no matching observation exists.
     @discardableResult
     public func expectNotRegistered<N: TypedNotification>(
         _ type: N.Type,
         on target: DeliveryTarget? = nil,
         _ comment: Comment? = nil,
-        sourceLocation: SourceLocation = #_sourceLocation
+        fileID: String = #fileID,
+        filePath: StaticString = #filePath,
+        line: Int = #line,
+        column: Int = #column
     ) -> Bool {
-        report(registrationFailure(type, on: target, count: 0), comment, sourceLocation)
+        report(
+            registrationFailure(type, on: target, count: 0), comment,
+            FailureSite(fileID: fileID, filePath: filePath, line: line, column: column))
     }
 
     /// The registrations of `type`, on `target` and with `bufferingPolicy` if given.
@@ -161,7 +183,10 @@ extension NotificationHub {
     ///   - bufferingPolicy: The mailbox policy the observations must have, or `nil` for any.
     ///   - count: The number of matching observations expected; 0 to expect none.
     ///   - comment: An optional note added to the issue.
-    ///   - sourceLocation: Where to report; leave the default.
+    ///   - fileID: Where to report; leave the default.
+    ///   - filePath: Where to report; leave the default.
+    ///   - line: Where to report; leave the default.
+    ///   - column: Where to report; leave the default.
     /// - Returns: `true` if the expectation held.
     @discardableResult
     public func expectRegistered<Family: Sendable>(
@@ -170,12 +195,15 @@ extension NotificationHub {
         bufferingPolicy: NotificationBufferingPolicy? = nil,
         count: Int = 1,
         _ comment: Comment? = nil,
-        sourceLocation: SourceLocation = #_sourceLocation
+        fileID: String = #fileID,
+        filePath: StaticString = #filePath,
+        line: Int = #line,
+        column: Int = #column
     ) -> Bool {
         let failure = Self.registrationFailure(
             registrations(every: family), of: "every \(Family.self)", on: target, bufferingPolicy: bufferingPolicy,
             count: count)
-        return report(failure, comment, sourceLocation)
+        return report(failure, comment, FailureSite(fileID: fileID, filePath: filePath, line: line, column: column))
     }
 
     /// Records a test issue unless exactly `count` live taps (`observeAll`) exist on `target`.
@@ -191,23 +219,131 @@ extension NotificationHub {
     ///   - target: The target the taps must use, or `nil` for any target.
     ///   - count: The number of matching taps expected; 0 to expect none.
     ///   - comment: An optional note added to the issue.
-    ///   - sourceLocation: Where to report; leave the default.
+    ///   - fileID: Where to report; leave the default.
+    ///   - filePath: Where to report; leave the default.
+    ///   - line: Where to report; leave the default.
+    ///   - column: Where to report; leave the default.
     /// - Returns: `true` if the expectation held.
     @discardableResult
     public func expectTapsRegistered(
         on target: DeliveryTarget? = nil,
         count: Int = 1,
         _ comment: Comment? = nil,
-        sourceLocation: SourceLocation = #_sourceLocation
+        fileID: String = #fileID,
+        filePath: StaticString = #filePath,
+        line: Int = #line,
+        column: Int = #column
     ) -> Bool {
         let failure = Self.registrationFailure(tapRegistrations(), of: "taps", on: target, count: count)
-        return report(failure, comment, sourceLocation)
+        return report(failure, comment, FailureSite(fileID: fileID, filePath: filePath, line: line, column: column))
     }
 
-    private func report(_ failure: String?, _ comment: Comment?, _ sourceLocation: SourceLocation) -> Bool {
+    // MARK: - Forms for Swift Testing helpers
+
+    // Each reports at `sourceLocation`, for a helper that forwards its own caller's location.
+
+    /// ``expectRegistered(_:on:bufferingPolicy:count:_:fileID:filePath:line:column:)``, reporting at
+    /// `sourceLocation`.
+    ///
+    /// - Parameters:
+    ///   - type: The notification type.
+    ///   - target: The target the observations must use, or `nil` for any target.
+    ///   - bufferingPolicy: The mailbox policy the observations must have, or `nil` for any.
+    ///   - count: The number of matching observations expected.
+    ///   - comment: An optional note added to the issue.
+    ///   - sourceLocation: Where to report.
+    /// - Returns: `true` if the expectation held.
+    @discardableResult
+    public func expectRegistered<N: TypedNotification>(
+        _ type: N.Type, on target: DeliveryTarget? = nil, bufferingPolicy: NotificationBufferingPolicy? = nil,
+        count: Int = 1, _ comment: Comment? = nil, sourceLocation: SourceLocation
+    ) -> Bool {
+        report(
+            registrationFailure(type, on: target, bufferingPolicy: bufferingPolicy, count: count), comment,
+            FailureSite(sourceLocation))
+    }
+
+    /// ``expectNotRegistered(_:on:_:fileID:filePath:line:column:)``, reporting at `sourceLocation`.
+    ///
+    /// - Parameters:
+    ///   - type: The notification type.
+    ///   - target: The target to check, or `nil` for any target.
+    ///   - comment: An optional note added to the issue.
+    ///   - sourceLocation: Where to report.
+    /// - Returns: `true` if no matching observation exists.
+    @discardableResult
+    public func expectNotRegistered<N: TypedNotification>(
+        _ type: N.Type, on target: DeliveryTarget? = nil, _ comment: Comment? = nil, sourceLocation: SourceLocation
+    ) -> Bool {
+        report(registrationFailure(type, on: target, count: 0), comment, FailureSite(sourceLocation))
+    }
+
+    /// ``expectDiscarded(_:on:replaced:dropped:_:fileID:filePath:line:column:)``, reporting at
+    /// `sourceLocation`.
+    ///
+    /// - Parameters:
+    ///   - type: The notification type.
+    ///   - target: The target to check, or `nil` for any target.
+    ///   - replaced: The notifications expected to have been replaced by newer ones.
+    ///   - dropped: The notifications expected to have been dropped by bounded mailboxes.
+    ///   - comment: An optional note added to the issue.
+    ///   - sourceLocation: Where to report.
+    /// - Returns: `true` if the expectation held.
+    @discardableResult
+    public func expectDiscarded<N: TypedNotification>(
+        _ type: N.Type, on target: DeliveryTarget? = nil, replaced: Int = 0, dropped: Int = 0,
+        _ comment: Comment? = nil, sourceLocation: SourceLocation
+    ) -> Bool {
+        report(
+            discardFailure(type, on: target, replaced: replaced, dropped: dropped), comment,
+            FailureSite(sourceLocation))
+    }
+
+    /// ``expectRegistered(every:on:bufferingPolicy:count:_:fileID:filePath:line:column:)``,
+    /// reporting at `sourceLocation`.
+    ///
+    /// - Parameters:
+    ///   - family: The family, such as `(any AnalyticsEvent).self`.
+    ///   - target: The target the observations must use, or `nil` for any target.
+    ///   - bufferingPolicy: The mailbox policy the observations must have, or `nil` for any.
+    ///   - count: The number of matching observations expected; 0 to expect none.
+    ///   - comment: An optional note added to the issue.
+    ///   - sourceLocation: Where to report.
+    /// - Returns: `true` if the expectation held.
+    @discardableResult
+    public func expectRegistered<Family: Sendable>(
+        every family: Family.Type, on target: DeliveryTarget? = nil,
+        bufferingPolicy: NotificationBufferingPolicy? = nil, count: Int = 1, _ comment: Comment? = nil,
+        sourceLocation: SourceLocation
+    ) -> Bool {
+        let failure = Self.registrationFailure(
+            registrations(every: family), of: "every \(Family.self)", on: target, bufferingPolicy: bufferingPolicy,
+            count: count)
+        return report(failure, comment, FailureSite(sourceLocation))
+    }
+
+    /// ``expectTapsRegistered(on:count:_:fileID:filePath:line:column:)``, reporting at
+    /// `sourceLocation`.
+    ///
+    /// - Parameters:
+    ///   - target: The target the taps must use, or `nil` for any target.
+    ///   - count: The number of matching taps expected; 0 to expect none.
+    ///   - comment: An optional note added to the issue.
+    ///   - sourceLocation: Where to report.
+    /// - Returns: `true` if the expectation held.
+    @discardableResult
+    public func expectTapsRegistered(
+        on target: DeliveryTarget? = nil, count: Int = 1, _ comment: Comment? = nil, sourceLocation: SourceLocation
+    ) -> Bool {
+        let failure = Self.registrationFailure(tapRegistrations(), of: "taps", on: target, count: count)
+        return report(failure, comment, FailureSite(sourceLocation))
+    }
+
+    /// Reports `failure`, if any, at `site`.
+    func report(_ failure: String?, _ comment: Comment?, _ site: FailureSite) -> Bool {
+        noteInStandInScope(checkingAt: site)
         guard let failure else { return true }
-        Issue.record(
-            Comment(rawValue: failure + (comment.map { ": \($0.rawValue)" } ?? "")), sourceLocation: sourceLocation)
+        reportFailure(failure, comment: comment, at: site)
         return false
     }
 }
@@ -235,7 +371,10 @@ extension NotificationHub {
 ///   - hub: The hub the component registers with.
 ///   - target: The target its observations must use, or `nil` for any target.
 ///   - count: How many observations of `type` the component makes.
-///   - sourceLocation: Where to report; leave the default.
+///   - fileID: Where to report; leave the default.
+///   - filePath: Where to report; leave the default.
+///   - line: Where to report; leave the default.
+///   - column: Where to report; leave the default.
 ///   - make: Makes the component. Return the only strong reference to it.
 /// - Returns: `true` if every step held.
 /// - Throws: What `make` throws.
@@ -245,17 +384,60 @@ public func expectUnregistersOnDeinit<N: TypedNotification, Component: AnyObject
     in hub: NotificationHub,
     on target: DeliveryTarget? = nil,
     count: Int = 1,
-    sourceLocation: SourceLocation = #_sourceLocation,
+    fileID: String = #fileID,
+    filePath: StaticString = #filePath,
+    line: Int = #line,
+    column: Int = #column,
+    _ make: () throws -> Component
+) rethrows -> Bool {
+    try checkUnregistersOnDeinit(
+        type, in: hub, on: target, count: count,
+        at: FailureSite(fileID: fileID, filePath: filePath, line: line, column: column), make)
+}
+
+/// Checks that a component unregisters when deallocated, as
+/// ``expectUnregistersOnDeinit(_:in:on:count:fileID:filePath:line:column:_:)`` does, reporting
+/// at `sourceLocation`: the form for a Swift Testing helper that forwards its caller's location.
+///
+/// - Parameters:
+///   - type: The notification type the component observes.
+///   - hub: The hub the component registers with.
+///   - target: The target its observations must use, or `nil` for any target.
+///   - count: How many observations of `type` the component makes.
+///   - sourceLocation: Where to report.
+///   - make: Makes the component. Return the only strong reference to it.
+/// - Returns: `true` if every step held.
+/// - Throws: What `make` throws.
+@discardableResult
+public func expectUnregistersOnDeinit<N: TypedNotification, Component: AnyObject>(
+    _ type: N.Type,
+    in hub: NotificationHub,
+    on target: DeliveryTarget? = nil,
+    count: Int = 1,
+    sourceLocation: SourceLocation,
+    _ make: () throws -> Component
+) rethrows -> Bool {
+    try checkUnregistersOnDeinit(type, in: hub, on: target, count: count, at: FailureSite(sourceLocation), make)
+}
+
+/// Runs ``unregistrationFailures(_:in:on:count:_:)`` and reports each failure at `site`.
+func checkUnregistersOnDeinit<N: TypedNotification, Component: AnyObject>(
+    _ type: N.Type,
+    in hub: NotificationHub,
+    on target: DeliveryTarget?,
+    count: Int,
+    at site: FailureSite,
     _ make: () throws -> Component
 ) rethrows -> Bool {
     let failures = try unregistrationFailures(type, in: hub, on: target, count: count, make)
+    hub.noteInStandInScope(checkingAt: site)
     for failure in failures {
-        Issue.record(Comment(rawValue: failure), sourceLocation: sourceLocation)
+        reportFailure(failure, at: site)
     }
     return failures.isEmpty
 }
 
-/// The failures of ``expectUnregistersOnDeinit(_:in:on:count:sourceLocation:_:)``, in order.
+/// The failures of ``expectUnregistersOnDeinit(_:in:on:count:fileID:filePath:line:column:_:)``, in order.
 func unregistrationFailures<N: TypedNotification, Component: AnyObject>(
     _ type: N.Type,
     in hub: NotificationHub,

@@ -170,8 +170,8 @@ public final class TestDeliveryTarget: DeliveryExecutor, CustomStringConvertible
     /// main.runUntilIdle()
     /// ```
     ///
-    /// If jobs keep enqueueing jobs, it stops after `maxJobs` and records a Swift Testing issue
-    /// instead of looping forever. (Under XCTest, compare the returned count with `maxJobs`.)
+    /// If jobs keep enqueueing jobs, it stops after `maxJobs` and fails the test (a Swift Testing
+    /// issue, or an XCTest failure) instead of looping forever.
     ///
     /// - Parameters:
     ///   - maxJobs: The most jobs to run before reporting runaway work.
@@ -184,18 +184,16 @@ public final class TestDeliveryTarget: DeliveryExecutor, CustomStringConvertible
     public func runUntilIdle(
         maxJobs: Int = 100_000,
         fileID: String = #fileID,
-        filePath: String = #filePath,
+        filePath: StaticString = #filePath,
         line: Int = #line,
         column: Int = #column
     ) -> Int {
-        let sourceLocation = SourceLocation(fileID: fileID, filePath: filePath, line: line, column: column)
+        let site = FailureSite(fileID: fileID, filePath: filePath, line: line, column: column)
         var count = 0
         while run(until: nil) {
             count += 1
             if count >= maxJobs && dueCount > 0 {
-                Issue.record(
-                    Comment(rawValue: "\(self) ran \(count) jobs and more are still due: work keeps enqueueing work"),
-                    sourceLocation: sourceLocation)
+                reportFailure("\(self) ran \(count) jobs and more are still due: work keeps enqueueing work", at: site)
                 break
             }
         }
@@ -258,19 +256,17 @@ public final class TestDeliveryTarget: DeliveryExecutor, CustomStringConvertible
     public func runAll(
         maxJobs: Int = 100_000,
         fileID: String = #fileID,
-        filePath: String = #filePath,
+        filePath: StaticString = #filePath,
         line: Int = #line,
         column: Int = #column
     ) -> Int {
-        let sourceLocation = SourceLocation(fileID: fileID, filePath: filePath, line: line, column: column)
+        let site = FailureSite(fileID: fileID, filePath: filePath, line: line, column: column)
         var count = 0
         while let due = nextDueTime {
             count += advance(to: due)
             if count >= maxJobs && pendingCount > 0 {
-                Issue.record(
-                    Comment(
-                        rawValue: "\(self) ran \(count) jobs and more are still queued: work keeps enqueueing work"),
-                    sourceLocation: sourceLocation)
+                reportFailure(
+                    "\(self) ran \(count) jobs and more are still queued: work keeps enqueueing work", at: site)
                 break
             }
         }
@@ -290,16 +286,37 @@ public final class TestDeliveryTarget: DeliveryExecutor, CustomStringConvertible
     ///
     /// - Parameters:
     ///   - comment: An optional note added to the issue.
-    ///   - sourceLocation: Where to report; leave the default.
+    ///   - fileID: Where to report; leave the default.
+    ///   - filePath: Where to report; leave the default.
+    ///   - line: Where to report; leave the default.
+    ///   - column: Where to report; leave the default.
     /// - Returns: `true` if nothing was pending.
     @discardableResult
     public func expectNoPendingWork(
         _ comment: Comment? = nil,
-        sourceLocation: SourceLocation = #_sourceLocation
+        fileID: String = #fileID,
+        filePath: StaticString = #filePath,
+        line: Int = #line,
+        column: Int = #column
     ) -> Bool {
+        checkNoPendingWork(comment, at: FailureSite(fileID: fileID, filePath: filePath, line: line, column: column))
+    }
+
+    /// Records a test issue if work is still queued, at `sourceLocation`: the form for a Swift
+    /// Testing helper that forwards its caller's location.
+    ///
+    /// - Parameters:
+    ///   - comment: An optional note added to the issue.
+    ///   - sourceLocation: Where to report.
+    /// - Returns: `true` if nothing was pending.
+    @discardableResult
+    public func expectNoPendingWork(_ comment: Comment? = nil, sourceLocation: SourceLocation) -> Bool {
+        checkNoPendingWork(comment, at: FailureSite(sourceLocation))
+    }
+
+    func checkNoPendingWork(_ comment: Comment?, at site: FailureSite) -> Bool {
         guard let message = pendingWorkFailure() else { return true }
-        Issue.record(
-            Comment(rawValue: message + (comment.map { ": \($0.rawValue)" } ?? "")), sourceLocation: sourceLocation)
+        reportFailure(message, comment: comment, at: site)
         return false
     }
 

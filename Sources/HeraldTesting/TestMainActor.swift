@@ -37,9 +37,9 @@ import Musl
 ///   `NotificationHub/useMainActorStandIn(_:)` (observers registered with `on: MainActor.shared`
 ///   or on `.mainQueue`). Their registrations still report `.mainQueue`.
 /// - `MainActor.perform(_:)` and `MainActor.perform(after:_:)` called from the task that runs
-///   ``withMainActorStandIn(name:sourceLocation:_:)``'s body, or from a task or job it started. Delayed work is
+///   ``withMainActorStandIn(name:fileID:filePath:line:column:_:)``'s body, or from a task or job it started. Delayed work is
 ///   due on the stand-in's manual clock, ``now``.
-/// - The tasks of `async` main-actor handlers that its jobs start: ``runUntilIdle(maxJobs:sourceLocation:)``
+/// - The tasks of `async` main-actor handlers that its jobs start: ``runUntilIdle(maxJobs:fileID:filePath:line:column:)``
 ///   waits for them, and runs the jobs they cause meanwhile.
 ///
 /// ## Waiting under the stand-in
@@ -47,13 +47,13 @@ import Musl
 /// - An `await hub.postAndWait(_:from:)` returns what it returns in the app: made on the main
 ///   actor, it runs the stand-in's jobs in order until its own deliveries are done; made
 ///   elsewhere, it waits until the test runs the stand-in. One still waiting when
-///   ``withMainActorStandIn(name:sourceLocation:_:)``'s scope ends is failed and ended, with a
+///   ``withMainActorStandIn(name:fileID:filePath:line:column:_:)``'s scope ends is failed and ended, with a
 ///   `PendingWorkError` naming the stand-in. `await hub.waitUntilIdle()` throws that error at
 ///   once while the stand-in holds deliveries that nothing runs.
 ///
 /// ## Threading
-/// Jobs run on the main actor, in the task that calls ``runUntilIdle(maxJobs:sourceLocation:)``,
-/// ``runNext()`` or ``advance(by:sourceLocation:)``, never while the stand-in's lock is held.
+/// Jobs run on the main actor, in the task that calls ``runUntilIdle(maxJobs:fileID:filePath:line:column:)``,
+/// ``runNext()`` or ``advance(by:fileID:filePath:line:column:)``, never while the stand-in's lock is held.
 /// Work may be enqueued from any thread.
 public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
     private struct Job {
@@ -84,6 +84,8 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
     /// A name for failure messages, such as `"main"`.
     public let name: String
     private let state = Locked(State())
+    /// The hubs seen in the stand-in's scope, checked for deliveries to the real main queue.
+    let strayHubs = StrayHubWatch()
 
     /// Creates a stand-in with nothing queued and its clock at zero.
     ///
@@ -128,8 +130,8 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
         return state.withLock { $0.runners.contains(me) }
     }
 
-    /// Whether a test is inside ``runUntilIdle(maxJobs:sourceLocation:)`` or
-    /// ``advance(by:sourceLocation:)``.
+    /// Whether a test is inside ``runUntilIdle(maxJobs:fileID:filePath:line:column:)`` or
+    /// ``advance(by:fileID:filePath:line:column:)``.
     var isRunning: Bool {
         state.withLock { $0.drivers > 0 }
     }
@@ -149,7 +151,7 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
 
     // MARK: - Inspecting
 
-    /// The time on the manual clock; it moves only by ``advance(by:sourceLocation:)``.
+    /// The time on the manual clock; it moves only by ``advance(by:fileID:filePath:line:column:)``.
     public var now: Duration {
         state.withLock { $0.now }
     }
@@ -188,20 +190,43 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
     /// await main.runUntilIdle()
     /// ```
     ///
-    /// If jobs keep enqueueing jobs, it stops after `maxJobs` and records an issue instead of
-    /// looping forever. An async handler that waits for something only the test does after this
-    /// call keeps it waiting.
+    /// If jobs keep enqueueing jobs, it stops after `maxJobs` and fails the test (a Swift Testing
+    /// issue, or an XCTest failure) instead of looping forever. An async handler that waits for
+    /// something only the test does after this call keeps it waiting.
     ///
     /// - Parameters:
     ///   - maxJobs: The most jobs to run before reporting runaway work.
-    ///   - sourceLocation: Where to report runaway work; leave the default.
+    ///   - fileID: Where to report runaway work; leave the default.
+    ///   - filePath: Where to report runaway work; leave the default.
+    ///   - line: Where to report runaway work; leave the default.
+    ///   - column: Where to report runaway work; leave the default.
     /// - Returns: The number of jobs run.
     @MainActor
     @discardableResult
     public func runUntilIdle(
-        maxJobs: Int = 100_000, sourceLocation: SourceLocation = #_sourceLocation
+        maxJobs: Int = 100_000,
+        fileID: String = #fileID,
+        filePath: StaticString = #filePath,
+        line: Int = #line,
+        column: Int = #column
     ) async -> Int {
-        await drive(until: nil, maxJobs: maxJobs, sourceLocation: sourceLocation)
+        await drive(
+            until: nil, maxJobs: maxJobs,
+            site: FailureSite(fileID: fileID, filePath: filePath, line: line, column: column))
+    }
+
+    /// Runs due jobs until idle, as ``runUntilIdle(maxJobs:fileID:filePath:line:column:)`` does,
+    /// reporting runaway work at `sourceLocation`: the form for a Swift Testing helper that
+    /// forwards its caller's location.
+    ///
+    /// - Parameters:
+    ///   - maxJobs: The most jobs to run before reporting runaway work.
+    ///   - sourceLocation: Where to report runaway work.
+    /// - Returns: The number of jobs run.
+    @MainActor
+    @discardableResult
+    public func runUntilIdle(maxJobs: Int = 100_000, sourceLocation: SourceLocation) async -> Int {
+        await drive(until: nil, maxJobs: maxJobs, site: FailureSite(sourceLocation))
     }
 
     /// Moves the clock forward by `duration`, running on the main actor every job that falls due
@@ -214,15 +239,43 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
     ///
     /// - Parameters:
     ///   - duration: How far to move the clock; negative counts as zero.
-    ///   - sourceLocation: Where to report runaway work; leave the default.
+    ///   - fileID: Where to report runaway work; leave the default.
+    ///   - filePath: Where to report runaway work; leave the default.
+    ///   - line: Where to report runaway work; leave the default.
+    ///   - column: Where to report runaway work; leave the default.
     /// - Returns: The number of jobs run.
     @MainActor
     @discardableResult
-    public func advance(by duration: Duration, sourceLocation: SourceLocation = #_sourceLocation) async -> Int {
+    public func advance(
+        by duration: Duration,
+        fileID: String = #fileID,
+        filePath: StaticString = #filePath,
+        line: Int = #line,
+        column: Int = #column
+    ) async -> Int {
+        await advance(by: duration, site: FailureSite(fileID: fileID, filePath: filePath, line: line, column: column))
+    }
+
+    /// Moves the clock forward, as ``advance(by:fileID:filePath:line:column:)`` does, reporting
+    /// runaway work at `sourceLocation`: the form for a Swift Testing helper that forwards its
+    /// caller's location.
+    ///
+    /// - Parameters:
+    ///   - duration: How far to move the clock; negative counts as zero.
+    ///   - sourceLocation: Where to report runaway work.
+    /// - Returns: The number of jobs run.
+    @MainActor
+    @discardableResult
+    public func advance(by duration: Duration, sourceLocation: SourceLocation) async -> Int {
+        await advance(by: duration, site: FailureSite(sourceLocation))
+    }
+
+    @MainActor
+    private func advance(by duration: Duration, site: FailureSite) async -> Int {
         let instant = state.withLock { $0.now } + Swift.max(duration, .zero)
-        let count = await drive(until: instant, maxJobs: 100_000, sourceLocation: sourceLocation)
+        let count = await drive(until: instant, maxJobs: 100_000, site: site)
         state.withLock { state in state.now = Swift.max(state.now, instant) }
-        return count + (await drive(until: nil, maxJobs: 100_000, sourceLocation: sourceLocation))
+        return count + (await drive(until: nil, maxJobs: 100_000, site: site))
     }
 
     // MARK: - Checking
@@ -230,16 +283,51 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
     /// Records a test issue if jobs are still queued or async handlers still running, and says
     /// what is left.
     ///
+    /// ```swift
+    /// await main.runUntilIdle()
+    /// main.expectNoPendingWork()
+    /// ```
+    ///
     /// - Parameters:
     ///   - comment: An optional note added to the issue.
-    ///   - sourceLocation: Where to report; leave the default.
+    ///   - fileID: Where to report; leave the default.
+    ///   - filePath: Where to report; leave the default.
+    ///   - line: Where to report; leave the default.
+    ///   - column: Where to report; leave the default.
     /// - Returns: `true` if nothing was pending.
     @discardableResult
     public func expectNoPendingWork(
-        _ comment: Comment? = nil, sourceLocation: SourceLocation = #_sourceLocation
+        _ comment: Comment? = nil,
+        fileID: String = #fileID,
+        filePath: StaticString = #filePath,
+        line: Int = #line,
+        column: Int = #column
     ) -> Bool {
+        checkNoPendingWork(comment, at: FailureSite(fileID: fileID, filePath: filePath, line: line, column: column))
+    }
+
+    /// Records a test issue if work is pending, at `sourceLocation`: the form for a Swift Testing
+    /// helper that forwards its caller's location.
+    ///
+    /// - Parameters:
+    ///   - comment: An optional note added to the issue.
+    ///   - sourceLocation: Where to report.
+    /// - Returns: `true` if nothing was pending.
+    @discardableResult
+    public func expectNoPendingWork(_ comment: Comment? = nil, sourceLocation: SourceLocation) -> Bool {
+        checkNoPendingWork(comment, at: FailureSite(sourceLocation))
+    }
+
+    func checkNoPendingWork(_ comment: Comment?, at site: FailureSite) -> Bool {
+        guard let message = pendingWorkFailure() else { return true }
+        reportFailure(message, comment: comment, at: site)
+        return false
+    }
+
+    /// The failure message for pending jobs and running async handlers, or `nil` if none.
+    func pendingWorkFailure() -> String? {
         let (now, dues, tasks) = state.withLock { state in (state.now, state.jobs.map(\.due), state.taskCount) }
-        guard !dues.isEmpty || tasks > 0 else { return true }
+        guard !dues.isEmpty || tasks > 0 else { return nil }
         let dueNow = dues.count { $0 <= now }
         let later = dues.filter { $0 > now }
         var message = "\(self) expected no pending work, found \(dues.count) job\(dues.count == 1 ? "" : "s")"
@@ -248,9 +336,7 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
             message += ", \(later.count) due later, the first at \(first) (clock at \(now); use advance(by:))"
         }
         if tasks > 0 { message += ", and \(tasks) async handler\(tasks == 1 ? "" : "s") still running" }
-        Issue.record(
-            Comment(rawValue: message + (comment.map { ": \($0.rawValue)" } ?? "")), sourceLocation: sourceLocation)
-        return false
+        return message
     }
 
     // MARK: - Waiting posts
@@ -286,17 +372,16 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
     /// Ends the waits of the `await postAndWait` calls still waiting for this stand-in's jobs,
     /// recording a test failure that names each: the stand-in's scope is over, so nothing will
     /// run them.
-    func abandonHeldPosts(sourceLocation: SourceLocation) {
+    func abandonHeldPosts(at site: FailureSite) {
         let posts = state.withLock { state in
             defer { state.heldPosts = [] }
             return state.heldPosts
         }
         for post in posts where !post.isComplete {
-            Issue.record(
-                Comment(
-                    rawValue: "\(post) still waited for deliveries held by \(self) when its scope ended: "
-                        + "run them with await runUntilIdle() before the scope ends"),
-                sourceLocation: sourceLocation)
+            reportFailure(
+                "\(post) still waited for deliveries held by \(self) when its scope ended: "
+                    + "run them with await runUntilIdle() before the scope ends",
+                at: site)
             post.abandon()
         }
     }
@@ -312,16 +397,14 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
     /// Runs jobs due by `deadline` (or by `now`), and waits for the async handlers they start,
     /// until there is nothing left to run.
     @MainActor
-    private func drive(until deadline: Duration?, maxJobs: Int, sourceLocation: SourceLocation) async -> Int {
+    private func drive(until deadline: Duration?, maxJobs: Int, site: FailureSite) async -> Int {
         state.withLock { $0.drivers += 1 }
         var count = 0
         while true {
             if runJob(dueBy: deadline) {
                 count += 1
                 if count >= maxJobs {
-                    Issue.record(
-                        Comment(rawValue: "\(self) ran \(count) jobs and more may be due: work keeps enqueueing work"),
-                        sourceLocation: sourceLocation)
+                    reportFailure("\(self) ran \(count) jobs and more may be due: work keeps enqueueing work", at: site)
                     state.withLock { $0.drivers -= 1 }
                     return count
                 }
@@ -339,7 +422,9 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
             }
             switch step {
             case .ranJob: continue
-            case .idle: return count
+            case .idle:
+                strayHubs.check(self, at: site)
+                return count
             case .wait(let generation): await waitForChange(since: generation)
             }
         }
@@ -428,19 +513,61 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
 /// }
 /// ```
 ///
+/// An `await postAndWait` still waiting for the stand-in's deliveries when `body` returns fails
+/// the test at the caller's location.
+///
 /// - Parameters:
 ///   - name: The stand-in's name, for failure messages.
+///   - fileID: Where to report; leave the default.
+///   - filePath: Where to report; leave the default.
+///   - line: Where to report; leave the default.
+///   - column: Where to report; leave the default.
 ///   - body: The test, given the stand-in.
 /// - Returns: What `body` returns.
 /// - Throws: What `body` throws.
 @MainActor
 public func withMainActorStandIn<R>(
     name: String = "main",
-    sourceLocation: SourceLocation = #_sourceLocation,
+    fileID: String = #fileID,
+    filePath: StaticString = #filePath,
+    line: Int = #line,
+    column: Int = #column,
+    _ body: @MainActor (TestMainActor) async throws -> R
+) async rethrows -> R {
+    try await withMainActorStandIn(
+        name: name, site: FailureSite(fileID: fileID, filePath: filePath, line: line, column: column), body)
+}
+
+/// Runs `body` with a fresh ``TestMainActor`` installed, as
+/// ``withMainActorStandIn(name:fileID:filePath:line:column:_:)`` does, reporting at
+/// `sourceLocation`: the form for a Swift Testing helper that forwards its caller's location.
+///
+/// - Parameters:
+///   - name: The stand-in's name, for failure messages.
+///   - sourceLocation: Where to report.
+///   - body: The test, given the stand-in.
+/// - Returns: What `body` returns.
+/// - Throws: What `body` throws.
+@MainActor
+public func withMainActorStandIn<R>(
+    name: String = "main",
+    sourceLocation: SourceLocation,
+    _ body: @MainActor (TestMainActor) async throws -> R
+) async rethrows -> R {
+    try await withMainActorStandIn(name: name, site: FailureSite(sourceLocation), body)
+}
+
+@MainActor
+private func withMainActorStandIn<R>(
+    name: String,
+    site: FailureSite,
     _ body: @MainActor (TestMainActor) async throws -> R
 ) async rethrows -> R {
     let main = TestMainActor(name: name)
-    defer { main.abandonHeldPosts(sourceLocation: sourceLocation) }
+    defer {
+        main.strayHubs.check(main, at: site)
+        main.abandonHeldPosts(at: site)
+    }
     return try await MainActorStandInScope.$current.withValue(StandIn(main)) {
         try await body(main)
     }
@@ -454,12 +581,13 @@ extension NotificationHub {
     ///
     /// - Parameter main: The stand-in.
     public func useMainActorStandIn(_ main: TestMainActor) {
+        GivenHubs.insert(self)
         _useMainActorStandIn(StandIn(main))
     }
 }
 
 /// Hands Herald's main-actor work to a ``TestMainActor``.
-private final class StandIn: MainActorStandIn, CustomStringConvertible {
+final class StandIn: MainActorStandIn, CustomStringConvertible {
     let main: TestMainActor
 
     init(_ main: TestMainActor) {

@@ -1,12 +1,13 @@
-#if canImport(XCTest)
 import Herald
-import XCTest
 
-// XCTest forms of the HeraldTesting checks, for test suites that have not moved to Swift Testing.
-// They report with `XCTFail` at the caller's file and line.
+// The XCTest twins of the HeraldTesting checks, named as XCTest names its assertions and taking
+// XCTest's `file:` and `line:`, so that an XCTest helper can forward its own caller's. Every check
+// reports through `reportFailure`: `XCTFail` in an XCTest test, `Issue.record` in a Swift Testing
+// test, at the caller's location.
 
 extension TestDeliveryTarget {
-    /// Fails the current XCTest test if work is still queued, and says what is left.
+    /// Fails the current test if work is still queued, and says what is left: the XCTest twin of
+    /// ``expectNoPendingWork(_:fileID:filePath:line:column:)``.
     ///
     /// ```swift
     /// main.runUntilIdle()
@@ -14,40 +15,96 @@ extension TestDeliveryTarget {
     /// ```
     ///
     /// - Parameters:
+    ///   - fileID: The file to report; leave the default.
     ///   - file: The file to report; leave the default.
     ///   - line: The line to report; leave the default.
+    ///   - column: The column to report; leave the default.
     /// - Returns: `true` if nothing was pending.
     @discardableResult
-    public func assertNoPendingWork(file: StaticString = #filePath, line: UInt = #line) -> Bool {
-        guard let message = pendingWorkFailure() else { return true }
-        XCTFail(message, file: file, line: line)
-        return false
+    public func assertNoPendingWork(
+        fileID: String = #fileID, file: StaticString = #filePath, line: UInt = #line, column: UInt = #column
+    ) -> Bool {
+        checkNoPendingWork(nil, at: FailureSite(fileID: fileID, file: file, line: line, column: column))
+    }
+}
+
+extension TestMainActor {
+    /// Fails the current test if jobs are still queued or async handlers still running, and says
+    /// what is left: the XCTest twin of ``expectNoPendingWork(_:fileID:filePath:line:column:)``.
+    ///
+    /// ```swift
+    /// await main.runUntilIdle()
+    /// main.assertNoPendingWork()
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - fileID: The file to report; leave the default.
+    ///   - file: The file to report; leave the default.
+    ///   - line: The line to report; leave the default.
+    ///   - column: The column to report; leave the default.
+    /// - Returns: `true` if nothing was pending.
+    @discardableResult
+    public func assertNoPendingWork(
+        fileID: String = #fileID, file: StaticString = #filePath, line: UInt = #line, column: UInt = #column
+    ) -> Bool {
+        checkNoPendingWork(nil, at: FailureSite(fileID: fileID, file: file, line: line, column: column))
     }
 }
 
 extension NotificationRecorder {
-    /// Fails the current XCTest test if a recorded notification has not been returned by
-    /// ``next(timeout:)``.
+    /// Fails the current test if a recorded notification has not been returned by
+    /// ``next(timeout:)`` or ``takeAll()``: the XCTest twin of
+    /// ``expectNoFurtherNotifications(_:fileID:filePath:line:column:)``.
     ///
     /// ```swift
     /// recorder.assertNoFurtherNotifications()
     /// ```
     ///
     /// - Parameters:
+    ///   - fileID: The file to report; leave the default.
     ///   - file: The file to report; leave the default.
     ///   - line: The line to report; leave the default.
+    ///   - column: The column to report; leave the default.
     /// - Returns: `true` if nothing more was recorded.
     @discardableResult
-    public func assertNoFurtherNotifications(file: StaticString = #filePath, line: UInt = #line) -> Bool {
-        guard let message = furtherNotificationsFailure() else { return true }
-        XCTFail(message, file: file, line: line)
-        return false
+    public func assertNoFurtherNotifications(
+        fileID: String = #fileID, file: StaticString = #filePath, line: UInt = #line, column: UInt = #column
+    ) -> Bool {
+        checkNoFurtherNotifications(nil, at: FailureSite(fileID: fileID, file: file, line: line, column: column))
+    }
+
+    /// Waits for `duration`, then fails the current test if anything arrived that has not been
+    /// returned: the XCTest twin of
+    /// ``expectNoFurtherNotifications(within:_:fileID:filePath:line:column:)``.
+    ///
+    /// ```swift
+    /// await recorder.assertNoFurtherNotifications(within: .milliseconds(100))
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - duration: How long to watch.
+    ///   - fileID: The file to report; leave the default.
+    ///   - file: The file to report; leave the default.
+    ///   - line: The line to report; leave the default.
+    ///   - column: The column to report; leave the default.
+    /// - Returns: `true` if nothing more was recorded.
+    @discardableResult
+    public func assertNoFurtherNotifications(
+        within duration: Duration,
+        fileID: String = #fileID,
+        file: StaticString = #filePath,
+        line: UInt = #line,
+        column: UInt = #column
+    ) async -> Bool {
+        await checkNoFurtherNotifications(
+            within: duration, nil, at: FailureSite(fileID: fileID, file: file, line: line, column: column))
     }
 }
 
 extension NotificationHub {
-    /// Fails the current XCTest test unless exactly `count` live observations of `type` exist on
-    /// `target`.
+    /// Fails the current test unless exactly `count` live observations of `type` exist on
+    /// `target` (with `bufferingPolicy`, if given): the XCTest twin of
+    /// ``expectRegistered(_:on:bufferingPolicy:count:_:fileID:filePath:line:column:)``.
     ///
     /// ```swift
     /// hub.assertRegistered(ProfileLoaded.self, on: main.target)
@@ -56,47 +113,57 @@ extension NotificationHub {
     /// - Parameters:
     ///   - type: The notification type.
     ///   - target: The target the observations must use, or `nil` for any target.
+    ///   - bufferingPolicy: The mailbox policy the observations must have, or `nil` for any.
     ///   - count: The number of matching observations expected.
+    ///   - fileID: The file to report; leave the default.
     ///   - file: The file to report; leave the default.
     ///   - line: The line to report; leave the default.
+    ///   - column: The column to report; leave the default.
     /// - Returns: `true` if the assertion held.
     @discardableResult
     public func assertRegistered<N: TypedNotification>(
         _ type: N.Type,
         on target: DeliveryTarget? = nil,
+        bufferingPolicy: NotificationBufferingPolicy? = nil,
         count: Int = 1,
+        fileID: String = #fileID,
         file: StaticString = #filePath,
-        line: UInt = #line
+        line: UInt = #line,
+        column: UInt = #column
     ) -> Bool {
-        guard let message = registrationFailure(type, on: target, count: count) else { return true }
-        XCTFail(message, file: file, line: line)
-        return false
+        report(
+            registrationFailure(type, on: target, bufferingPolicy: bufferingPolicy, count: count), nil,
+            FailureSite(fileID: fileID, file: file, line: line, column: column))
     }
 
-    /// Fails the current XCTest test if any live observation of `type` exists (on `target`, if
-    /// given).
+    /// Fails the current test if any live observation of `type` exists (on `target`, if given):
+    /// the XCTest twin of ``expectNotRegistered(_:on:_:fileID:filePath:line:column:)``.
     ///
     /// - Parameters:
     ///   - type: The notification type.
     ///   - target: The target to check, or `nil` for any target.
+    ///   - fileID: The file to report; leave the default.
     ///   - file: The file to report; leave the default.
     ///   - line: The line to report; leave the default.
+    ///   - column: The column to report; leave the default.
     /// - Returns: `true` if no matching observation exists.
     @discardableResult
     public func assertNotRegistered<N: TypedNotification>(
         _ type: N.Type,
         on target: DeliveryTarget? = nil,
+        fileID: String = #fileID,
         file: StaticString = #filePath,
-        line: UInt = #line
+        line: UInt = #line,
+        column: UInt = #column
     ) -> Bool {
-        guard let message = registrationFailure(type, on: target, count: 0) else { return true }
-        XCTFail(message, file: file, line: line)
-        return false
+        report(
+            registrationFailure(type, on: target, count: 0), nil,
+            FailureSite(fileID: fileID, file: file, line: line, column: column))
     }
 
-    /// Fails the current XCTest test unless exactly `count` live observations of the family
-    /// `family` exist (on `target`, if given). See
-    /// ``expectRegistered(every:on:bufferingPolicy:count:_:sourceLocation:)``.
+    /// Fails the current test unless exactly `count` live observations of the family `family`
+    /// exist (on `target`, if given): the XCTest twin of
+    /// ``expectRegistered(every:on:bufferingPolicy:count:_:fileID:filePath:line:column:)``.
     ///
     /// ```swift
     /// hub.assertRegistered(every: (any AnalyticsEvent).self, on: .mainQueue)
@@ -105,52 +172,58 @@ extension NotificationHub {
     /// - Parameters:
     ///   - family: The family, such as `(any AnalyticsEvent).self`.
     ///   - target: The target the observations must use, or `nil` for any target.
+    ///   - bufferingPolicy: The mailbox policy the observations must have, or `nil` for any.
     ///   - count: The number of matching observations expected; 0 to expect none.
+    ///   - fileID: The file to report; leave the default.
     ///   - file: The file to report; leave the default.
     ///   - line: The line to report; leave the default.
+    ///   - column: The column to report; leave the default.
     /// - Returns: `true` if the assertion held.
     @discardableResult
     public func assertRegistered<Family: Sendable>(
         every family: Family.Type,
         on target: DeliveryTarget? = nil,
+        bufferingPolicy: NotificationBufferingPolicy? = nil,
         count: Int = 1,
+        fileID: String = #fileID,
         file: StaticString = #filePath,
-        line: UInt = #line
+        line: UInt = #line,
+        column: UInt = #column
     ) -> Bool {
-        guard
-            let message = Self.registrationFailure(
-                registrations(every: family), of: "every \(Family.self)", on: target, count: count)
-        else { return true }
-        XCTFail(message, file: file, line: line)
-        return false
+        let failure = Self.registrationFailure(
+            registrations(every: family), of: "every \(Family.self)", on: target, bufferingPolicy: bufferingPolicy,
+            count: count)
+        return report(failure, nil, FailureSite(fileID: fileID, file: file, line: line, column: column))
     }
 
-    /// Fails the current XCTest test unless exactly `count` live taps exist (on `target`, if
-    /// given). See ``expectTapsRegistered(on:count:_:sourceLocation:)``.
+    /// Fails the current test unless exactly `count` live taps exist (on `target`, if given): the
+    /// XCTest twin of ``expectTapsRegistered(on:count:_:fileID:filePath:line:column:)``.
     ///
     /// - Parameters:
     ///   - target: The target the taps must use, or `nil` for any target.
     ///   - count: The number of matching taps expected; 0 to expect none.
+    ///   - fileID: The file to report; leave the default.
     ///   - file: The file to report; leave the default.
     ///   - line: The line to report; leave the default.
+    ///   - column: The column to report; leave the default.
     /// - Returns: `true` if the assertion held.
     @discardableResult
     public func assertTapsRegistered(
         on target: DeliveryTarget? = nil,
         count: Int = 1,
+        fileID: String = #fileID,
         file: StaticString = #filePath,
-        line: UInt = #line
+        line: UInt = #line,
+        column: UInt = #column
     ) -> Bool {
-        guard let message = Self.registrationFailure(tapRegistrations(), of: "taps", on: target, count: count) else {
-            return true
-        }
-        XCTFail(message, file: file, line: line)
-        return false
+        let failure = Self.registrationFailure(tapRegistrations(), of: "taps", on: target, count: count)
+        return report(failure, nil, FailureSite(fileID: fileID, file: file, line: line, column: column))
     }
 
-    /// Fails the current XCTest test unless the observations of `type` (on `target`, if given)
-    /// have replaced and dropped exactly `replaced` and `dropped` notifications under their
-    /// mailbox policies. See ``expectDiscarded(_:on:replaced:dropped:_:sourceLocation:)``.
+    /// Fails the current test unless the observations of `type` (on `target`, if given) have
+    /// replaced and dropped exactly `replaced` and `dropped` notifications under their mailbox
+    /// policies: the XCTest twin of
+    /// ``expectDiscarded(_:on:replaced:dropped:_:fileID:filePath:line:column:)``.
     ///
     /// ```swift
     /// hub.assertDiscarded(DownloadProgress.self, replaced: 99)
@@ -161,8 +234,10 @@ extension NotificationHub {
     ///   - target: The target to check, or `nil` for any target.
     ///   - replaced: The notifications expected to have been replaced by newer ones.
     ///   - dropped: The notifications expected to have been dropped by bounded mailboxes.
+    ///   - fileID: The file to report; leave the default.
     ///   - file: The file to report; leave the default.
     ///   - line: The line to report; leave the default.
+    ///   - column: The column to report; leave the default.
     /// - Returns: `true` if the assertion held.
     @discardableResult
     public func assertDiscarded<N: TypedNotification>(
@@ -170,17 +245,20 @@ extension NotificationHub {
         on target: DeliveryTarget? = nil,
         replaced: Int = 0,
         dropped: Int = 0,
+        fileID: String = #fileID,
         file: StaticString = #filePath,
-        line: UInt = #line
+        line: UInt = #line,
+        column: UInt = #column
     ) -> Bool {
-        guard let message = discardFailure(type, on: target, replaced: replaced, dropped: dropped) else { return true }
-        XCTFail(message, file: file, line: line)
-        return false
+        report(
+            discardFailure(type, on: target, replaced: replaced, dropped: dropped), nil,
+            FailureSite(fileID: fileID, file: file, line: line, column: column))
     }
 }
 
-/// Fails the current XCTest test unless a component registers for `type` while it lives and
-/// unregisters when deallocated. See ``expectUnregistersOnDeinit(_:in:on:count:sourceLocation:_:)``.
+/// Fails the current test unless a component registers for `type` while it lives and
+/// unregisters when deallocated: the XCTest twin of
+/// ``expectUnregistersOnDeinit(_:in:on:count:fileID:filePath:line:column:_:)``.
 ///
 /// ```swift
 /// assertUnregistersOnDeinit(ProfileLoaded.self, in: hub) { ProfileViewModel(hub: hub) }
@@ -191,8 +269,10 @@ extension NotificationHub {
 ///   - hub: The hub the component registers with.
 ///   - target: The target its observations must use, or `nil` for any target.
 ///   - count: How many observations of `type` the component makes.
+///   - fileID: The file to report; leave the default.
 ///   - file: The file to report; leave the default.
 ///   - line: The line to report; leave the default.
+///   - column: The column to report; leave the default.
 ///   - make: Makes the component. Return the only strong reference to it.
 /// - Returns: `true` if every step held.
 /// - Throws: What `make` throws.
@@ -202,14 +282,13 @@ public func assertUnregistersOnDeinit<N: TypedNotification, Component: AnyObject
     in hub: NotificationHub,
     on target: DeliveryTarget? = nil,
     count: Int = 1,
+    fileID: String = #fileID,
     file: StaticString = #filePath,
     line: UInt = #line,
+    column: UInt = #column,
     _ make: () throws -> Component
 ) rethrows -> Bool {
-    let failures = try unregistrationFailures(type, in: hub, on: target, count: count, make)
-    for failure in failures {
-        XCTFail(failure, file: file, line: line)
-    }
-    return failures.isEmpty
+    try checkUnregistersOnDeinit(
+        type, in: hub, on: target, count: count,
+        at: FailureSite(fileID: fileID, file: file, line: line, column: column), make)
 }
-#endif

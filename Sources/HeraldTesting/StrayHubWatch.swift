@@ -1,0 +1,93 @@
+@_spi(Testing) import Herald
+
+/// Finds the hubs that deliver main-actor work to the real main queue while a test runs a
+/// ``TestMainActor``: hubs that were not given the stand-in with
+/// `NotificationHub/useMainActorStandIn(_:)`.
+///
+/// A stand-in sees the hubs that the test hands to HeraldTesting inside its
+/// ``withMainActorStandIn(name:fileID:filePath:line:column:_:)`` scope (recorders, registration
+/// checks, `expectUnregistersOnDeinit`). When the test runs the stand-in, checks such a hub, or
+/// ends the scope, a hub that has no stand-in and has main-queue deliveries waiting is reported
+/// once, with a message that names `useMainActorStandIn`. Only deliveries actually waiting on the
+/// real main queue count, so a hub given the stand-in late (but before its first post), or one
+/// whose observers use other targets, is never reported.
+final class StrayHubWatch: Sendable {
+    private struct Seen: Sendable {
+        weak var hub: NotificationHub?
+        var isReported = false
+    }
+
+    private let seen = Locked<[ObjectIdentifier: Seen]>([:])
+
+    /// Remembers `hub`, weakly, to check it later.
+    func note(_ hub: NotificationHub) {
+        seen.withLock { seen in
+            let id = ObjectIdentifier(hub)
+            if seen[id]?.hub !== hub { seen[id] = Seen(hub: hub) }
+        }
+    }
+
+    /// Reports each remembered hub that delivers main-actor work to the real main queue, once.
+    func check(_ main: TestMainActor, at site: FailureSite) {
+        let hubs = seen.withLock { seen in seen.values.compactMap { $0.isReported ? nil : $0.hub } }
+        for hub in hubs {
+            guard let message = Self.strayFailure(hub, main: main) else { continue }
+            let first = seen.withLock { seen -> Bool in
+                let id = ObjectIdentifier(hub)
+                guard seen[id]?.hub === hub, seen[id]?.isReported == false else { return false }
+                seen[id]?.isReported = true
+                return true
+            }
+            if first { reportFailure(message, at: site) }
+        }
+    }
+
+    /// The failure message for `hub`'s main-queue deliveries, or `nil` if it has the stand-in or
+    /// nothing waits on the main queue.
+    static func strayFailure(_ hub: NotificationHub, main: TestMainActor) -> String? {
+        guard !GivenHubs.contains(hub) else { return nil }
+        let stray = hub.pendingDeliveries.filter { $0.target == .mainQueue }
+        guard !stray.isEmpty else { return nil }
+        let listed = stray.prefix(3).map { "\($0.notificationType) (observed at \($0.fileID):\($0.line))" }
+            .joined(separator: ", ")
+        return "a hub that was not given \(main) delivers to the real main queue, which \(main) does not run: "
+            + "main-actor observers of \(listed)\(stray.count > 3 ? ", …" : "") have deliveries waiting there. "
+            + "Call hub.useMainActorStandIn(main) before the first post"
+    }
+
+    /// The stand-in of the calling task's ``withMainActorStandIn(name:fileID:filePath:line:column:_:)``
+    /// scope, if any.
+    static var currentStandIn: TestMainActor? {
+        (MainActorStandInScope.current as? StandIn)?.main
+    }
+}
+
+/// The hubs given a stand-in with `NotificationHub/useMainActorStandIn(_:)`, held weakly.
+enum GivenHubs {
+    private struct Given: Sendable {
+        weak var hub: NotificationHub?
+    }
+
+    private static let hubs = Locked<[ObjectIdentifier: Given]>([:])
+
+    static func insert(_ hub: NotificationHub) {
+        hubs.withLock { hubs in
+            hubs = hubs.filter { $0.value.hub != nil }
+            hubs[ObjectIdentifier(hub)] = Given(hub: hub)
+        }
+    }
+
+    static func contains(_ hub: NotificationHub) -> Bool {
+        hubs.withLock { $0[ObjectIdentifier(hub)]?.hub === hub }
+    }
+}
+
+extension NotificationHub {
+    /// Inside a stand-in's scope, hands this hub to the stand-in's ``StrayHubWatch``; with `site`,
+    /// also checks it now.
+    func noteInStandInScope(checkingAt site: FailureSite? = nil) {
+        guard let main = StrayHubWatch.currentStandIn else { return }
+        main.strayHubs.note(self)
+        if let site { main.strayHubs.check(main, at: site) }
+    }
+}
