@@ -209,3 +209,31 @@ struct FamilyZeroSizedTests {
         withExtendedLifetime((token, other)) {}
     }
 }
+
+@Suite("observe(every:) given a notification type")
+struct FamilyGivenAConcreteTypeTests {
+    /// Deprecated itself, so that calling the deprecated overloads here does not warn: the
+    /// warning is what an app sees (see the CHANGELOG).
+    @available(*, deprecated, message: "calls the deprecated observe(every:) overloads on purpose")
+    @Test("it observes that one type, as observe(_:) does, on every form")
+    func observesThatType() async throws {
+        let hub = NotificationHub()
+        let seen = Log<String>()
+        let owner = Subject()
+        let store = Store()
+        let tokens = [
+            hub.observe(every: Ping.self) { _ in seen.append("posting") },
+            hub.observe(every: Ping.self, on: MainActor.shared) { _ in seen.append("main") },
+            hub.observe(every: Ping.self, on: store) { _, _ in seen.append("actor") },
+            hub.observe(every: Ping.self, owner: owner) { _, _ in seen.append("owner") },
+            hub.observe(every: Ping.self, owner: owner, on: MainActor.shared) { _, _ in seen.append("owner main") },
+            hub.observe(every: Ping.self, on: .queue(DispatchQueue(label: "every"))) { _ async in seen.append("async") },
+            hub.observe(every: Ping.self, on: MainActor.shared) { _ async in seen.append("main async") },
+        ]
+        #expect(hub.observerCount(of: Ping.self) == 7)
+        let report = await hub.postAndWait(Ping(value: 1))
+        #expect(report.deliveredCount == 7)
+        #expect(Set(seen.values).count == 7)
+        for token in tokens { token.cancel() }
+    }
+}
