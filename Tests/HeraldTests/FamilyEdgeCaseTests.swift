@@ -227,7 +227,8 @@ struct FamilyGivenAConcreteTypeTests {
             hub.observe(every: Ping.self, on: store) { _, _ in seen.append("actor") },
             hub.observe(every: Ping.self, owner: owner) { _, _ in seen.append("owner") },
             hub.observe(every: Ping.self, owner: owner, on: MainActor.shared) { _, _ in seen.append("owner main") },
-            hub.observe(every: Ping.self, on: .queue(DispatchQueue(label: "every"))) { _ async in seen.append("async") },
+            hub.observe(every: Ping.self, on: .queue(DispatchQueue(label: "every"))) { _ async in seen.append("async")
+            },
             hub.observe(every: Ping.self, on: MainActor.shared) { _ async in seen.append("main async") },
         ]
         #expect(hub.observerCount(of: Ping.self) == 7)
