@@ -462,6 +462,7 @@ extension NotificationHub {
             bufferingPolicy: bufferingPolicy, priority: priority,
             family: Herald.Family<Family>(isTap: isTap, direct: direct))
         core.addFamily(observer)
+        noteMainActorRegistration(on: target)
         return ObservationToken(registration: observer, cancelsOnDeinit: owner == nil)
     }
 }

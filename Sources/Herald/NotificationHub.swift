@@ -302,6 +302,7 @@ public final class NotificationHub: Sendable {
         } else {
             core.add(observer)
         }
+        noteMainActorRegistration(on: target)
         return ObservationToken(registration: observer, cancelsOnDeinit: owner == nil)
     }
 

@@ -4,7 +4,8 @@
 /// ``TestMainActor``: hubs that were not given the stand-in with
 /// `NotificationHub/useMainActorStandIn(_:)`.
 ///
-/// A stand-in sees the hubs that the test hands to HeraldTesting inside its
+/// A stand-in sees every hub on which a main-actor observer registers, in the task of its scope,
+/// while the hub has no stand-in, and the hubs that the test hands to HeraldTesting inside its
 /// ``withMainActorStandIn(name:fileID:filePath:line:column:_:)`` scope (recorders, registration
 /// checks, `expectUnregistersOnDeinit`). When the test runs the stand-in, checks such a hub, or
 /// ends the scope, a hub that has no stand-in and has main-queue deliveries waiting is reported

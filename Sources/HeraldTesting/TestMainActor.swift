@@ -598,6 +598,10 @@ final class StandIn: MainActorStandIn, CustomStringConvertible {
     var isRunning: Bool { main.isRunning }
     var isCurrent: Bool { main.isCurrent }
 
+    func noteHubWithoutStandIn(_ hub: NotificationHub) {
+        main.strayHubs.note(hub)
+    }
+
     func enqueue(_ job: @escaping @Sendable () -> Void) {
         main.enqueue(job)
     }

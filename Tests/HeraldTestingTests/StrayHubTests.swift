@@ -40,6 +40,22 @@ struct StrayHubTests {
         counter = nil
     }
 
+    @Test("A view model test that forgot useMainActorStandIn is told so when it runs the stand-in")
+    func aForgottenStandInIsNamed() async {
+        let hub = NotificationHub()
+        var counter: TapCounter?
+        await withKnownIssue {
+            await withMainActorStandIn { main in
+                counter = TapCounter(hub: hub)  // registers on MainActor.shared; the hub has no stand-in
+                hub.post(Tap(value: 1))
+                await main.runUntilIdle()  // runs nothing: the delivery waits on the real main queue
+            }
+        } matching: { issue in
+            String(describing: issue).contains("hub.useMainActorStandIn(main)")
+        }
+        counter = nil
+    }
+
     @Test("A registration check on such a hub reports it at the check's line")
     func aCheckReportsTheHubAtItsLine() async {
         await withMainActorStandIn { main in

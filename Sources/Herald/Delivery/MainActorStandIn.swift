@@ -33,6 +33,24 @@ public protocol MainActorStandIn: DeliveryExecutor {
 
     /// The waiting post has returned.
     func release(_ post: StandInWaitingPost)
+
+    /// A main-actor observer was registered, in the task of this stand-in's scope, on `hub`, which
+    /// has no stand-in: its deliveries will go to the real main queue, which the test does not
+    /// run. The stand-in may check the hub later and name `useMainActorStandIn` in a failure.
+    func noteHubWithoutStandIn(_ hub: NotificationHub)
+}
+
+extension MainActorStandIn {
+    public func noteHubWithoutStandIn(_ hub: NotificationHub) {}
+}
+
+extension NotificationHub {
+    /// Tells the stand-in of the registering task, if any, about a main-actor observer on this
+    /// hub when the hub itself has no stand-in (see ``MainActorStandIn/noteHubWithoutStandIn(_:)``).
+    func noteMainActorRegistration(on target: DeliveryTarget) {
+        guard case .main = target.kind, core.mainActorStandIn == nil else { return }
+        MainActorStandInScope.current?.noteHubWithoutStandIn(self)
+    }
 }
 
 /// An `await postAndWait` made off the main actor that waits for deliveries held by a main-actor
