@@ -53,7 +53,7 @@ struct StrayHubTests {
         } matching: { issue in
             String(describing: issue).contains("hub.useMainActorStandIn(main)")
         }
-        counter = nil
+        withExtendedLifetime(counter) {}
     }
 
     @Test("A registration check on such a hub reports it at the check's line")
