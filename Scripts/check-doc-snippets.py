@@ -39,6 +39,11 @@ SOURCES = {
         "Tests/DocSnippetTests/TestingCodeThatUsesHerald.swift",
     ],
     "Sources/HeraldTesting/HeraldTesting.docc/HeraldTesting.md": ["Tests/DocSnippetTests/HeraldTestingArticle.swift"],
+    # Compiled with Xcode 26's defaults (default main-actor isolation) by the fixture package.
+    "Sources/Herald/Herald.docc/AppModulesWithDefaultIsolation.md": [
+        "Examples/AppFixture/Sources/AppFixture/Notifications.swift",
+        "Examples/AppFixture/Sources/AppFixture/App.swift",
+    ],
     # The HeraldPostgres bridge, a package of its own: its test target compiles the snippets, and
     # `swift package dump-package` (in Scripts/postgres-test.sh) checks the example manifest.
     "Bridges/HeraldPostgres/README.md": [

@@ -3,6 +3,7 @@ import Herald
 import Observation
 import Synchronization
 
+// snippet: begin
 /// A view model, main-actor isolated by the module's default. It reads the newest progress as
 /// Observation state, and collects imported files with a main-actor observer.
 @Observable
@@ -24,6 +25,7 @@ final class ImportViewModel {
     }
 
     var percent: Int { Int((progress.value?.fraction ?? 0) * 100) }
+    // snippet: pause
 
     /// Saves and tells the rest of the app, waiting until every observer has run.
     func save(userID: Int, hub: NotificationHub) async -> Bool {
@@ -33,8 +35,11 @@ final class ImportViewModel {
                 requestID: UUID(), savedAt: Date(timeIntervalSince1970: 1_700_000_000)))
         return report.isSuccess && report.deliveredCount > 0
     }
+    // snippet: resume
 }
+// snippet: end
 
+// snippet: begin
 /// The background importer: its work runs off the main actor.
 nonisolated struct Importer {
     let hub: NotificationHub
@@ -47,6 +52,7 @@ nonisolated struct Importer {
         }
     }
 }
+// snippet: end
 
 /// An actor that keeps what was imported, observing on itself.
 actor ImportStore {

@@ -5,6 +5,7 @@ import Herald
 // in the primary declaration just works: the type's stored `let`s are Sendable, so they are read
 // from any isolation.
 
+// snippet: begin
 /// A background import reports its progress far faster than the screen can show it.
 struct ImportProgress: TypedNotification, Equatable {
     let fileIndex: Int
@@ -17,12 +18,14 @@ struct ImportProgress: TypedNotification, Equatable {
 struct FileImported: TypedNotification, Equatable {
     let name: String
 }
+// snippet: end
 
 // A conformance written in an extension crosses into main-actor code unless the type and the
 // extension are `nonisolated`: `nonisolated extension` alone is not enough when `Codable` or
 // `Equatable` sit in the primary declaration, because those conformances would be main-actor
 // isolated and `NotificationConvertible` needs them from any thread.
 
+// snippet: begin
 /// A profile, bridged to legacy `NotificationCenter` code that reads `userInfo`.
 nonisolated struct ProfileSaved: Codable, Equatable {
     var userID: Int
@@ -34,11 +37,13 @@ nonisolated struct ProfileSaved: Codable, Equatable {
 nonisolated extension ProfileSaved: NotificationConvertible {
     static let notificationName = Notification.Name("ProfileSavedNotification")
 }
+// snippet: end
 
 // A family protocol, user-info keys and a shared hub declared in the app module are main-actor
 // isolated too unless they say `nonisolated`: then background code and handlers on other targets
 // can use them.
 
+// snippet: begin
 /// Every analytics event, observed as one family.
 nonisolated protocol AnalyticsEvent: TypedNotification {
     var name: String { get }
@@ -61,3 +66,4 @@ extension NotificationHub {
     /// The app's hub.
     nonisolated static let app = NotificationHub()
 }
+// snippet: end
