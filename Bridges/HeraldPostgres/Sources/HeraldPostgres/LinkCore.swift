@@ -308,12 +308,7 @@ final class LinkCore: Sendable {
                 return { core?.post(value) }
             },
             fromBytes: { [weak self] decoder, bytes in
-                let value: N
-                do {
-                    value = try QuickJSONDecoder.decode(N.self, from: bytes)
-                } catch {
-                    value = try decoder.decode(N.self, from: Data(bytes))
-                }
+                let value = try decoder.decode(N.self, from: Data(bytes))
                 let core = self
                 return { core?.post(value) }
             })
