@@ -145,6 +145,10 @@ final class LinkCore: Sendable {
     let channel: String
     let origin: UUID
     let logger: Logger
+    /// The logger handed to postgres-nio: ``logger`` at `.debug` or above. At `.trace`, postgres-nio
+    /// logs every message that its connections send and receive in full, `NOTIFY` payloads
+    /// included; at `.debug` and above it logs connection events and redacted errors only.
+    let connectionLogger: Logger
     let configuration: PostgresConnection.Configuration
     let options: PostgresLink.Options
     let signer: Signer?
@@ -167,6 +171,9 @@ final class LinkCore: Sendable {
         self.signer = options.signingKey.map { Signer(key: $0, channel: channel) }
         self.eventLoop = PostgresConnection.defaultEventLoopGroup.any()
         self.logger = logger
+        var connectionLogger = logger
+        if connectionLogger.logLevel < .debug { connectionLogger.logLevel = .debug }
+        self.connectionLogger = connectionLogger
     }
 
     var statistics: PostgresLink.Statistics { state.withLock { $0.statistics } }
@@ -190,7 +197,7 @@ final class LinkCore: Sendable {
     /// Opens a connection on the link's event loop.
     func makeConnection() async throws -> PostgresConnection {
         try await PostgresConnection.connect(
-            on: eventLoop, configuration: configuration, id: nextConnectionID(), logger: logger)
+            on: eventLoop, configuration: configuration, id: nextConnectionID(), logger: connectionLogger)
     }
 
     /// Takes the sending connection, and starts the listening task; returns once `LISTEN` is in
@@ -419,7 +426,7 @@ final class LinkCore: Sendable {
             let text =
                 items.count == 1
                 ? Envelope.single(items[0], origin: originText) : Envelope.batch(items, origin: originText)
-            connection.notify(channel: channel, payload: signer?.sign(text) ?? text, logger: logger)
+            connection.notify(channel: channel, payload: signer?.sign(text) ?? text, logger: connectionLogger)
                 .whenComplete { result in
                     self.transmitted(items, on: connection, result: result)
                 }

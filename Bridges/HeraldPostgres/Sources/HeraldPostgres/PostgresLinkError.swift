@@ -107,7 +107,7 @@ public struct PostgresLinkError: Error, Sendable, Hashable, CustomStringConverti
     }
 
     static func encodingFailed(type: String, error: any Error) -> Self {
-        .init(.encodingFailed, typeName: type, expected: "an encodable value", found: "\(error)")
+        .init(.encodingFailed, typeName: type, expected: "an encodable value", found: describe(encodingError: error))
     }
 
     static func malformedEnvelope(expected: String, found: String, origin: UUID? = nil) -> Self {
@@ -184,6 +184,19 @@ public struct PostgresLinkError: Error, Sendable, Hashable, CustomStringConverti
         .init(
             .invalidSignature, expected: "a valid HMAC-SHA256 signature",
             found: "\(size) bytes whose signature does not match")
+    }
+
+    /// An encoding failure, without the value that failed (`EncodingError.invalidValue` holds it).
+    private static func describe(encodingError error: any Error) -> String {
+        guard let error = error as? EncodingError else { return String(describing: Swift.type(of: error)) }
+        switch error {
+        case .invalidValue(let value, let context):
+            let path = context.codingPath.map { $0.intValue.map(String.init) ?? $0.stringValue }
+            let at = path.isEmpty ? "the top level" : "\"\(path.joined(separator: "."))\""
+            return "an invalid \(Swift.type(of: value)) at \(at)"
+        @unknown default:
+            return "EncodingError"
+        }
     }
 
     private static func seconds(_ interval: TimeInterval) -> String {

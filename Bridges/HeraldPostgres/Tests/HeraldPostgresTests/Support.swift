@@ -107,6 +107,8 @@ struct Node {
     let hub = NotificationHub()
     let link: PostgresLink
     let errors = Recorder<PostgresLinkError>()
+    /// What reached the hub's `errorHandler` (with `reportsToHub`).
+    let failures = Recorder<ObserverFailure>()
     let users = Recorder<UserCreated>()
     let orders = Recorder<OrderPlaced>()
     let barriers = Recorder<Barrier>()
@@ -117,16 +119,27 @@ struct Node {
         channel: String,
         sharing types: [any WireNotification.Type] = [UserCreated.self, OrderPlaced.self, Barrier.self],
         configuration: PostgresConnection.Configuration? = nil,
-        options: PostgresLink.Options = PostgresLink.Options()
+        options: PostgresLink.Options = PostgresLink.Options(),
+        logger: Logger = Logger(label: "HeraldPostgres"),
+        reportsToHub: Bool = false
     )
         async throws
     {
         let hub = self.hub
         link = try await PostgresLink.connect(
             hub: hub, channel: channel, configuration: try configuration ?? TestServer.requireConfiguration(),
-            options: options)
+            options: options, logger: logger)
         let errors = self.errors
-        link.errorHandler = { errors.append($0) }
+        if reportsToHub {
+            // The link has no error handler of its own: its errors reach the hub's.
+            let failures = self.failures
+            hub.errorHandler = { failure in
+                failures.append(failure)
+                if let error = failure.error as? PostgresLinkError { errors.append(error) }
+            }
+        } else {
+            link.errorHandler = { errors.append($0) }
+        }
         for type in types { link.share(type) }
         let (users, orders, barriers, blobs) = (self.users, self.orders, self.barriers, self.blobs)
         tokens = [
