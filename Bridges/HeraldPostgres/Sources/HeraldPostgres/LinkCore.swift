@@ -134,16 +134,20 @@ final class LinkCore: Sendable {
         var isClosed = false
         var tokens: [ObjectIdentifier: ObservationToken] = [:]
         var decoders: [String: Envelope.PayloadDecoder] = [:]
-        var lastAccepted: [UUID: UInt64] = [:]
+        var peers: PeerTracker
         var statistics = PostgresLink.Statistics()
         var errorHandler: (@Sendable (PostgresLinkError) -> Void)?
         var listenerTask: Task<Void, Never>?
         var sender = Sender()
+
+        init(peers: PeerTracker) { self.peers = peers }
     }
 
     let hub: NotificationHub
     let channel: String
     let origin: UUID
+    /// This run of the link: a random id and when it was created, before it began listening.
+    let incarnation: Incarnation
     let logger: Logger
     /// The logger handed to postgres-nio: ``logger`` at `.debug` or above. At `.trace`, postgres-nio
     /// logs every message that its connections send and receive in full, `NOTIFY` payloads
@@ -154,9 +158,9 @@ final class LinkCore: Sendable {
     let signer: Signer?
     /// The event loop of the link's connections, which also runs its listening task.
     let eventLoop: any EventLoop
-    /// The origin as it is written in envelopes.
-    private let originText: String
-    private let state = Mutex(State())
+    /// Writes the link's envelopes.
+    let writer: Envelope.Writer
+    private let state: Mutex<State>
 
     init(
         hub: NotificationHub, channel: String, origin: UUID, configuration: PostgresConnection.Configuration,
@@ -165,7 +169,12 @@ final class LinkCore: Sendable {
         self.hub = hub
         self.channel = channel
         self.origin = origin
-        self.originText = origin.uuidString
+        let incarnation = Incarnation.make(startedAt: Date())
+        self.incarnation = incarnation
+        self.writer = Envelope.Writer(
+            origin: origin.uuidString, incarnation: incarnation, writesLegacyEnvelopes: options.legacyEnvelopes)
+        self.state = Mutex(
+            State(peers: PeerTracker(origin: origin, incarnation: incarnation, isSigned: options.signingKey != nil)))
         self.configuration = configuration
         self.options = options
         self.signer = options.signingKey.map { Signer(key: $0, channel: channel) }
@@ -367,7 +376,7 @@ final class LinkCore: Sendable {
             guard !state.isClosed else { return (.closed, .none) }
             let item = Envelope.Item(
                 typeName: N.wireName, typeJSON: typeJSON, payloadJSON: payloadJSON, sequence: state.nextSequence)
-            let size = Envelope.singleSize(item) + overhead
+            let size = writer.size(alone: item) + overhead
             guard size <= PostgresLink.maximumPayloadBytes else {
                 state.statistics.oversize += 1
                 return (.oversize(size), .none)
@@ -401,7 +410,7 @@ final class LinkCore: Sendable {
         if !state.sender.pending.isEmpty, let connection = state.sender.connection {
             let count =
                 options.batchesBursts
-                ? Envelope.batchCount(
+                ? writer.count(
                     state.sender.pending, limit: PostgresLink.maximumPayloadBytes,
                     extra: signer == nil ? 0 : Signer.overhead)
                 : 1
@@ -423,9 +432,7 @@ final class LinkCore: Sendable {
         case .none:
             break
         case .transmit(let items, let connection):
-            let text =
-                items.count == 1
-                ? Envelope.single(items[0], origin: originText) : Envelope.batch(items, origin: originText)
+            let text = writer.text(items)
             connection.notify(channel: channel, payload: signer?.sign(text) ?? text, logger: connectionLogger)
                 .whenComplete { result in
                     self.transmitted(items, on: connection, result: result)
@@ -566,8 +573,9 @@ final class LinkCore: Sendable {
     /// What the listening task keeps between messages, which it reads one at a time.
     struct Reader {
         let decoder: JSONDecoder
-        /// This link's origin as written in envelopes.
+        /// This link's origin and incarnation id as written in envelopes.
         let own: [UInt8]
+        let ownIncarnation: [UInt8]
         /// The origins seen, as written and parsed (a UUID parses slowly); bounded.
         var origins: [String: UUID] = [:]
 
@@ -583,10 +591,12 @@ final class LinkCore: Sendable {
 
     private func makeReader() -> Reader {
         let decoder = JSONDecoder()
-        decoder.userInfo[Envelope.Context.key] = Envelope.Context(origin: origin) { [weak self] wireName in
+        decoder.userInfo[Envelope.Context.key] = Envelope.Context(origin: origin, incarnation: incarnation) {
+            [weak self] wireName in
             self?.state.withLock { $0.decoders[wireName] }
         }
-        return Reader(decoder: decoder, own: Array(originText.utf8))
+        return Reader(
+            decoder: decoder, own: Array(origin.uuidString.utf8), ownIncarnation: Array(incarnation.idText.utf8))
     }
 
     /// Checks, parses and delivers one message of the channel: a single notification or a batch,
@@ -611,21 +621,35 @@ final class LinkCore: Sendable {
         } else {
             bytes = Array(text.utf8)
         }
-        switch Envelope.quickLook(bytes, own: reader.own) {
+        // Tells a copy of a message from another message with the same sequence numbers.
+        var hasher = Hasher()
+        bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+        let digest = hasher.finalize()
+        let look = Envelope.quickLook(bytes, own: reader.own, ownIncarnation: reader.ownIncarnation)
+        let single:
+            (type: String, origin: Range<Int>, incarnation: Incarnation?, sequence: UInt64, payload: Range<Int>)?
+        switch look {
         case .echo(let count):
             state.withLock { $0.statistics.echoesIgnored += count }
             return
-        case .single(let type, let originRange, let sequence, let payload):
-            guard let origin = reader.origin(bytes[originRange]) else { break }
-            guard let decoder = state.withLock({ $0.decoders[type] }) else {
-                accept(origin: origin, sequence: sequence, items: [.init(typeName: type, content: .unknownType)])
+        case .single(let type, let origin, let sequence, let payload):
+            single = (type, origin, nil, sequence, payload)
+        case .current(let type, let origin, let incarnation, let sequence, let payload):
+            single = (type, origin, incarnation, sequence, payload)
+        case .other:
+            single = nil
+        }
+        if let single, let origin = reader.origin(bytes[single.origin]) {
+            let source = Source(origin: origin, incarnation: single.incarnation, digest: digest)
+            guard let decoder = state.withLock({ $0.decoders[single.type] }) else {
+                accept(source, sequence: single.sequence, items: [.init(typeName: single.type, content: .unknownType)])
                 return
             }
-            guard let delivery = try? decoder.fromBytes(reader.decoder, bytes[payload]) else { break }
-            accept(origin: origin, sequence: sequence, items: [.init(typeName: type, content: .value(delivery))])
-            return
-        case .other:
-            break
+            if let delivery = try? decoder.fromBytes(reader.decoder, bytes[single.payload]) {
+                accept(
+                    source, sequence: single.sequence, items: [.init(typeName: single.type, content: .value(delivery))])
+                return
+            }
         }
         let data = Data(bytes)
         let incoming: Envelope.Incoming
@@ -649,30 +673,56 @@ final class LinkCore: Sendable {
             state.withLock { $0.statistics.echoesIgnored += incoming.count }
             return
         }
-        accept(origin: incoming.origin, sequence: incoming.sequence, items: incoming.items)
+        accept(
+            Source(origin: incoming.origin, incarnation: incoming.incarnation, digest: digest),
+            sequence: incoming.sequence, items: incoming.items)
     }
 
-    /// Checks the sequence numbers of a message's notifications (`sequence`, the next, …), reports
-    /// gaps, replays and what does not decode, and posts the others into the hub, in order.
-    private func accept(origin: UUID, sequence first: UInt64, items: [Envelope.Incoming.Item]) {
+    /// Who sent a message, and the digest of its bytes.
+    private struct Source {
+        let origin: UUID
+        let incarnation: Incarnation?
+        let digest: Int
+    }
+
+    /// Checks the sequence numbers of a message's notifications (`sequence`, the next, …) with the
+    /// ``PeerTracker``, reports what it found and what does not decode, and posts the others into
+    /// the hub, in order.
+    private func accept(_ source: Source, sequence first: UInt64, items: [Envelope.Incoming.Item]) {
+        let origin = source.origin
         var errors: [PostgresLinkError] = []
         var deliveries: [Envelope.Delivery] = []
         deliveries.reserveCapacity(items.count)
+        var events: [PeerTracker.Event] = []
         state.withLock { state in
             for (offset, item) in items.enumerated() {
                 let sequence = first + UInt64(offset)  // no overflow: checked when parsed
-                let last = state.lastAccepted[origin]
-                if let last, sequence <= last {
-                    state.statistics.duplicates += 1
-                    errors.append(.duplicateSequence(origin: origin, lastAccepted: last, found: sequence))
-                    continue
-                }
-                if let last, sequence > last + 1 {
-                    state.statistics.gaps += 1
-                    errors.append(.sequenceGap(origin: origin, expected: last + 1, found: sequence))
-                }
                 // Sequence numbers run across all types of an origin, so unknown types advance it too.
-                state.lastAccepted[origin] = sequence
+                let isAccepted = state.peers.check(
+                    origin: origin, incarnation: source.incarnation, sequence: sequence, digest: source.digest,
+                    events: &events)
+                for event in events {
+                    switch event {
+                    case .gap(let expected, let found):
+                        state.statistics.gaps += 1
+                        errors.append(.sequenceGap(origin: origin, expected: expected, found: found))
+                    case .duplicate(let last, let found):
+                        state.statistics.duplicates += 1
+                        errors.append(.duplicateSequence(origin: origin, lastAccepted: last, found: found))
+                    case .regression(let last, let found):
+                        state.statistics.regressions += 1
+                        errors.append(.sequenceRegression(origin: origin, lastAccepted: last, found: found))
+                    case .restarted(let previous, let last, let current):
+                        state.statistics.restarts += 1
+                        errors.append(
+                            .originRestarted(origin: origin, previous: previous, lastSequence: last, current: current))
+                    case .clash(let first, let second):
+                        state.statistics.clashes += 1
+                        errors.append(.originClash(origin: origin, first, second, isOwn: origin == self.origin))
+                    }
+                }
+                events.removeAll(keepingCapacity: true)
+                guard isAccepted else { continue }
                 switch item.content {
                 case .value(let delivery):
                     deliveries.append(delivery)

@@ -30,8 +30,8 @@ import Synchronization
 ///
 /// - **Exactly once while connected.** Each hub linked to the channel receives every shared post
 ///   once. The posting hub's observers run once, locally, inside `post`; never a second time.
-/// - **No echo, by construction.** The link drops its own messages by their origin id (counted in
-///   ``Statistics/echoesIgnored``). And while it posts a received value into its hub it marks that
+/// - **No echo, by construction.** The link drops its own messages by their origin and incarnation
+///   (counted in ``Statistics/echoesIgnored``). And while it posts a received value into its hub it marks that
 ///   post as its own *re-post* (a task-local marker, seen by its posting-thread observer, which runs
 ///   inside `post`), so it does not send the value out again (``Statistics/repostsNotResent``).
 ///   Other posts made meanwhile, such as a value of another type that a local observer posts in
@@ -89,8 +89,10 @@ public final class PostgresLink: Sendable {
     ///     starting with a digit. Every hub that shares types on it must use the same name.
     ///   - configuration: The connection configuration (host, credentials, TLS), used for both
     ///     connections.
-    ///   - origin: The id of this link's messages; a fresh one by default. Never share it between
-    ///     links.
+    ///   - origin: The id of this link's messages; a fresh one by default. A fixed one may be given
+    ///     again after a restart (each run of a link is a new *incarnation*, with sequence numbers of
+    ///     its own); two links running at once with one origin are reported as
+    ///     ``PostgresLinkError/Code/originClash``.
     ///   - options: How the link reconnects, how many posts it queues, whether it signs envelopes
     ///     and whether it batches bursts.
     ///   - logger: A logger for connection events. Payloads are never logged.
@@ -141,18 +143,28 @@ public final class PostgresLink: Sendable {
         /// as many as fit in ``PostgresLink/maximumPayloadBytes`` (a version 2 batch envelope).
         /// A post that finds the connection idle always goes out at once, alone (version 1).
         ///
-        /// Turn it off only while links of builds that read version 1 alone share the channel:
-        /// they report batches as ``PostgresLinkError/Code/unsupportedVersion`` and skip them.
+        /// Turn it off, with ``legacyEnvelopes``, only while links of releases that read
+        /// version 1 alone share the channel: they report batches as
+        /// ``PostgresLinkError/Code/unsupportedVersion`` and skip them.
         public var batchesBursts = true
+        /// Whether the link writes the envelopes of earlier releases (versions 1 and 2, without
+        /// incarnation), which links of those releases read, instead of version 3, which they report
+        /// as ``PostgresLinkError/Code/unsupportedVersion`` and skip. Turn it on for a rolling
+        /// upgrade, while links of an earlier release share the channel, and off once none is left:
+        /// without an incarnation, receivers take the first messages of a process that restarted
+        /// with the same `origin:` for replays, and cannot tell two processes with one origin apart.
+        /// This build reads every version either way.
+        public var legacyEnvelopes = false
 
         public init(
             reconnection: Reconnection = Reconnection(), sendQueueLimit: Int = 10_000, signingKey: SymmetricKey? = nil,
-            batchesBursts: Bool = true
+            batchesBursts: Bool = true, legacyEnvelopes: Bool = false
         ) {
             self.reconnection = reconnection
             self.sendQueueLimit = sendQueueLimit
             self.signingKey = signingKey
             self.batchesBursts = batchesBursts
+            self.legacyEnvelopes = legacyEnvelopes
         }
     }
 
@@ -239,9 +251,16 @@ public final class PostgresLink: Sendable {
         public var rejected = 0
         /// Gaps seen in an origin's sequence numbers.
         public var gaps = 0
-        /// Incoming messages skipped because their sequence number was not above the last one
-        /// accepted from their origin (duplicates and replays).
+        /// Incoming messages skipped as already delivered (duplicates and replays; see
+        /// ``PostgresLinkError/Code/duplicateSequence``).
         public var duplicates = 0
+        /// Without a signing key: notifications delivered although their sequence number was below
+        /// the last one accepted from their sender (``PostgresLinkError/Code/sequenceRegression``).
+        public var regressions = 0
+        /// New incarnations of origins already heard (``PostgresLinkError/Code/originRestarted``).
+        public var restarts = 0
+        /// Pairs of processes found sending with one origin (``PostgresLinkError/Code/originClash``).
+        public var clashes = 0
         /// Attempts to open a connection again after a loss.
         public var reconnectAttempts = 0
         /// Connections opened again after a loss.

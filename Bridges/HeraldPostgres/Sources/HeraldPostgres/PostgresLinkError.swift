@@ -19,6 +19,7 @@ public struct PostgresLinkError: Error, Sendable, Hashable, CustomStringConverti
             case payloadTooLarge, encodingFailed, malformedEnvelope, unsupportedVersion, unknownType
             case payloadDecodingFailed, sequenceGap, duplicateSequence, sendFailed, connectionLost
             case invalidChannelName, outage, sendQueueFull, notSent, unsignedEnvelope, invalidSignature
+            case originRestarted, originClash, sequenceRegression
         }
 
         fileprivate let code: _Code
@@ -37,8 +38,25 @@ public struct PostgresLinkError: Error, Sendable, Hashable, CustomStringConverti
         public static let payloadDecodingFailed = Code(code: .payloadDecodingFailed)
         /// Sequence numbers from one origin skipped: messages were lost (the later one is delivered).
         public static let sequenceGap = Code(code: .sequenceGap)
-        /// A sequence number at or below one already accepted from that origin: skipped.
+        /// A message already delivered, heard again: skipped. With a signing key (and for envelopes
+        /// of earlier releases), any sequence number at or below the last one accepted from that
+        /// origin's incarnation; without a key, a copy of a message recently delivered (the same
+        /// sequence numbers and bytes).
         public static let duplicateSequence = Code(code: .duplicateSequence)
+        /// Without a signing key: a sequence number below the last one accepted from that origin's
+        /// incarnation, which is not a copy of a recent message. It is delivered (an unsigned channel
+        /// cannot tell a forged number from a genuine one, and no number may silence a sender), and
+        /// reported: someone may be sending under that origin.
+        public static let sequenceRegression = Code(code: .sequenceRegression)
+        /// A new incarnation of an origin already heard: a process that restarted with the same fixed
+        /// `origin:` (or a replica started with it). Its sequence numbers start again and are
+        /// accepted; ``PostgresLinkError/lastSequence`` is the last one heard from the previous
+        /// incarnation, so what it sent after that was lost for this hub.
+        public static let originRestarted = Code(code: .originRestarted)
+        /// Two processes are sending with the same origin at once (two incarnations heard in turn, or
+        /// another process under this link's own origin). Both are delivered, each with its own
+        /// sequence numbers; give each process its own origin.
+        public static let originClash = Code(code: .originClash)
         /// `pg_notify` failed for an outgoing message; it reached local observers only.
         public static let sendFailed = Code(code: .sendFailed)
         /// A connection of the link (``PostgresLinkError/found`` says which) ended; the link reconnects
@@ -79,10 +97,12 @@ public struct PostgresLinkError: Error, Sendable, Hashable, CustomStringConverti
     /// in effect again. Notifications sent on the channel within it may have been lost (and
     /// notifications sent shortly before its start, while the connection was failing unnoticed).
     public let outage: ClosedRange<Date>?
+    /// For ``Code/originRestarted``: the last sequence number heard from the previous incarnation.
+    public let lastSequence: UInt64?
 
     private init(
         _ code: Code._Code, typeName: String? = nil, origin: UUID? = nil, expected: String? = nil,
-        found: String? = nil, outage: ClosedRange<Date>? = nil
+        found: String? = nil, outage: ClosedRange<Date>? = nil, lastSequence: UInt64? = nil
     ) {
         self.code = Code(code: code)
         self.typeName = typeName
@@ -90,6 +110,7 @@ public struct PostgresLinkError: Error, Sendable, Hashable, CustomStringConverti
         self.expected = expected
         self.found = found
         self.outage = outage
+        self.lastSequence = lastSequence
     }
 
     public var description: String {
@@ -138,6 +159,29 @@ public struct PostgresLinkError: Error, Sendable, Hashable, CustomStringConverti
         .init(
             .duplicateSequence, origin: origin, expected: "a sequence above \(lastAccepted)",
             found: "sequence \(found)")
+    }
+
+    static func sequenceRegression(origin: UUID, lastAccepted: UInt64, found: UInt64) -> Self {
+        .init(
+            .sequenceRegression, origin: origin, expected: "a sequence above \(lastAccepted)",
+            found: "sequence \(found), not a copy of a recent message; delivered")
+    }
+
+    static func originRestarted(
+        origin: UUID, previous: Incarnation, lastSequence: UInt64, current: Incarnation
+    ) -> Self {
+        .init(
+            .originRestarted, origin: origin,
+            expected: "incarnation \(previous) to go on after sequence \(lastSequence)",
+            found: "a new incarnation \(current), numbering from its own start", lastSequence: lastSequence)
+    }
+
+    static func originClash(origin: UUID, _ first: Incarnation, _ second: Incarnation, isOwn: Bool) -> Self {
+        .init(
+            .originClash, origin: origin, expected: "one process per origin",
+            found: isOwn
+                ? "another process sending under this link's origin (incarnation \(second))"
+                : "two incarnations sending at once: \(first) and \(second)")
     }
 
     static func sendFailed(type: String, sequence: UInt64, error: any Error) -> Self {

@@ -119,6 +119,7 @@ struct Node {
         channel: String,
         sharing types: [any WireNotification.Type] = [UserCreated.self, OrderPlaced.self, Barrier.self],
         configuration: PostgresConnection.Configuration? = nil,
+        origin: UUID = UUID(),
         options: PostgresLink.Options = PostgresLink.Options(),
         logger: Logger = Logger(label: "HeraldPostgres"),
         reportsToHub: Bool = false
@@ -128,7 +129,7 @@ struct Node {
         let hub = self.hub
         link = try await PostgresLink.connect(
             hub: hub, channel: channel, configuration: try configuration ?? TestServer.requireConfiguration(),
-            options: options, logger: logger)
+            origin: origin, options: options, logger: logger)
         let errors = self.errors
         if reportsToHub {
             // The link has no error handler of its own: its errors reach the hub's.
