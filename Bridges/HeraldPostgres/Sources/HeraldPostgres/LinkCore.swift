@@ -169,15 +169,15 @@ final class LinkCore: Sendable {
         self.hub = hub
         self.channel = channel
         self.origin = origin
-        let incarnation = Incarnation.make(startedAt: Date())
+        let incarnation = Incarnation.make(startedAt: options.now())
         self.incarnation = incarnation
         self.writer = Envelope.Writer(
             origin: origin.uuidString, incarnation: incarnation, writesLegacyEnvelopes: options.legacyEnvelopes)
-        self.state = Mutex(
-            State(peers: PeerTracker(origin: origin, incarnation: incarnation, isSigned: options.signingKey != nil)))
+        let signer = Signer(keys: options.keys, channel: channel, isLegacy: options.legacyEnvelopes)
+        self.signer = signer
+        self.state = Mutex(State(peers: PeerTracker(origin: origin, incarnation: incarnation, isSigned: signer != nil)))
         self.configuration = configuration
         self.options = options
-        self.signer = options.signingKey.map { Signer(key: $0, channel: channel) }
         self.eventLoop = PostgresConnection.defaultEventLoopGroup.any()
         self.logger = logger
         var connectionLogger = logger
@@ -369,7 +369,7 @@ final class LinkCore: Sendable {
             report(.encodingFailed(type: N.wireName, error: error))
             return
         }
-        let overhead = signer == nil ? 0 : Signer.overhead
+        let overhead = signer?.overhead ?? 0
         let limit = options.sendQueueLimit
         // The sequence number and the queue position are taken together, so that they agree.
         let (enqueued, step): (Enqueued, SendStep) = state.withLock { state in
@@ -412,7 +412,7 @@ final class LinkCore: Sendable {
                 options.batchesBursts
                 ? writer.count(
                     state.sender.pending, limit: PostgresLink.maximumPayloadBytes,
-                    extra: signer == nil ? 0 : Signer.overhead)
+                    extra: signer?.overhead ?? 0)
                 : 1
             let items = Array(state.sender.pending.prefix(count))
             state.sender.pending.removeFirst(count)
@@ -433,7 +433,8 @@ final class LinkCore: Sendable {
             break
         case .transmit(let items, let connection):
             let text = writer.text(items)
-            connection.notify(channel: channel, payload: signer?.sign(text) ?? text, logger: connectionLogger)
+            let payload = signer?.sign(text, issued: Self.milliseconds(options.now())) ?? text
+            connection.notify(channel: channel, payload: payload, logger: connectionLogger)
                 .whenComplete { result in
                     self.transmitted(items, on: connection, result: result)
                 }
@@ -609,13 +610,21 @@ final class LinkCore: Sendable {
         let bytes: [UInt8]
         if let signer {
             switch signer.verify(text) {
-            case .valid(let canonical):
-                bytes = canonical
+            case .valid(let envelope, let issued):
+                if let stale = staleness(issued: issued, isLegacy: signer.isLegacy) {
+                    state.withLock { $0.statistics.stale += 1 }
+                    reject(.staleEnvelope(size: text.utf8.count, found: stale))
+                    return
+                }
+                bytes = envelope
             case .unsigned:
                 reject(.unsignedEnvelope(size: text.utf8.count))
                 return
             case .forged:
                 reject(.invalidSignature(size: text.utf8.count))
+                return
+            case .unknownKey(let id):
+                reject(.unknownSigningKey(size: text.utf8.count, id: id))
                 return
             }
         } else {
@@ -676,6 +685,34 @@ final class LinkCore: Sendable {
         accept(
             Source(origin: incoming.origin, incarnation: incoming.incarnation, digest: digest),
             sequence: incoming.sequence, items: incoming.items)
+    }
+
+    /// Why a signed envelope issued at `issued` is refused as stale (``PostgresLink/Freshness``), or
+    /// `nil` if it is fresh.
+    private func staleness(issued: UInt64?, isLegacy: Bool) -> String? {
+        guard let issued else { return isLegacy ? nil : "without issue time (an envelope of an earlier release)" }
+        let now = Self.milliseconds(options.now())
+        let skew = Self.milliseconds(options.freshness.clockSkew)
+        let maximumAge = Self.milliseconds(options.freshness.maximumAge)
+        if issued > now, issued - now > skew { return "issued \(issued - now) ms in the future" }
+        if now > issued, now - issued > maximumAge + skew {
+            return "issued \(now - issued) ms ago, over the \(maximumAge) ms allowed"
+        }
+        if issued < incarnation.started, incarnation.started - issued > skew {
+            return "issued \(incarnation.started - issued) ms before this link began listening"
+        }
+        return nil
+    }
+
+    static func milliseconds(_ date: Date) -> UInt64 {
+        let milliseconds = (date.timeIntervalSince1970 * 1_000).rounded(.down)
+        return milliseconds > 0 && milliseconds < 1e18 ? UInt64(milliseconds) : 0
+    }
+
+    static func milliseconds(_ duration: Duration) -> UInt64 {
+        let (seconds, attoseconds) = duration.components
+        guard seconds >= 0 else { return 0 }
+        return UInt64(min(seconds, 1_000_000_000_000)) * 1_000 + UInt64(max(attoseconds, 0) / 1_000_000_000_000_000)
     }
 
     /// Who sent a message, and the digest of its bytes.

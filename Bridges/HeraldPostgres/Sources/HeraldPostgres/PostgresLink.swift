@@ -108,6 +108,9 @@ public final class PostgresLink: Sendable {
         logger: Logger = Logger(label: "HeraldPostgres")
     ) async throws -> PostgresLink {
         guard isValidChannelName(channel) else { throw PostgresLinkError.invalidChannelName(channel) }
+        if let id = options.keys.map(\.id).first(where: { !SigningKey.isValidID($0) }) {
+            throw PostgresLinkError.invalidSigningKeyID(id)
+        }
         let core = LinkCore(
             hub: hub, channel: channel, origin: origin, configuration: configuration, options: options, logger: logger)
         let sender = try await core.makeConnection()
@@ -137,8 +140,22 @@ public final class PostgresLink: Sendable {
         /// ``PostgresLinkError/Code/sendQueueFull`` (it takes no sequence number: no gap).
         public var sendQueueLimit = 10_000
         /// A key shared by every link on the channel. With it, the link signs each envelope with
-        /// HMAC-SHA256 and refuses unsigned and forged messages. Use 32 random bytes; never log it.
+        /// HMAC-SHA256 and refuses unsigned, forged and stale messages. Use 32 random bytes; never
+        /// log it. Envelopes name it by the id `default`; to rotate keys, use ``signingKeys``.
         public var signingKey: SymmetricKey?
+        /// The keys that the link accepts, each with the id that envelopes name it by; the first
+        /// signs. When set, it replaces ``signingKey``.
+        ///
+        /// To rotate without losing a message: first give every link both keys, the old one first
+        /// (they sign with it and accept either); then put the new one first (they sign with it);
+        /// then drop the old one.
+        public var signingKeys: [SigningKey] = []
+        /// How old a signed envelope may be when it arrives, and how far apart the clocks of the
+        /// linked hosts may be. Without a signing key it is not used.
+        public var freshness = Freshness()
+        /// The link's clock: when it began listening, and when each signed envelope is issued and
+        /// received. Tests inject one; keep the real one otherwise.
+        public var now: @Sendable () -> Date = { Date() }
         /// Whether posts that wait while a `NOTIFY` is in flight go out together in the next one,
         /// as many as fit in ``PostgresLink/maximumPayloadBytes`` (a version 2 batch envelope).
         /// A post that finds the connection idle always goes out at once, alone (version 1).
@@ -153,18 +170,76 @@ public final class PostgresLink: Sendable {
         /// upgrade, while links of an earlier release share the channel, and off once none is left:
         /// without an incarnation, receivers take the first messages of a process that restarted
         /// with the same `origin:` for replays, and cannot tell two processes with one origin apart.
-        /// This build reads every version either way.
+        /// This build reads every version either way. With a signing key, it also signs as those
+        /// releases did (one key, no key id, no issue time), and admits such envelopes, which it
+        /// refuses otherwise (``PostgresLinkError/Code/staleEnvelope``): they can be replayed to
+        /// any link that has not heard their sender's later numbers.
         public var legacyEnvelopes = false
 
         public init(
             reconnection: Reconnection = Reconnection(), sendQueueLimit: Int = 10_000, signingKey: SymmetricKey? = nil,
-            batchesBursts: Bool = true, legacyEnvelopes: Bool = false
+            batchesBursts: Bool = true, legacyEnvelopes: Bool = false, signingKeys: [SigningKey] = [],
+            freshness: Freshness = Freshness(), now: @escaping @Sendable () -> Date = { Date() }
         ) {
             self.reconnection = reconnection
             self.sendQueueLimit = sendQueueLimit
             self.signingKey = signingKey
             self.batchesBursts = batchesBursts
             self.legacyEnvelopes = legacyEnvelopes
+            self.signingKeys = signingKeys
+            self.freshness = freshness
+            self.now = now
+        }
+
+        /// The keys in effect: ``signingKeys``, or ``signingKey`` with the id `default`.
+        var keys: [SigningKey] {
+            if !signingKeys.isEmpty { return signingKeys }
+            return signingKey.map { [SigningKey(id: "default", key: $0)] } ?? []
+        }
+    }
+
+    /// A key that signs or checks envelopes, and the id by which envelopes name it.
+    public struct SigningKey: Sendable {
+        /// The id written in each envelope signed with the key: 1 to 64 ASCII letters, digits, `-`,
+        /// `_` or `.`; not secret.
+        public var id: String
+        /// The key: 32 random bytes, the same for every link that uses this id.
+        public var key: SymmetricKey
+
+        public init(id: String, key: SymmetricKey) {
+            self.id = id
+            self.key = key
+        }
+
+        static func isValidID(_ id: String) -> Bool {
+            let bytes = Array(id.utf8)
+            return (1...64).contains(bytes.count)
+                && bytes.allSatisfy {
+                    (48...57).contains($0) || (65...90).contains($0) || (97...122).contains($0)
+                        || [45, 46, 95].contains($0)
+                }
+        }
+    }
+
+    /// When a signed envelope is fresh enough to be accepted.
+    ///
+    /// A link refuses (``PostgresLinkError/Code/staleEnvelope``) a signed envelope issued more than
+    /// ``maximumAge`` before it arrives, or issued before the link began listening: `NOTIFY` reaches
+    /// only the listeners already listening, so such an envelope can only be a replay. Each bound
+    /// is widened by ``clockSkew``, and an envelope issued more than ``clockSkew`` in the future is
+    /// refused too. So a captured envelope replayed to a link that started more than ``clockSkew``
+    /// after the capture is refused; replayed within ``maximumAge`` to a link that was listening
+    /// already, it is refused by its sequence number if that link heard it or a later one.
+    public struct Freshness: Sendable, Hashable {
+        /// How long after its issue an envelope is still accepted; 60 seconds by default.
+        public var maximumAge: Duration
+        /// How far the clocks of the linked hosts may differ; 500 milliseconds by default. Keep the
+        /// hosts' clocks synchronised (NTP) well within it.
+        public var clockSkew: Duration
+
+        public init(maximumAge: Duration = .seconds(60), clockSkew: Duration = .milliseconds(500)) {
+            self.maximumAge = maximumAge
+            self.clockSkew = clockSkew
         }
     }
 
@@ -261,6 +336,10 @@ public final class PostgresLink: Sendable {
         public var restarts = 0
         /// Pairs of processes found sending with one origin (``PostgresLinkError/Code/originClash``).
         public var clashes = 0
+        /// Signed envelopes refused as too old, from the future, issued before the link began
+        /// listening, or without issue time (``PostgresLinkError/Code/staleEnvelope``); also counted
+        /// in ``rejected``.
+        public var stale = 0
         /// Attempts to open a connection again after a loss.
         public var reconnectAttempts = 0
         /// Connections opened again after a loss.

@@ -19,7 +19,7 @@ public struct PostgresLinkError: Error, Sendable, Hashable, CustomStringConverti
             case payloadTooLarge, encodingFailed, malformedEnvelope, unsupportedVersion, unknownType
             case payloadDecodingFailed, sequenceGap, duplicateSequence, sendFailed, connectionLost
             case invalidChannelName, outage, sendQueueFull, notSent, unsignedEnvelope, invalidSignature
-            case originRestarted, originClash, sequenceRegression
+            case originRestarted, originClash, sequenceRegression, staleEnvelope, invalidSigningKeyID
         }
 
         fileprivate let code: _Code
@@ -77,6 +77,13 @@ public struct PostgresLinkError: Error, Sendable, Hashable, CustomStringConverti
         /// The link has a signing key, and a message's signature does not match its bytes (forged,
         /// altered, signed with another key, or sent on another channel): skipped.
         public static let invalidSignature = Code(code: .invalidSignature)
+        /// The link has a signing key, and a signed message was issued too long ago, in the future,
+        /// before the link began listening, or (an envelope of an earlier release) without issue
+        /// time: a replay, or a clock out of step (``PostgresLink/Freshness``). Skipped.
+        public static let staleEnvelope = Code(code: .staleEnvelope)
+        /// A key id in ``PostgresLink/Options/signingKeys`` is not 1 to 64 ASCII letters, digits,
+        /// `-`, `_` or `.`.
+        public static let invalidSigningKeyID = Code(code: .invalidSigningKeyID)
         /// The channel name is not a plain PostgreSQL identifier.
         public static let invalidChannelName = Code(code: .invalidChannelName)
 
@@ -245,6 +252,24 @@ public struct PostgresLinkError: Error, Sendable, Hashable, CustomStringConverti
 
     private static func seconds(_ interval: TimeInterval) -> String {
         String(format: "%.3f s", interval)
+    }
+
+    static func staleEnvelope(size: Int, found: String) -> Self {
+        .init(
+            .staleEnvelope, expected: "a signed envelope issued while this link was listening, and fresh",
+            found: "\(size) bytes \(found)")
+    }
+
+    static func unknownSigningKey(size: Int, id: String) -> Self {
+        .init(
+            .invalidSignature, expected: "a signature with one of the accepted keys",
+            found: "\(size) bytes signed with key \"\(id)\", which this link does not accept")
+    }
+
+    static func invalidSigningKeyID(_ id: String) -> Self {
+        .init(
+            .invalidSigningKeyID, expected: "a key id of 1 to 64 ASCII letters, digits, '-', '_' or '.'",
+            found: "\(id.utf8.count) bytes")
     }
 
     static func invalidChannelName(_ name: String) -> Self {

@@ -322,9 +322,7 @@ struct BatchingTests {
         let origin = UUID().uuidString
         let canonical =
             #"{"version":2,"origin":"\#(origin)","sequence":1,"count":2,"batch":[{"type":"UserCreated","payload":{"userID":1}},{"type":"UserCreated","payload":{"userID":2}}]}"#
-        let mac = HMAC<SHA256>.authenticationCode(
-            for: Array(channel.utf8) + [0] + Array(canonical.utf8), using: Self.key)
-        let signed = #"{"signature":""# + Data(mac).base64EncodedString() + #"","# + canonical.dropFirst()
+        let signed = signedEnvelope(canonical, key: Self.key, channel: channel)
         for message in [
             canonical, signed.replacingOccurrences(of: #"{"userID":2}"#, with: #"{"userID":666}"#), signed, signed,
         ] {

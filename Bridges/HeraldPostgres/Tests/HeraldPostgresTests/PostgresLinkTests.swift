@@ -315,10 +315,10 @@ struct PostgresLinkTests {
         await b.link.close()
     }
 
-    /// Signs `canonical` as a link would: HMAC-SHA256 over the channel, a zero byte and the envelope.
-    private func signed(_ canonical: String, key: SymmetricKey, channel: String) -> String {
-        let mac = HMAC<SHA256>.authenticationCode(for: Array(channel.utf8) + [0] + Array(canonical.utf8), using: key)
-        return #"{"signature":""# + Data(mac).base64EncodedString() + #"","# + canonical.dropFirst()
+    /// Signs `envelope` as a link would: HMAC-SHA256 over the channel, a zero byte, and the envelope
+    /// with the key id and the issue time (now) in front.
+    private func signed(_ envelope: String, key: SymmetricKey, channel: String) -> String {
+        signedEnvelope(envelope, key: key, channel: channel)
     }
 
     @Test func closeFlushesWhatWasPostedBeforeAndStopsTraffic() async throws {

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Herald
 import HeraldPostgres
@@ -244,4 +245,17 @@ struct Subprocess: Sendable {
         let signal = status & 0x7f
         return signal == 0 ? (status >> 8) & 0xff : 128 + signal
     }
+}
+
+/// Signs `envelope` as a link would: HMAC-SHA256 over the channel, a zero byte, and the envelope
+/// with the key id and the issue time in front; or, `legacy`, as earlier releases did: over the
+/// envelope alone.
+func signedEnvelope(
+    _ envelope: String, key: SymmetricKey, channel: String, keyID: String = "default", issued: Date = Date(),
+    legacy: Bool = false
+) -> String {
+    let milliseconds = UInt64(issued.timeIntervalSince1970 * 1_000)
+    let canonical = legacy ? envelope : #"{"key":"\#(keyID)","issued":\#(milliseconds),"# + envelope.dropFirst()
+    let mac = HMAC<SHA256>.authenticationCode(for: Array(channel.utf8) + [0] + Array(canonical.utf8), using: key)
+    return #"{"signature":""# + Data(mac).base64EncodedString() + #"","# + canonical.dropFirst()
 }
