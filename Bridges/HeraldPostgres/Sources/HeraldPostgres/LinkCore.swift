@@ -1,3 +1,4 @@
+import CoreMetrics
 import DequeModule
 import Foundation
 import Herald
@@ -160,6 +161,8 @@ final class LinkCore: Sendable {
     let eventLoop: any EventLoop
     /// Writes the link's envelopes.
     let writer: Envelope.Writer
+    /// The link's counters, through swift-metrics.
+    let metrics: LinkMetrics
     private let state: Mutex<State>
 
     init(
@@ -175,6 +178,7 @@ final class LinkCore: Sendable {
             origin: origin.uuidString, incarnation: incarnation, writesLegacyEnvelopes: options.legacyEnvelopes)
         let signer = Signer(keys: options.keys, channel: channel, isLegacy: options.legacyEnvelopes)
         self.signer = signer
+        self.metrics = LinkMetrics(channel: channel, factory: options.metricsFactory ?? MetricsSystem.factory)
         self.state = Mutex(State(peers: PeerTracker(origin: origin, incarnation: incarnation, isSigned: signer != nil)))
         self.configuration = configuration
         self.options = options
@@ -349,7 +353,8 @@ final class LinkCore: Sendable {
     // MARK: - Sending
 
     private enum Enqueued {
-        case queued, closed
+        case queued(depth: Int)
+        case closed
         case oversize(Int)
         case queueFull
     }
@@ -387,8 +392,9 @@ final class LinkCore: Sendable {
             }
             state.sender.pending.append(item)
             state.nextSequence += 1
-            return (.queued, nextStep(&state))
+            return (.queued(depth: state.sender.queued), nextStep(&state))
         }
+        if case .queued(let depth) = enqueued { metrics.queueDepth(depth) }
         perform(step)
         switch enqueued {
         case .oversize(let size):
@@ -459,12 +465,14 @@ final class LinkCore: Sendable {
     ) {
         switch result {
         case .success:
-            let step = state.withLock { state in
+            let (step, depth) = state.withLock { state in
                 state.statistics.sent += items.count
                 if items.count > 1 { state.statistics.batchesSent += 1 }
                 state.sender.inFlight = nil
-                return nextStep(&state)
+                return (nextStep(&state), state.sender.queued)
             }
+            metrics.didSend(items.count)
+            metrics.queueDepth(depth)
             perform(step)
         case .failure(let error) where Self.isConnectionFailure(error, on: connection.connection):
             let isClosed = state.withLock { state in
@@ -774,7 +782,15 @@ final class LinkCore: Sendable {
             }
             state.statistics.received += deliveries.count
         }
-        for error in errors { report(error) }
+        metrics.didReceive(deliveries.count)
+        for error in errors {
+            switch error.code {
+            case .sequenceGap: metrics.didFindGap()
+            case .duplicateSequence, .unknownType, .payloadDecodingFailed: metrics.didRefuse(error.code)
+            default: break
+            }
+            report(error)
+        }
         for delivery in deliveries { delivery() }
     }
 
@@ -789,6 +805,7 @@ final class LinkCore: Sendable {
 
     private func reject(_ error: PostgresLinkError) {
         state.withLock { $0.statistics.rejected += 1 }
+        metrics.didRefuse(error.code)
         report(error)
     }
 

@@ -1,3 +1,4 @@
+import CoreMetrics
 import Crypto
 import Foundation
 import Herald
@@ -156,6 +157,10 @@ public final class PostgresLink: Sendable {
         /// The link's clock: when it began listening, and when each signed envelope is issued and
         /// received. Tests inject one; keep the real one otherwise.
         public var now: @Sendable () -> Date = { Date() }
+        /// Where the link reports its counters (sent, received, refused by reason, gaps, send-queue
+        /// depth; see the README for their labels); `nil`, the default, for `MetricsSystem.factory`,
+        /// the factory that the application bootstrapped. Tests pass a factory of their own.
+        public var metricsFactory: (any MetricsFactory)?
         /// Whether posts that wait while a `NOTIFY` is in flight go out together in the next one,
         /// as many as fit in ``PostgresLink/maximumPayloadBytes`` (a version 2 batch envelope).
         /// A post that finds the connection idle always goes out at once, alone (version 1).
@@ -179,7 +184,8 @@ public final class PostgresLink: Sendable {
         public init(
             reconnection: Reconnection = Reconnection(), sendQueueLimit: Int = 10_000, signingKey: SymmetricKey? = nil,
             batchesBursts: Bool = true, legacyEnvelopes: Bool = false, signingKeys: [SigningKey] = [],
-            freshness: Freshness = Freshness(), now: @escaping @Sendable () -> Date = { Date() }
+            freshness: Freshness = Freshness(), now: @escaping @Sendable () -> Date = { Date() },
+            metricsFactory: (any MetricsFactory)? = nil
         ) {
             self.reconnection = reconnection
             self.sendQueueLimit = sendQueueLimit
@@ -189,6 +195,7 @@ public final class PostgresLink: Sendable {
             self.signingKeys = signingKeys
             self.freshness = freshness
             self.now = now
+            self.metricsFactory = metricsFactory
         }
 
         /// The keys in effect: ``signingKeys``, or ``signingKey`` with the id `default`.
