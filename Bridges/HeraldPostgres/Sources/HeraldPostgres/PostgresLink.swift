@@ -20,9 +20,9 @@ import Synchronization
 /// ## How it works
 ///
 /// For each shared type the link observes the hub on the posting thread. Each post is encoded as a
-/// versioned JSON envelope (type name, origin, sequence number, payload; see the README) and sent
-/// with `SELECT pg_notify($1, $2)`, bound parameters only, on the link's own sending connection, one
-/// `NOTIFY` at a time, in the order the posts were made. A post that finds the connection idle goes
+/// versioned JSON envelope (type name, origin, incarnation, sequence number, payload; see the
+/// README) and sent with `SELECT pg_notify($1, $2)`, bound parameters only, on the link's own
+/// sending connection, one `NOTIFY` at a time, in the order the posts were made. A post that finds the connection idle goes
 /// out at once, from the posting thread; posts made while a `NOTIFY` is in flight go out together in
 /// the next one, as a batch (``Options/batchesBursts``). A second connection of its own `LISTEN`s on
 /// the channel; each message is decoded and its notifications posted into the hub, in order.
@@ -329,7 +329,7 @@ public final class PostgresLink: Sendable {
         /// Outgoing values that failed to encode or to send.
         public var sendFailures = 0
         /// Incoming messages skipped as malformed, of a newer version, of an unknown type, whose
-        /// payload did not decode, or (with a signing key) unsigned or forged.
+        /// payload did not decode, or (with a signing key) unsigned, forged or stale.
         public var rejected = 0
         /// Gaps seen in an origin's sequence numbers.
         public var gaps = 0

@@ -31,6 +31,8 @@ struct Signer: Sendable {
     let channel: String
     /// The key that signs.
     private let signing: PreparedKey
+    /// What the signing key puts in front of each envelope, up to the issue time: `{"key":"<id>","issued":`.
+    private let signingHead: [UInt8]
     /// The keys accepted, by id; the signing key among them.
     private let accepted: [String: PreparedKey]
     /// Whether the link writes and admits the signed envelopes of earlier releases.
@@ -46,6 +48,7 @@ struct Signer: Sendable {
         guard let first = keys.first else { return nil }
         self.channel = channel
         signing = prepare(first)
+        signingHead = Self.keyHead + Self.quoted(first.id) + Self.issuedKey
         var accepted: [String: PreparedKey] = [:]
         for key in keys where accepted[key.id] == nil { accepted[key.id] = prepare(key) }
         self.accepted = accepted
@@ -62,11 +65,11 @@ struct Signer: Sendable {
     private static let issuedKey = Array(#","issued":"#.utf8)
 
     /// How many bytes signing adds to an envelope: the head, the signature, the tail, the key id and
-    /// the issue time (13 digits until the year 2286) replace `{`.
+    /// the issue time (at most 20 digits) replace `{`.
     var overhead: Int {
         let legacy = Self.head.count + Self.signatureLength + Self.tail.count - 1
         if isLegacy { return legacy }
-        return legacy + Self.keyHead.count + Self.quoted(signing.id).count + Self.issuedKey.count + 20 + 1
+        return legacy + signingHead.count + 20 + 1
     }
 
     /// The key id as a JSON string.
@@ -86,7 +89,10 @@ struct Signer: Sendable {
         if isLegacy {
             canonical = Array(envelope.utf8)
         } else {
-            canonical = Self.keyHead + Self.quoted(signing.id) + Self.issuedKey + Array(String(issued).utf8) + [44]
+            canonical = signingHead
+            canonical.reserveCapacity(signingHead.count + 21 + envelope.utf8.count)
+            canonical.append(contentsOf: String(issued).utf8)
+            canonical.append(UInt8(ascii: ","))
             canonical.append(contentsOf: envelope.utf8.dropFirst())
         }
         let signature = Data(Self.code(signing, for: canonical)).base64EncodedString()
@@ -112,50 +118,53 @@ struct Signer: Sendable {
         guard bytes[(start - Self.tail.count)..<start].elementsEqual(Self.tail),
             let signature = Data(base64Encoded: Data(signatureBytes)), signature.count == SHA256.byteCount
         else { return .forged }
-        var canonical = [UInt8]()
-        canonical.reserveCapacity(bytes.count - start + 1)
-        canonical.append(UInt8(ascii: "{"))
-        canonical.append(contentsOf: bytes[start...])
-        guard canonical.starts(with: Self.keyHead) else {
-            // An envelope of an earlier release: no key id, no issue time.
+        // The canonical envelope is `{` and the bytes from `start` on; it is fed to the MAC in these
+        // two parts, and only the envelope proper is copied out.
+        let open = [UInt8(ascii: "{")]
+        func isSigned(with key: PreparedKey) -> Bool {
+            var mac = key.prepared
+            mac.update(data: open)
+            mac.update(data: bytes[start...])
             // `==` between a code and bytes compares in constant time.
-            guard accepted.values.contains(where: { Self.code($0, for: canonical) == signature }) else {
-                return .forged
-            }
-            return .valid(canonical, issued: nil)
+            return mac.finalize() == signature
+        }
+        guard bytes[start...].starts(with: Self.keyHead.dropFirst()) else {
+            // An envelope of an earlier release: no key id, no issue time.
+            guard accepted.values.contains(where: isSigned) else { return .forged }
+            return .valid(open + bytes[start...], issued: nil)
         }
         // {"key":"<id>","issued":<digits>,<envelope without its {>
-        var index = Self.keyHead.count
-        guard index < canonical.count, canonical[index] == UInt8(ascii: "\"") else { return .forged }
+        var index = start + Self.keyHead.count - 1
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { return .forged }
         var end = index + 1
-        while end < canonical.count, canonical[end] != UInt8(ascii: "\"") {
-            guard canonical[end] != UInt8(ascii: "\\") else { return .forged }
+        while end < bytes.count, bytes[end] != UInt8(ascii: "\"") {
+            guard bytes[end] != UInt8(ascii: "\\") else { return .forged }
             end += 1
         }
-        guard end < canonical.count else { return .forged }
-        let id = String(decoding: canonical[(index + 1)..<end], as: UTF8.self)
+        guard end < bytes.count else { return .forged }
+        let id = String(decoding: bytes[(index + 1)..<end], as: UTF8.self)
         index = end + 1
-        guard canonical.count - index > Self.issuedKey.count,
-            canonical[index..<(index + Self.issuedKey.count)].elementsEqual(Self.issuedKey)
+        guard bytes.count - index > Self.issuedKey.count,
+            bytes[index..<(index + Self.issuedKey.count)].elementsEqual(Self.issuedKey)
         else { return .forged }
         index += Self.issuedKey.count
         var issued: UInt64 = 0
         let digitsStart = index
-        while index < canonical.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(canonical[index]),
+        while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]),
             index - digitsStart < 19
         {
-            issued = issued * 10 + UInt64(canonical[index] - UInt8(ascii: "0"))
+            issued = issued * 10 + UInt64(bytes[index] - UInt8(ascii: "0"))
             index += 1
         }
-        guard index > digitsStart, index < canonical.count, canonical[index] == UInt8(ascii: ",") else {
+        guard index > digitsStart, index < bytes.count, bytes[index] == UInt8(ascii: ",") else {
             return .forged
         }
         guard let key = accepted[id] else { return .unknownKey(id) }
-        guard Self.code(key, for: canonical) == signature else { return .forged }
+        guard isSigned(with: key) else { return .forged }
         var envelope = [UInt8]()
-        envelope.reserveCapacity(canonical.count - index)
+        envelope.reserveCapacity(bytes.count - index)
         envelope.append(UInt8(ascii: "{"))
-        envelope.append(contentsOf: canonical[(index + 1)...])
+        envelope.append(contentsOf: bytes[(index + 1)...])
         return .valid(envelope, issued: issued)
     }
 }
