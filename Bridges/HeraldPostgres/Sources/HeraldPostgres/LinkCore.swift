@@ -4,6 +4,7 @@ import Foundation
 import Herald
 import Logging
 import PostgresNIO
+import ServiceLifecycle
 import Synchronization
 
 /// The marker of a link's own re-post: set (task-locally) around the `post` with which a link
@@ -140,6 +141,7 @@ final class LinkCore: Sendable {
         var errorHandler: (@Sendable (PostgresLinkError) -> Void)?
         var listenerTask: Task<Void, Never>?
         var sender = Sender()
+        var run = RunState()
 
         init(peers: PeerTracker) { self.peers = peers }
     }
@@ -216,7 +218,12 @@ final class LinkCore: Sendable {
     /// Takes the sending connection, and starts the listening task; returns once `LISTEN` is in
     /// effect.
     func start(sender: PostgresConnection, listener: PostgresConnection) async throws {
-        state.withLock { $0.sender.connection = SendingConnection(sender) }
+        // Posts made before (shared types are observed from `share` on) go out now.
+        let step = state.withLock { state in
+            state.sender.connection = SendingConnection(sender)
+            return nextStep(&state)
+        }
+        perform(step)
         do {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let ready = Ready(continuation)
@@ -259,8 +266,13 @@ final class LinkCore: Sendable {
         await listenerTask?.value
     }
 
-    /// Stops without waiting, when the link is released without `close()`.
+    /// Stops without waiting, when the link is released without `close()`: cancels the run that
+    /// `connect` started, if any.
     func abandon() {
+        if let task = state.withLock({ $0.run.task }) {
+            task.cancel()
+            return
+        }
         let (tokens, listenerTask, step) = state.withLock { state in
             state.isClosed = true
             let tokens = state.tokens
@@ -397,11 +409,13 @@ final class LinkCore: Sendable {
         if case .queued(let depth) = enqueued { metrics.queueDepth(depth) }
         perform(step)
         switch enqueued {
+        case .closed:
+            report(.notSent(type: N.wireName, reason: "the link was shutting down"))
         case .oversize(let size):
             report(.payloadTooLarge(type: N.wireName, size: size, limit: PostgresLink.maximumPayloadBytes))
         case .queueFull:
             report(.sendQueueFull(type: N.wireName, limit: limit))
-        case .queued, .closed:
+        case .queued:
             break
         }
     }
@@ -522,6 +536,197 @@ final class LinkCore: Sendable {
         }
         for item in lost { report(.notSent(type: item.typeName, sequence: item.sequence)) }
         for waiter in waiters { waiter.resume() }
+    }
+
+    // MARK: - Running
+
+    /// Where the link's `run()` is.
+    struct RunState {
+        enum Phase { case idle, connecting, listening, stopped }
+
+        var phase = Phase.idle
+        /// Why `run()` failed, if it did.
+        var failure: (any Error)?
+        /// `listening()` calls waiting for `LISTEN` to be in effect.
+        var listeningWaiters: [CheckedContinuation<Void, any Error>] = []
+        /// Whether `close()`, a graceful shutdown or a cancellation asked the run to end.
+        var isStopRequested = false
+        var stopRequestWaiter: CheckedContinuation<Void, Never>?
+        /// `close()` calls waiting for the run to end.
+        var stoppedWaiters: [CheckedContinuation<Void, Never>] = []
+        /// The task that runs the link for `connect`.
+        var task: Task<Void, Never>?
+    }
+
+    /// Connects, listens, and sends and receives (reconnecting as needed) until `close()`, a graceful
+    /// shutdown or a cancellation; see ``PostgresLink/run()``.
+    func run() async throws {
+        let isFirst = state.withLock { state in
+            guard state.run.phase == .idle else { return false }
+            state.run.phase = .connecting
+            return true
+        }
+        guard isFirst else { throw PostgresLinkError.alreadyRunning() }
+        do {
+            let sender = try await makeConnection()
+            let listener: PostgresConnection
+            do {
+                listener = try await makeConnection()
+            } catch {
+                try? await sender.close()
+                throw error
+            }
+            do {
+                try await start(sender: sender, listener: listener)
+            } catch {
+                try? await sender.close()
+                try? await listener.close()
+                throw error
+            }
+        } catch {
+            finishRun(failure: error)
+            throw error
+        }
+        let waiters = state.withLock { state in
+            state.run.phase = .listening
+            return state.run.listeningWaiters.take()
+        }
+        for waiter in waiters { waiter.resume() }
+        await waitForStopRequest()
+        if Task.isCancelled { await stopNow() } else { await close() }
+        finishRun(failure: nil)
+    }
+
+    /// Starts ``run()`` in a task of its own, for `connect`.
+    func startRunning() {
+        // Its error, if any, reaches the caller through `listening()`.
+        let task = Task { _ = try? await self.run() }
+        state.withLock { $0.run.task = task }
+    }
+
+    /// Returns once `LISTEN` is in effect; throws the error that ended the run before.
+    func listening() async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let result: Result<Void, any Error>? = state.withLock { state in
+                switch state.run.phase {
+                case .listening: return .success(())
+                case .stopped: return .failure(state.run.failure ?? CancellationError())
+                case .idle, .connecting:
+                    state.run.listeningWaiters.append(continuation)
+                    return nil
+                }
+            }
+            if let result { continuation.resume(with: result) }
+        }
+    }
+
+    /// Asks the run to end gracefully and waits until it has; see ``PostgresLink/close()``.
+    func stop() async {
+        let (wasIdle, tokens, lost): (Bool, [ObjectIdentifier: ObservationToken], [Envelope.Item]) = state.withLock {
+            state in
+            guard state.run.phase == .idle else { return (false, [:], [Envelope.Item]()) }
+            state.run.phase = .stopped
+            state.isClosed = true
+            state.sender.isStopped = true
+            let tokens = state.tokens
+            state.tokens = [:]
+            let lost = Array(state.sender.pending)
+            state.sender.pending.removeAll()
+            return (true, tokens, lost)
+        }
+        if wasIdle {
+            // Never ran: nothing was sent.
+            for token in tokens.values { token.cancel() }
+            for item in lost { report(.notSent(type: item.typeName, reason: "the link closed before it ran")) }
+            return
+        }
+        requestStop()
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let isStopped = state.withLock { state in
+                guard state.run.phase != .stopped else { return true }
+                state.run.stoppedWaiters.append(continuation)
+                return false
+            }
+            if isStopped { continuation.resume() }
+        }
+    }
+
+    private func requestStop() {
+        let waiter = state.withLock { state in
+            state.run.isStopRequested = true
+            return state.run.stopRequestWaiter.take()
+        }
+        waiter?.resume()
+    }
+
+    /// Waits for `close()`, a graceful shutdown of the service group, or the task's cancellation.
+    private func waitForStopRequest() async {
+        await withGracefulShutdownHandler {
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                    let isRequested = state.withLock { state in
+                        if state.run.isStopRequested { return true }
+                        state.run.stopRequestWaiter = continuation
+                        return false
+                    }
+                    if isRequested { continuation.resume() }
+                }
+            } onCancel: {
+                self.requestStop()
+            }
+        } onGracefulShutdown: {
+            self.requestStop()
+        }
+    }
+
+    /// Stops at once, on cancellation: what was not sent yet is reported as not sent.
+    private func stopNow() async {
+        let (tokens, listenerTask, lost, connection, waiters) = state.withLock { state in
+            state.isClosed = true
+            let tokens = state.tokens
+            state.tokens = [:]
+            let lost = (state.sender.inFlight ?? []) + Array(state.sender.pending)
+            state.sender.pending.removeAll()
+            state.sender.inFlight = nil
+            state.sender.isStopped = true
+            let connection = state.sender.connection.take()
+            let waiters = state.sender.stopWaiters
+            state.sender.stopWaiters = []
+            return (tokens, state.listenerTask, lost, connection, waiters)
+        }
+        for token in tokens.values { token.cancel() }
+        for item in lost {
+            report(.notSent(type: item.typeName, reason: "the link's run was cancelled (sequence \(item.sequence))"))
+        }
+        if let connection {
+            connection.connection.close().whenComplete { _ in withExtendedLifetime(connection) {} }
+        }
+        for waiter in waiters { waiter.resume() }
+        listenerTask?.cancel()
+        await listenerTask?.value
+    }
+
+    /// Marks the run ended, and wakes whoever waits for it.
+    private func finishRun(failure: (any Error)?) {
+        let (listeningWaiters, stoppedWaiters, tokens, lost) = state.withLock { state in
+            state.run.phase = .stopped
+            state.run.failure = failure
+            var tokens: [ObjectIdentifier: ObservationToken] = [:]
+            var lost: [Envelope.Item] = []
+            if failure != nil {
+                state.isClosed = true
+                state.sender.isStopped = true
+                tokens = state.tokens
+                state.tokens = [:]
+                lost = Array(state.sender.pending)
+                state.sender.pending.removeAll()
+            }
+            return (state.run.listeningWaiters.take(), state.run.stoppedWaiters.take(), tokens, lost)
+        }
+        for token in tokens.values { token.cancel() }
+        for item in lost { report(.notSent(type: item.typeName, reason: "the link could not connect")) }
+        for waiter in listeningWaiters { waiter.resume(throwing: failure ?? CancellationError()) }
+        for waiter in stoppedWaiters { waiter.resume() }
     }
 
     // MARK: - Receiving
@@ -818,6 +1023,14 @@ final class LinkCore: Sendable {
                     error: error, notificationType: error.typeName ?? "PostgresLink",
                     fileID: "HeraldPostgres/PostgresLink.swift", line: 0))
         }
+    }
+}
+
+extension Array {
+    /// Returns the elements and leaves the array empty.
+    fileprivate mutating func take() -> Self {
+        defer { self = [] }
+        return self
     }
 }
 

@@ -4,6 +4,7 @@ import Foundation
 import Herald
 import Logging
 import PostgresNIO
+import ServiceLifecycle
 import Synchronization
 
 /// Connects a `NotificationHub` to a PostgreSQL channel, so that the notification types it shares
@@ -108,28 +109,67 @@ public final class PostgresLink: Sendable {
         options: Options = Options(),
         logger: Logger = Logger(label: "HeraldPostgres")
     ) async throws -> PostgresLink {
-        guard isValidChannelName(channel) else { throw PostgresLinkError.invalidChannelName(channel) }
+        let link = try PostgresLink(
+            hub: hub, channel: channel, configuration: configuration, origin: origin, options: options, logger: logger)
+        link.core.startRunning()
+        try await link.listening()
+        return link
+    }
+
+    /// Creates a link without connecting it, to run as a service (``run()``), for example in a
+    /// swift-service-lifecycle `ServiceGroup`.
+    ///
+    /// ```swift
+    /// let link = try PostgresLink(hub: hub, channel: "orders", configuration: configuration)
+    /// link.share(UserCreated.self)                       // before run(): posts wait for the connection
+    /// let group = ServiceGroup(services: [link, …], gracefulShutdownSignals: [.sigterm], logger: logger)
+    /// try await group.run()
+    /// ```
+    ///
+    /// - Parameters: as for ``connect(hub:channel:configuration:origin:options:logger:)``.
+    /// - Throws: ``PostgresLinkError`` with code ``PostgresLinkError/Code/invalidChannelName`` or
+    ///   ``PostgresLinkError/Code/invalidSigningKeyID``.
+    public convenience init(
+        hub: NotificationHub,
+        channel: String,
+        configuration: PostgresConnection.Configuration,
+        origin: UUID = UUID(),
+        options: Options = Options(),
+        logger: Logger = Logger(label: "HeraldPostgres")
+    ) throws {
+        guard Self.isValidChannelName(channel) else { throw PostgresLinkError.invalidChannelName(channel) }
         if let id = options.keys.map(\.id).first(where: { !SigningKey.isValidID($0) }) {
             throw PostgresLinkError.invalidSigningKeyID(id)
         }
-        let core = LinkCore(
-            hub: hub, channel: channel, origin: origin, configuration: configuration, options: options, logger: logger)
-        let sender = try await core.makeConnection()
-        let listener: PostgresConnection
-        do {
-            listener = try await core.makeConnection()
-        } catch {
-            try? await sender.close()
-            throw error
-        }
-        do {
-            try await core.start(sender: sender, listener: listener)
-        } catch {
-            try? await sender.close()
-            try? await listener.close()
-            throw error
-        }
-        return PostgresLink(core: core)
+        self.init(
+            core: LinkCore(
+                hub: hub, channel: channel, origin: origin, configuration: configuration, options: options,
+                logger: logger))
+    }
+
+    /// Runs the link: opens its two connections, listens on the channel, and sends and receives,
+    /// reconnecting as needed, until ``close()``, a graceful shutdown of its `ServiceGroup`, or the
+    /// cancellation of its task.
+    ///
+    /// On ``close()`` or a graceful shutdown it stops sharing, sends every post made before, and
+    /// closes both connections, then returns. On cancellation it returns promptly: the posts not yet
+    /// sent are reported as ``PostgresLinkError/Code/notSent`` (one in flight may have reached the
+    /// server). Posts made once the shutdown has begun stay local, and those that reach the link are
+    /// reported as ``PostgresLinkError/Code/notSent``. A link runs once; `connect` runs it.
+    ///
+    /// - Throws: The connection's error if a connection or the `LISTEN` fails at the start, or
+    ///   ``PostgresLinkError/Code/alreadyRunning``.
+    public func run() async throws {
+        try await core.run()
+    }
+
+    /// Returns once the link's `LISTEN` is in effect: messages posted on the channel from then on
+    /// are received.
+    ///
+    /// - Throws: The error that ended ``run()`` before it listened, or `CancellationError` if the
+    ///   link stopped.
+    public func listening() async throws {
+        try await core.listening()
     }
 
     /// How a link reconnects, what it queues, and whether it signs; pass them to `connect`.
@@ -304,12 +344,14 @@ public final class PostgresLink: Sendable {
     /// What the link has done so far; for tests and metrics.
     public var statistics: Statistics { core.statistics }
 
-    /// Stops sharing, sends what was posted before, stops listening and closes both connections.
+    /// Stops sharing, sends what was posted before, stops listening and closes both connections;
+    /// returns once ``run()`` has returned.
     ///
     /// Posts made after `close()` starts stay local. Values that arrive meanwhile are still posted
-    /// into the hub until the listening connection closes. Calling it again does nothing.
+    /// into the hub until the listening connection closes. Calling it again does nothing. On a link
+    /// that never ran, the posts it queued are reported as ``PostgresLinkError/Code/notSent``.
     public func close() async {
-        await core.close()
+        await core.stop()
     }
 
     /// Counters of a link's traffic and faults.
@@ -362,3 +404,5 @@ public final class PostgresLink: Sendable {
         return isLetter(first) && bytes.allSatisfy { isLetter($0) || (48...57).contains($0) }
     }
 }
+
+extension PostgresLink: Service {}

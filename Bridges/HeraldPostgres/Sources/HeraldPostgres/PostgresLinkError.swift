@@ -20,6 +20,7 @@ public struct PostgresLinkError: Error, Sendable, Hashable, CustomStringConverti
             case payloadDecodingFailed, sequenceGap, duplicateSequence, sendFailed, connectionLost
             case invalidChannelName, outage, sendQueueFull, notSent, unsignedEnvelope, invalidSignature
             case originRestarted, originClash, sequenceRegression, staleEnvelope, invalidSigningKeyID
+            case alreadyRunning
         }
 
         fileprivate let code: _Code
@@ -69,8 +70,9 @@ public struct PostgresLinkError: Error, Sendable, Hashable, CustomStringConverti
         /// More posts than ``PostgresLink/Options/sendQueueLimit`` wait for the sending connection
         /// (it is reconnecting, or slower than the posts); this one reached local observers only.
         public static let sendQueueFull = Code(code: .sendQueueFull)
-        /// The link was closed while its sending connection was reconnecting; this queued value
-        /// reached local observers only.
+        /// A post that the link did not send; it reached local observers only: the link closed while
+        /// its sending connection was reconnecting, its run was cancelled, it could not connect, or
+        /// it was shutting down when the post was made (``PostgresLinkError/found`` says which).
         public static let notSent = Code(code: .notSent)
         /// The link has a signing key, and a message on the channel carries no signature: skipped.
         public static let unsignedEnvelope = Code(code: .unsignedEnvelope)
@@ -84,6 +86,9 @@ public struct PostgresLinkError: Error, Sendable, Hashable, CustomStringConverti
         /// A key id in ``PostgresLink/Options/signingKeys`` is not 1 to 64 ASCII letters, digits,
         /// `-`, `_` or `.`.
         public static let invalidSigningKeyID = Code(code: .invalidSigningKeyID)
+        /// ``PostgresLink/run()`` was called on a link that runs, or ran, already (a link runs once;
+        /// `connect` runs it).
+        public static let alreadyRunning = Code(code: .alreadyRunning)
         /// The channel name is not a plain PostgreSQL identifier.
         public static let invalidChannelName = Code(code: .invalidChannelName)
 
@@ -225,6 +230,14 @@ public struct PostgresLinkError: Error, Sendable, Hashable, CustomStringConverti
         .init(
             .notSent, typeName: type, expected: "to send sequence \(sequence) before closing",
             found: "the link closed while reconnecting")
+    }
+
+    static func notSent(type: String, reason: String) -> Self {
+        .init(.notSent, typeName: type, expected: "to send it", found: reason)
+    }
+
+    static func alreadyRunning() -> Self {
+        .init(.alreadyRunning, expected: "one run() per link", found: "a second run()")
     }
 
     static func unsignedEnvelope(size: Int) -> Self {
