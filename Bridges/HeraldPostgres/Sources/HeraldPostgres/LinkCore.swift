@@ -107,29 +107,10 @@ final class EventLoopTaskExecutor: TaskExecutor {
 /// at a time, so the order on the wire is the order of the sequence numbers.
 final class LinkCore: Sendable {
     /// The sending side: a queue drained one `NOTIFY` at a time on one connection.
-    struct Sender {
-        /// Posts not yet in a `NOTIFY`, in sequence order.
-        var pending = Deque<Envelope.Item>()
-        /// The notifications of the `NOTIFY` in flight, or to send again once reconnected.
-        var inFlight: [Envelope.Item]?
-        /// `nil` while reconnecting, and once stopped.
-        var connection: SendingConnection?
-        var isReconnecting = false
-        /// The link closed and everything queued was sent or reported; the connection is closed.
-        var isStopped = false
-        /// `close()` calls waiting for the sender to stop.
-        var stopWaiters: [CheckedContinuation<Void, Never>] = []
-
-        /// Posts queued and not yet sent or given up.
-        var queued: Int { pending.count + (inFlight?.count ?? 0) }
-    }
+    typealias Sender = SendStateMachine<SendingConnection, CheckedContinuation<Void, Never>>
 
     /// What the sender does next, decided under the lock and done outside it.
-    enum SendStep {
-        case none
-        case transmit([Envelope.Item], on: SendingConnection)
-        case finish(SendingConnection?, waiters: [CheckedContinuation<Void, Never>])
-    }
+    typealias SendStep = Sender.Action
 
     struct State {
         var nextSequence: UInt64 = 1
@@ -140,10 +121,13 @@ final class LinkCore: Sendable {
         var statistics = PostgresLink.Statistics()
         var errorHandler: (@Sendable (PostgresLinkError) -> Void)?
         var listenerTask: Task<Void, Never>?
-        var sender = Sender()
+        var sender: Sender
         var run = RunState()
 
-        init(peers: PeerTracker) { self.peers = peers }
+        init(peers: PeerTracker, sender: Sender) {
+            self.peers = peers
+            self.sender = sender
+        }
     }
 
     let hub: NotificationHub
@@ -181,7 +165,15 @@ final class LinkCore: Sendable {
         let signer = Signer(keys: options.keys, channel: channel, isLegacy: options.legacyEnvelopes)
         self.signer = signer
         self.metrics = LinkMetrics(channel: channel, factory: options.metricsFactory ?? MetricsSystem.factory)
-        self.state = Mutex(State(peers: PeerTracker(origin: origin, incarnation: incarnation, isSigned: signer != nil)))
+        let writer = self.writer
+        let extra = signer?.overhead ?? 0
+        let batchesBursts = options.batchesBursts
+        let sender = Sender { pending in
+            batchesBursts ? writer.count(pending, limit: PostgresLink.maximumPayloadBytes, extra: extra) : 1
+        }
+        self.state = Mutex(
+            State(
+                peers: PeerTracker(origin: origin, incarnation: incarnation, isSigned: signer != nil), sender: sender))
         self.configuration = configuration
         self.options = options
         self.eventLoop = PostgresConnection.defaultEventLoopGroup.any()
@@ -219,10 +211,7 @@ final class LinkCore: Sendable {
     /// effect.
     func start(sender: PostgresConnection, listener: PostgresConnection) async throws {
         // Posts made before (shared types are observed from `share` on) go out now.
-        let step = state.withLock { state in
-            state.sender.connection = SendingConnection(sender)
-            return nextStep(&state)
-        }
+        let step = state.withLock { $0.sender.connected(SendingConnection(sender)) }
         perform(step)
         do {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
@@ -235,11 +224,12 @@ final class LinkCore: Sendable {
                 state.withLock { $0.listenerTask = listenerTask }
             }
         } catch {
-            state.withLock { state in
+            let (lost, waiters) = state.withLock { state in
                 state.isClosed = true
-                state.sender.isStopped = true
-                state.sender.connection = nil
+                return state.sender.giveUp()
             }
+            for item in lost { report(.notSent(type: item.typeName, reason: "the link could not listen")) }
+            for waiter in waiters { waiter.resume() }
             throw error
         }
     }
@@ -254,11 +244,7 @@ final class LinkCore: Sendable {
         for token in tokens.values { token.cancel() }
         // Flushes what was queued before `isClosed`, then closes the sending connection.
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let step: SendStep? = state.withLock { state in
-                guard !state.sender.isStopped else { return nil }
-                state.sender.stopWaiters.append(continuation)
-                return nextStep(&state)
-            }
+            let step = state.withLock { $0.sender.close(waiter: continuation) }
             guard let step else { return continuation.resume() }
             perform(step)
         }
@@ -277,7 +263,7 @@ final class LinkCore: Sendable {
             state.isClosed = true
             let tokens = state.tokens
             state.tokens = [:]
-            return (tokens, state.listenerTask, nextStep(&state))
+            return (tokens, state.listenerTask, state.sender.close(waiter: nil) ?? .none)
         }
         for token in tokens.values { token.cancel() }
         perform(step)
@@ -398,13 +384,13 @@ final class LinkCore: Sendable {
                 state.statistics.oversize += 1
                 return (.oversize(size), .none)
             }
-            guard state.sender.queued < limit else {
+            let (isQueued, step) = state.sender.enqueue(item, limit: limit)
+            guard isQueued else {
                 state.statistics.sendFailures += 1
                 return (.queueFull, .none)
             }
-            state.sender.pending.append(item)
             state.nextSequence += 1
-            return (.queued(depth: state.sender.queued), nextStep(&state))
+            return (.queued(depth: state.sender.queued), step)
         }
         if case .queued(let depth) = enqueued { metrics.queueDepth(depth) }
         perform(step)
@@ -418,33 +404,6 @@ final class LinkCore: Sendable {
         case .queued:
             break
         }
-    }
-
-    /// Decides the sender's next step, under the lock: the next `NOTIFY` if the connection is idle
-    /// and posts wait (as many as fit in one, with ``PostgresLink/Options/batchesBursts``), or, once
-    /// the link is closed and nothing waits, to stop.
-    private func nextStep(_ state: inout State) -> SendStep {
-        guard !state.sender.isStopped, !state.sender.isReconnecting, state.sender.inFlight == nil else {
-            return .none
-        }
-        if !state.sender.pending.isEmpty, let connection = state.sender.connection {
-            let count =
-                options.batchesBursts
-                ? writer.count(
-                    state.sender.pending, limit: PostgresLink.maximumPayloadBytes,
-                    extra: signer?.overhead ?? 0)
-                : 1
-            let items = Array(state.sender.pending.prefix(count))
-            state.sender.pending.removeFirst(count)
-            state.sender.inFlight = items
-            return .transmit(items, on: connection)
-        }
-        guard state.isClosed, state.sender.pending.isEmpty else { return .none }
-        state.sender.isStopped = true
-        let connection = state.sender.connection.take()
-        let waiters = state.sender.stopWaiters
-        state.sender.stopWaiters = []
-        return .finish(connection, waiters: waiters)
     }
 
     private func perform(_ step: SendStep) {
@@ -482,16 +441,14 @@ final class LinkCore: Sendable {
             let (step, depth) = state.withLock { state in
                 state.statistics.sent += items.count
                 if items.count > 1 { state.statistics.batchesSent += 1 }
-                state.sender.inFlight = nil
-                return (nextStep(&state), state.sender.queued)
+                return (state.sender.completed(), state.sender.queued)
             }
             metrics.didSend(items.count)
             metrics.queueDepth(depth)
             perform(step)
         case .failure(let error) where Self.isConnectionFailure(error, on: connection.connection):
             let isClosed = state.withLock { state in
-                state.sender.connection = nil
-                state.sender.isReconnecting = true
+                state.sender.connectionLost()
                 return state.isClosed
             }
             connection.connection.close().whenComplete { _ in withExtendedLifetime(connection) {} }
@@ -500,8 +457,7 @@ final class LinkCore: Sendable {
         case .failure(let error):
             let step = state.withLock { state in
                 state.statistics.sendFailures += items.count
-                state.sender.inFlight = nil
-                return nextStep(&state)
+                return state.sender.completed()
             }
             for item in items { report(.sendFailed(type: item.typeName, sequence: item.sequence, error: error)) }
             perform(step)
@@ -514,24 +470,13 @@ final class LinkCore: Sendable {
     /// what is still queued is reported as not sent.
     private func reconnectSender() async {
         if let connection = await reconnect().map(SendingConnection.init) {
-            let step: SendStep = state.withLock { state in
-                state.sender.isReconnecting = false
-                state.sender.connection = connection
-                if let items = state.sender.inFlight { return .transmit(items, on: connection) }
-                return nextStep(&state)
-            }
+            let step = state.withLock { $0.sender.connected(connection) }
             perform(step)
             return
         }
         let (lost, waiters) = state.withLock { state in
-            let lost = (state.sender.inFlight ?? []) + Array(state.sender.pending)
-            state.sender.inFlight = nil
-            state.sender.pending.removeAll()
-            state.sender.isReconnecting = false
-            state.sender.isStopped = true
+            let (lost, waiters) = state.sender.giveUp()
             state.statistics.sendFailures += lost.count
-            let waiters = state.sender.stopWaiters
-            state.sender.stopWaiters = []
             return (lost, waiters)
         }
         for item in lost { report(.notSent(type: item.typeName, sequence: item.sequence)) }
@@ -627,12 +572,9 @@ final class LinkCore: Sendable {
             guard state.run.phase == .idle else { return (false, [:], [Envelope.Item]()) }
             state.run.phase = .stopped
             state.isClosed = true
-            state.sender.isStopped = true
             let tokens = state.tokens
             state.tokens = [:]
-            let lost = Array(state.sender.pending)
-            state.sender.pending.removeAll()
-            return (true, tokens, lost)
+            return (true, tokens, state.sender.giveUp().lost)
         }
         if wasIdle {
             // Never ran: nothing was sent.
@@ -685,13 +627,7 @@ final class LinkCore: Sendable {
             state.isClosed = true
             let tokens = state.tokens
             state.tokens = [:]
-            let lost = (state.sender.inFlight ?? []) + Array(state.sender.pending)
-            state.sender.pending.removeAll()
-            state.sender.inFlight = nil
-            state.sender.isStopped = true
-            let connection = state.sender.connection.take()
-            let waiters = state.sender.stopWaiters
-            state.sender.stopWaiters = []
+            let (lost, connection, waiters) = state.sender.stopNow()
             return (tokens, state.listenerTask, lost, connection, waiters)
         }
         for token in tokens.values { token.cancel() }
@@ -708,23 +644,25 @@ final class LinkCore: Sendable {
 
     /// Marks the run ended, and wakes whoever waits for it.
     private func finishRun(failure: (any Error)?) {
-        let (listeningWaiters, stoppedWaiters, tokens, lost) = state.withLock { state in
+        let (listeningWaiters, stoppedWaiters, tokens, lost, senderWaiters) = state.withLock { state in
             state.run.phase = .stopped
             state.run.failure = failure
             var tokens: [ObjectIdentifier: ObservationToken] = [:]
             var lost: [Envelope.Item] = []
+            var senderWaiters: [CheckedContinuation<Void, Never>] = []
             if failure != nil {
                 state.isClosed = true
-                state.sender.isStopped = true
                 tokens = state.tokens
                 state.tokens = [:]
-                lost = Array(state.sender.pending)
-                state.sender.pending.removeAll()
+                (lost, senderWaiters) = state.sender.giveUp()
             }
-            return (state.run.listeningWaiters.take(), state.run.stoppedWaiters.take(), tokens, lost)
+            return (
+                state.run.listeningWaiters.take(), state.run.stoppedWaiters.take(), tokens, lost, senderWaiters
+            )
         }
         for token in tokens.values { token.cancel() }
         for item in lost { report(.notSent(type: item.typeName, reason: "the link could not connect")) }
+        for waiter in senderWaiters { waiter.resume() }
         for waiter in listeningWaiters { waiter.resume(throwing: failure ?? CancellationError()) }
         for waiter in stoppedWaiters { waiter.resume() }
     }
