@@ -232,4 +232,41 @@ struct IncarnationTests {
         await a.link.close()
         await b.link.close()
     }
+
+    @Test func aLinkWithLegacyEnvelopesWritesVersionOneAndReadsEveryVersion() async throws {
+        let channel = TestServer.makeChannel()
+        // A plain listener sees what each link writes.
+        let sniffer = try await TestServer.rawConnection()
+        let captured = Recorder<String>()
+        let listening = Recorder<Bool>()
+        let sniffing = Task {
+            try await sniffer.listen(on: channel) { notifications in
+                listening.append(true)
+                for try await notification in notifications { captured.append(notification.payload) }
+            }
+        }
+        try await waitUntil("the sniffer listening") { listening.count == 1 }
+        let legacy = try await Node(
+            channel: channel, options: PostgresLink.Options(batchesBursts: false, legacyEnvelopes: true))
+        let current = try await Node(channel: channel)
+        for id in 0..<20 { legacy.hub.post(UserCreated(userID: id)) }
+        try await legacy.barrier(to: current)
+        current.hub.post(UserCreated(userID: 100))
+        try await current.barrier(to: legacy, id: 2)
+
+        #expect(current.users.values.map(\.userID) == Array(0..<20) + [100])
+        #expect(legacy.users.values.map(\.userID) == Array(0..<20) + [100])
+        #expect(legacy.errors.values.isEmpty && current.errors.values.isEmpty)
+        try await waitUntil("the sniffer hearing both barriers") {
+            captured.values.filter { $0.contains(#""type":"Barrier""#) }.count == 2
+        }
+        let fromLegacy = captured.values.filter { $0.contains(legacy.link.origin.uuidString) }
+        let fromCurrent = captured.values.filter { $0.contains(current.link.origin.uuidString) }
+        #expect(fromLegacy.count == 21 && fromLegacy.allSatisfy { $0.hasPrefix(#"{"version":1,"#) })
+        #expect(fromCurrent.count == 2 && fromCurrent.allSatisfy { $0.hasPrefix(#"{"version":3,"#) })
+        sniffing.cancel()
+        try await sniffer.close()
+        await legacy.link.close()
+        await current.link.close()
+    }
 }
