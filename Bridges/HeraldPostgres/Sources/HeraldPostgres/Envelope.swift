@@ -1,33 +1,37 @@
 import Foundation
 
-/// The wire format: one JSON object per `NOTIFY` payload, in one of two forms.
+/// The wire format: one JSON object per `NOTIFY` payload.
 ///
-/// A single notification, version 1:
+/// Version 3, which this build writes: `count` consecutive notifications of one incarnation of an
+/// origin, the first with `sequence`, each next one with the number after (one notification is a
+/// batch of one):
+///
+/// ```json
+/// {"version":3,"origin":"6F1C…","incarnation":"9a0b…","started":1764000000000,"sequence":42,"count":2,"batch":[{"type":"UserCreated","payload":{"userID":7}},…]}
+/// ```
+///
+/// The versions of earlier releases, which this build reads, and writes with
+/// ``PostgresLink/Options/legacyEnvelopes``: version 1, a single notification, and version
+/// 2, a batch, both without incarnation:
 ///
 /// ```json
 /// {"version":1,"type":"UserCreated","origin":"6F1C…","sequence":42,"payload":{"userID":7}}
-/// ```
-///
-/// A batch, version 2: `count` consecutive notifications of one origin, the first with `sequence`,
-/// each next one with the number after:
-///
-/// ```json
 /// {"version":2,"origin":"6F1C…","sequence":42,"count":2,"batch":[{"type":"UserCreated","payload":{"userID":7}},…]}
 /// ```
 ///
-/// - `version`: 1 for a single notification, 2 for a batch. A reader skips (and reports) newer
-///   versions. A link writes version 1 whenever one notification is ready, so links of builds that
-///   read only version 1 still understand every message sent at a low rate.
+/// - `version`: 1, 2 or 3. A reader skips (and reports) newer versions.
 /// - `type`: the ``WireNotification/wireName`` of the payload's type.
-/// - `origin`: the UUID of the sending link; a link drops its own messages by it.
-/// - `sequence`: 1, 2, 3… per origin, across all types; receivers detect gaps and replays with it.
+/// - `origin`: the UUID of the sending link (fixed by `connect(origin:)`, or fresh).
+/// - `incarnation`: 16 hexadecimal digits, random for each link, and `started`, when that link was
+///   created (milliseconds since 1970). A link drops its own messages by origin and incarnation.
+/// - `sequence`: 1, 2, 3… per incarnation, across all types; receivers detect gaps and replays with it.
 /// - `payload`: the value, encoded by its `Codable` conformance.
 enum Envelope {
     /// The newest version this build reads and writes.
-    static let current = 2
-    /// The version of a single notification.
+    static let current = 3
+    /// The version of a single notification, without incarnation.
     static let singleVersion = 1
-    /// The version of a batch.
+    /// The version of a batch, without incarnation.
     static let batchVersion = 2
 
     /// One outgoing notification, encoded, with its sequence number.
@@ -125,10 +129,85 @@ enum Envelope {
         return count
     }
 
+    // MARK: - Writing version 3
+
+    /// Writes one link's envelopes: version 3, or versions 1 and 2 for links of earlier releases.
+    struct Writer: Sendable {
+        let origin: String
+        let incarnation: Incarnation
+        let writesLegacyEnvelopes: Bool
+        /// The bytes of a version 3 envelope around its items, sequence and count digits.
+        private let overhead: Int
+
+        init(origin: String, incarnation: Incarnation, writesLegacyEnvelopes: Bool) {
+            self.origin = origin
+            self.incarnation = incarnation
+            self.writesLegacyEnvelopes = writesLegacyEnvelopes
+            overhead =
+                (Envelope.head(origin: origin, incarnation: incarnation, sequence: "", count: "") + "]}").utf8.count
+        }
+
+        /// The envelope of `items`, consecutive in sequence; at least one.
+        func text(_ items: some Collection<Item>) -> String {
+            if writesLegacyEnvelopes {
+                if items.count == 1, let item = items.first { return Envelope.single(item, origin: origin) }
+                return Envelope.batch(items, origin: origin)
+            }
+            var text = Envelope.head(
+                origin: origin, incarnation: incarnation, sequence: String(items.first?.sequence ?? 0),
+                count: String(items.count))
+            text.reserveCapacity(items.reduce(overhead + 40) { $0 + Envelope.batchItemSize($1) + 1 })
+            var isFirst = true
+            for item in items {
+                if !isFirst { text += "," }
+                isFirst = false
+                text += #"{"type":"#
+                text += item.typeJSON
+                text += #","payload":"#
+                text += item.payloadJSON
+                text += "}"
+            }
+            text += "]}"
+            return text
+        }
+
+        /// The size in bytes of `item`'s envelope, alone.
+        func size(alone item: Item) -> Int {
+            if writesLegacyEnvelopes { return Envelope.singleSize(item) }
+            return overhead + Envelope.digits(item.sequence) + 1 + Envelope.batchItemSize(item)
+        }
+
+        /// How many of `items`, from the first, go in the next `NOTIFY`: as many as fit in `limit`
+        /// bytes (with `extra` bytes more, the signature), and always at least the first, which was
+        /// checked to fit alone when it was queued.
+        func count(_ items: some Sequence<Item>, limit: Int, extra: Int) -> Int {
+            if writesLegacyEnvelopes { return Envelope.batchCount(items, limit: limit, extra: extra) }
+            var count = 0
+            var size = 0
+            for item in items {
+                if count == 0 {
+                    size = overhead + Envelope.digits(item.sequence) + 1 + extra + Envelope.batchItemSize(item)
+                } else {
+                    let next =
+                        size + 1 + Envelope.batchItemSize(item) + Envelope.digits(UInt64(count + 1))
+                        - Envelope.digits(UInt64(count))
+                    guard next <= limit else { break }
+                    size = next
+                }
+                count += 1
+            }
+            return count
+        }
+    }
+
+    private static func head(origin: String, incarnation: Incarnation, sequence: String, count: String) -> String {
+        #"{"version":3,"origin":"\#(origin)","incarnation":"\#(incarnation.idText)","started":\#(incarnation.started),"sequence":\#(sequence),"count":\#(count),"batch":["#
+    }
+
     // MARK: - Reading
 
     enum Keys: String, CodingKey {
-        case version, type, origin, sequence, count, payload, batch
+        case version, type, origin, incarnation, started, sequence, count, payload, batch
     }
 
     /// Decodes the payload of a type that the link shares, and returns how to post it: from the
@@ -147,10 +226,15 @@ enum Envelope {
         static let key = CodingUserInfoKey(rawValue: "HeraldPostgres.Envelope.Context")!
 
         let origin: UUID
+        /// The reader's incarnation: a version 3 envelope is an echo when it names this one too.
+        let incarnation: Incarnation?
         let decoder: @Sendable (_ wireName: String) -> PayloadDecoder?
 
-        init(origin: UUID, decoder: @escaping @Sendable (String) -> PayloadDecoder?) {
+        init(
+            origin: UUID, incarnation: Incarnation? = nil, decoder: @escaping @Sendable (String) -> PayloadDecoder?
+        ) {
             self.origin = origin
+            self.incarnation = incarnation
             self.decoder = decoder
         }
     }
@@ -176,6 +260,8 @@ enum Envelope {
         }
 
         let origin: UUID
+        /// The sender's incarnation; `nil` in the envelopes of earlier releases (versions 1 and 2).
+        let incarnation: Incarnation?
         /// The sequence number of the first notification; the others follow one by one.
         let sequence: UInt64
         /// How many notifications the message holds.
@@ -196,7 +282,19 @@ enum Envelope {
                 throw DecodingError.dataCorruptedError(
                     forKey: .origin, in: container, debugDescription: "no reading context")
             }
-            isEcho = origin == context.origin
+            if version >= 3 {
+                let id = try container.decode(String.self, forKey: .incarnation)
+                let started = try container.decode(UInt64.self, forKey: .started)
+                guard let incarnation = Incarnation(idText: Array(id.utf8)[...], started: started) else {
+                    throw DecodingError.dataCorruptedError(
+                        forKey: .incarnation, in: container, debugDescription: "not 16 hexadecimal digits")
+                }
+                self.incarnation = incarnation
+                isEcho = origin == context.origin && incarnation == context.incarnation
+            } else {
+                incarnation = nil
+                isEcho = origin == context.origin
+            }
             if version == Envelope.singleVersion {
                 let type = try container.decode(String.self, forKey: .type)
                 count = 1
@@ -250,10 +348,20 @@ enum Envelope {
     enum QuickLook: Equatable {
         /// The reader's own message: a single envelope, or a batch of `count`.
         case echo(count: Int)
-        /// A single envelope of another origin; `origin` and `payload` are ranges of the bytes.
+        /// A version 1 envelope of another origin; `origin` and `payload` are ranges of the bytes.
         case single(type: String, origin: Range<Int>, sequence: UInt64, payload: Range<Int>)
+        /// A version 3 envelope of one notification, of another origin or incarnation.
+        case current(type: String, origin: Range<Int>, incarnation: Incarnation, sequence: UInt64, payload: Range<Int>)
         case other
     }
+
+    private static let currentStart = Array(#"{"version":3,"origin":""#.utf8)
+    private static let incarnationKey = Array(#"","incarnation":""#.utf8)
+    private static let startedKey = Array(#"","started":"#.utf8)
+    private static let numberThenSequenceKey = Array(#","sequence":"#.utf8)
+    private static let batchKey = Array(#","batch":["#.utf8)
+    private static let itemStart = Array(#"{"type":"#.utf8)
+    private static let currentEnd = Array("}]}".utf8)
 
     private static let singleStart = Array(#"{"version":1,"type":"#.utf8)
     private static let batchStart = Array(#"{"version":2,"origin":""#.utf8)
@@ -262,9 +370,29 @@ enum Envelope {
     private static let countKey = Array(#","count":"#.utf8)
     private static let payloadKey = Array(#","payload":"#.utf8)
 
-    /// Scans `bytes` for the layouts that ``single(_:origin:)`` and ``batch(_:origin:)`` write.
-    static func quickLook(_ bytes: [UInt8], own: [UInt8]) -> QuickLook {
+    /// Scans `bytes` for the layouts that ``Writer``, ``single(_:origin:)`` and
+    /// ``batch(_:origin:)`` write. `own` and `ownIncarnation` are the reader's origin and
+    /// incarnation id as written.
+    static func quickLook(_ bytes: [UInt8], own: [UInt8], ownIncarnation: [UInt8] = []) -> QuickLook {
         var scanner = ByteScanner(bytes: bytes)
+        if scanner.skip(currentStart) {
+            guard let origin = scanner.take(uuidLength), scanner.skip(incarnationKey),
+                let id = scanner.take(Incarnation.idLength), scanner.skip(startedKey), let started = scanner.number(),
+                scanner.skip(numberThenSequenceKey), let sequence = scanner.number(), scanner.skip(countKey),
+                let count = scanner.number(), count > 0, count <= UInt64(bytes.count), scanner.skip(batchKey)
+            else { return .other }
+            if bytes[origin].elementsEqual(own), bytes[id].elementsEqual(ownIncarnation) {
+                return .echo(count: Int(count))
+            }
+            guard count == 1, scanner.skip(itemStart), let type = scanner.plainString(), scanner.skip(payloadKey),
+                bytes.count - scanner.index > currentEnd.count,
+                bytes.suffix(currentEnd.count).elementsEqual(currentEnd),
+                let incarnation = Incarnation(idText: bytes[id], started: started)
+            else { return .other }
+            return .current(
+                type: type, origin: origin, incarnation: incarnation, sequence: sequence,
+                payload: scanner.index..<(bytes.count - currentEnd.count))
+        }
         if scanner.skip(batchStart) {
             guard let origin = scanner.take(uuidLength), bytes[origin].elementsEqual(own), scanner.skip(sequenceKey),
                 scanner.number() != nil, scanner.skip(countKey), let count = scanner.number(), count > 0,
@@ -356,4 +484,57 @@ enum Envelope {
             return ("a Herald envelope", "\(error)")
         }
     }
+}
+
+/// One run of a link: a random id, and when the link was created. A process that restarts with the
+/// same fixed origin is a new incarnation, with sequence numbers of its own; two processes started
+/// with the same origin are two incarnations at once.
+struct Incarnation: Hashable, Sendable, CustomStringConvertible {
+    /// The id, random.
+    let id: UInt64
+    /// When the link was created, in milliseconds since 1970, by the sender's clock.
+    let started: UInt64
+
+    /// The length of the id as written: 16 hexadecimal digits.
+    static let idLength = 16
+
+    init(id: UInt64, started: UInt64) {
+        self.id = id
+        self.started = started
+    }
+
+    /// A new incarnation, started at `date`.
+    static func make(startedAt date: Date) -> Incarnation {
+        let milliseconds = (date.timeIntervalSince1970 * 1_000).rounded(.down)
+        return Incarnation(
+            id: UInt64.random(in: 0 ... .max),
+            started: milliseconds > 0 && milliseconds < 1e18 ? UInt64(milliseconds) : 0)
+    }
+
+    /// Reads an id written as ``idText``: 16 lowercase hexadecimal digits.
+    init?(idText: some Collection<UInt8>, started: UInt64) {
+        guard idText.count == Self.idLength else { return nil }
+        var id: UInt64 = 0
+        for byte in idText {
+            let digit: UInt8
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
+            default: return nil
+            }
+            id = id << 4 | UInt64(digit)
+        }
+        self.init(id: id, started: started)
+    }
+
+    /// The id as written in envelopes: 16 lowercase hexadecimal digits.
+    var idText: String {
+        let digits = String(id, radix: 16)
+        return String(repeating: "0", count: Self.idLength - digits.count) + digits
+    }
+
+    /// When the link was created.
+    var startDate: Date { Date(timeIntervalSince1970: Double(started) / 1_000) }
+
+    var description: String { "\(idText) (started \(startDate))" }
 }

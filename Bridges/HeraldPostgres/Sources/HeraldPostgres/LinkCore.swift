@@ -1,8 +1,10 @@
+import CoreMetrics
 import DequeModule
 import Foundation
 import Herald
 import Logging
 import PostgresNIO
+import ServiceLifecycle
 import Synchronization
 
 /// The marker of a link's own re-post: set (task-locally) around the `post` with which a link
@@ -105,54 +107,49 @@ final class EventLoopTaskExecutor: TaskExecutor {
 /// at a time, so the order on the wire is the order of the sequence numbers.
 final class LinkCore: Sendable {
     /// The sending side: a queue drained one `NOTIFY` at a time on one connection.
-    struct Sender {
-        /// Posts not yet in a `NOTIFY`, in sequence order.
-        var pending = Deque<Envelope.Item>()
-        /// The notifications of the `NOTIFY` in flight, or to send again once reconnected.
-        var inFlight: [Envelope.Item]?
-        /// `nil` while reconnecting, and once stopped.
-        var connection: SendingConnection?
-        var isReconnecting = false
-        /// The link closed and everything queued was sent or reported; the connection is closed.
-        var isStopped = false
-        /// `close()` calls waiting for the sender to stop.
-        var stopWaiters: [CheckedContinuation<Void, Never>] = []
-
-        /// Posts queued and not yet sent or given up.
-        var queued: Int { pending.count + (inFlight?.count ?? 0) }
-    }
+    typealias Sender = SendStateMachine<SendingConnection, CheckedContinuation<Void, Never>>
 
     /// What the sender does next, decided under the lock and done outside it.
-    enum SendStep {
-        case none
-        case transmit([Envelope.Item], on: SendingConnection)
-        case finish(SendingConnection?, waiters: [CheckedContinuation<Void, Never>])
-    }
+    typealias SendStep = Sender.Action
 
     struct State {
         var nextSequence: UInt64 = 1
         var isClosed = false
         var tokens: [ObjectIdentifier: ObservationToken] = [:]
         var decoders: [String: Envelope.PayloadDecoder] = [:]
-        var lastAccepted: [UUID: UInt64] = [:]
+        var peers: PeerTracker
         var statistics = PostgresLink.Statistics()
         var errorHandler: (@Sendable (PostgresLinkError) -> Void)?
         var listenerTask: Task<Void, Never>?
-        var sender = Sender()
+        var sender: Sender
+        var run = RunState()
+
+        init(peers: PeerTracker, sender: Sender) {
+            self.peers = peers
+            self.sender = sender
+        }
     }
 
     let hub: NotificationHub
     let channel: String
     let origin: UUID
+    /// This run of the link: a random id and when it was created, before it began listening.
+    let incarnation: Incarnation
     let logger: Logger
+    /// The logger handed to postgres-nio: ``logger`` at `.debug` or above. At `.trace`, postgres-nio
+    /// logs every message that its connections send and receive in full, `NOTIFY` payloads
+    /// included; at `.debug` and above it logs connection events and redacted errors only.
+    let connectionLogger: Logger
     let configuration: PostgresConnection.Configuration
     let options: PostgresLink.Options
     let signer: Signer?
     /// The event loop of the link's connections, which also runs its listening task.
     let eventLoop: any EventLoop
-    /// The origin as it is written in envelopes.
-    private let originText: String
-    private let state = Mutex(State())
+    /// Writes the link's envelopes.
+    let writer: Envelope.Writer
+    /// The link's counters, through swift-metrics.
+    let metrics: LinkMetrics
+    private let state: Mutex<State>
 
     init(
         hub: NotificationHub, channel: String, origin: UUID, configuration: PostgresConnection.Configuration,
@@ -161,12 +158,29 @@ final class LinkCore: Sendable {
         self.hub = hub
         self.channel = channel
         self.origin = origin
-        self.originText = origin.uuidString
+        let incarnation = Incarnation.make(startedAt: options.now())
+        self.incarnation = incarnation
+        self.writer = Envelope.Writer(
+            origin: origin.uuidString, incarnation: incarnation, writesLegacyEnvelopes: options.legacyEnvelopes)
+        let signer = Signer(keys: options.keys, channel: channel, isLegacy: options.legacyEnvelopes)
+        self.signer = signer
+        self.metrics = LinkMetrics(channel: channel, factory: options.metricsFactory ?? MetricsSystem.factory)
+        let writer = self.writer
+        let extra = signer?.overhead ?? 0
+        let batchesBursts = options.batchesBursts
+        let sender = Sender { pending in
+            batchesBursts ? writer.count(pending, limit: PostgresLink.maximumPayloadBytes, extra: extra) : 1
+        }
+        self.state = Mutex(
+            State(
+                peers: PeerTracker(origin: origin, incarnation: incarnation, isSigned: signer != nil), sender: sender))
         self.configuration = configuration
         self.options = options
-        self.signer = options.signingKey.map { Signer(key: $0, channel: channel) }
         self.eventLoop = PostgresConnection.defaultEventLoopGroup.any()
         self.logger = logger
+        var connectionLogger = logger
+        if connectionLogger.logLevel < .debug { connectionLogger.logLevel = .debug }
+        self.connectionLogger = connectionLogger
     }
 
     var statistics: PostgresLink.Statistics { state.withLock { $0.statistics } }
@@ -190,13 +204,15 @@ final class LinkCore: Sendable {
     /// Opens a connection on the link's event loop.
     func makeConnection() async throws -> PostgresConnection {
         try await PostgresConnection.connect(
-            on: eventLoop, configuration: configuration, id: nextConnectionID(), logger: logger)
+            on: eventLoop, configuration: configuration, id: nextConnectionID(), logger: connectionLogger)
     }
 
     /// Takes the sending connection, and starts the listening task; returns once `LISTEN` is in
     /// effect.
     func start(sender: PostgresConnection, listener: PostgresConnection) async throws {
-        state.withLock { $0.sender.connection = SendingConnection(sender) }
+        // Posts made before (shared types are observed from `share` on) go out now.
+        let step = state.withLock { $0.sender.connected(SendingConnection(sender)) }
+        perform(step)
         do {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let ready = Ready(continuation)
@@ -208,11 +224,12 @@ final class LinkCore: Sendable {
                 state.withLock { $0.listenerTask = listenerTask }
             }
         } catch {
-            state.withLock { state in
+            let (lost, waiters) = state.withLock { state in
                 state.isClosed = true
-                state.sender.isStopped = true
-                state.sender.connection = nil
+                return state.sender.giveUp()
             }
+            for item in lost { report(.notSent(type: item.typeName, reason: "the link could not listen")) }
+            for waiter in waiters { waiter.resume() }
             throw error
         }
     }
@@ -227,11 +244,7 @@ final class LinkCore: Sendable {
         for token in tokens.values { token.cancel() }
         // Flushes what was queued before `isClosed`, then closes the sending connection.
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let step: SendStep? = state.withLock { state in
-                guard !state.sender.isStopped else { return nil }
-                state.sender.stopWaiters.append(continuation)
-                return nextStep(&state)
-            }
+            let step = state.withLock { $0.sender.close(waiter: continuation) }
             guard let step else { return continuation.resume() }
             perform(step)
         }
@@ -239,13 +252,18 @@ final class LinkCore: Sendable {
         await listenerTask?.value
     }
 
-    /// Stops without waiting, when the link is released without `close()`.
+    /// Stops without waiting, when the link is released without `close()`: cancels the run that
+    /// `connect` started, if any.
     func abandon() {
+        if let task = state.withLock({ $0.run.task }) {
+            task.cancel()
+            return
+        }
         let (tokens, listenerTask, step) = state.withLock { state in
             state.isClosed = true
             let tokens = state.tokens
             state.tokens = [:]
-            return (tokens, state.listenerTask, nextStep(&state))
+            return (tokens, state.listenerTask, state.sender.close(waiter: nil) ?? .none)
         }
         for token in tokens.values { token.cancel() }
         perform(step)
@@ -308,12 +326,7 @@ final class LinkCore: Sendable {
                 return { core?.post(value) }
             },
             fromBytes: { [weak self] decoder, bytes in
-                let value: N
-                do {
-                    value = try QuickJSONDecoder.decode(N.self, from: bytes)
-                } catch {
-                    value = try decoder.decode(N.self, from: Data(bytes))
-                }
+                let value = try decoder.decode(N.self, from: Data(bytes))
                 let core = self
                 return { core?.post(value) }
             })
@@ -338,7 +351,8 @@ final class LinkCore: Sendable {
     // MARK: - Sending
 
     private enum Enqueued {
-        case queued, closed
+        case queued(depth: Int)
+        case closed
         case oversize(Int)
         case queueFull
     }
@@ -358,62 +372,38 @@ final class LinkCore: Sendable {
             report(.encodingFailed(type: N.wireName, error: error))
             return
         }
-        let overhead = signer == nil ? 0 : Signer.overhead
+        let overhead = signer?.overhead ?? 0
         let limit = options.sendQueueLimit
         // The sequence number and the queue position are taken together, so that they agree.
         let (enqueued, step): (Enqueued, SendStep) = state.withLock { state in
             guard !state.isClosed else { return (.closed, .none) }
             let item = Envelope.Item(
                 typeName: N.wireName, typeJSON: typeJSON, payloadJSON: payloadJSON, sequence: state.nextSequence)
-            let size = Envelope.singleSize(item) + overhead
+            let size = writer.size(alone: item) + overhead
             guard size <= PostgresLink.maximumPayloadBytes else {
                 state.statistics.oversize += 1
                 return (.oversize(size), .none)
             }
-            guard state.sender.queued < limit else {
+            let (isQueued, step) = state.sender.enqueue(item, limit: limit)
+            guard isQueued else {
                 state.statistics.sendFailures += 1
                 return (.queueFull, .none)
             }
-            state.sender.pending.append(item)
             state.nextSequence += 1
-            return (.queued, nextStep(&state))
+            return (.queued(depth: state.sender.queued), step)
         }
+        if case .queued(let depth) = enqueued { metrics.queueDepth(depth) }
         perform(step)
         switch enqueued {
+        case .closed:
+            report(.notSent(type: N.wireName, reason: "the link was shutting down"))
         case .oversize(let size):
             report(.payloadTooLarge(type: N.wireName, size: size, limit: PostgresLink.maximumPayloadBytes))
         case .queueFull:
             report(.sendQueueFull(type: N.wireName, limit: limit))
-        case .queued, .closed:
+        case .queued:
             break
         }
-    }
-
-    /// Decides the sender's next step, under the lock: the next `NOTIFY` if the connection is idle
-    /// and posts wait (as many as fit in one, with ``PostgresLink/Options/batchesBursts``), or, once
-    /// the link is closed and nothing waits, to stop.
-    private func nextStep(_ state: inout State) -> SendStep {
-        guard !state.sender.isStopped, !state.sender.isReconnecting, state.sender.inFlight == nil else {
-            return .none
-        }
-        if !state.sender.pending.isEmpty, let connection = state.sender.connection {
-            let count =
-                options.batchesBursts
-                ? Envelope.batchCount(
-                    state.sender.pending, limit: PostgresLink.maximumPayloadBytes,
-                    extra: signer == nil ? 0 : Signer.overhead)
-                : 1
-            let items = Array(state.sender.pending.prefix(count))
-            state.sender.pending.removeFirst(count)
-            state.sender.inFlight = items
-            return .transmit(items, on: connection)
-        }
-        guard state.isClosed, state.sender.pending.isEmpty else { return .none }
-        state.sender.isStopped = true
-        let connection = state.sender.connection.take()
-        let waiters = state.sender.stopWaiters
-        state.sender.stopWaiters = []
-        return .finish(connection, waiters: waiters)
     }
 
     private func perform(_ step: SendStep) {
@@ -421,10 +411,9 @@ final class LinkCore: Sendable {
         case .none:
             break
         case .transmit(let items, let connection):
-            let text =
-                items.count == 1
-                ? Envelope.single(items[0], origin: originText) : Envelope.batch(items, origin: originText)
-            connection.notify(channel: channel, payload: signer?.sign(text) ?? text, logger: logger)
+            let text = writer.text(items)
+            let payload = signer?.sign(text, issued: Self.milliseconds(options.now())) ?? text
+            connection.notify(channel: channel, payload: payload, logger: connectionLogger)
                 .whenComplete { result in
                     self.transmitted(items, on: connection, result: result)
                 }
@@ -449,17 +438,17 @@ final class LinkCore: Sendable {
     ) {
         switch result {
         case .success:
-            let step = state.withLock { state in
+            let (step, depth) = state.withLock { state in
                 state.statistics.sent += items.count
                 if items.count > 1 { state.statistics.batchesSent += 1 }
-                state.sender.inFlight = nil
-                return nextStep(&state)
+                return (state.sender.completed(), state.sender.queued)
             }
+            metrics.didSend(items.count)
+            metrics.queueDepth(depth)
             perform(step)
         case .failure(let error) where Self.isConnectionFailure(error, on: connection.connection):
             let isClosed = state.withLock { state in
-                state.sender.connection = nil
-                state.sender.isReconnecting = true
+                state.sender.connectionLost()
                 return state.isClosed
             }
             connection.connection.close().whenComplete { _ in withExtendedLifetime(connection) {} }
@@ -468,8 +457,7 @@ final class LinkCore: Sendable {
         case .failure(let error):
             let step = state.withLock { state in
                 state.statistics.sendFailures += items.count
-                state.sender.inFlight = nil
-                return nextStep(&state)
+                return state.sender.completed()
             }
             for item in items { report(.sendFailed(type: item.typeName, sequence: item.sequence, error: error)) }
             perform(step)
@@ -482,28 +470,201 @@ final class LinkCore: Sendable {
     /// what is still queued is reported as not sent.
     private func reconnectSender() async {
         if let connection = await reconnect().map(SendingConnection.init) {
-            let step: SendStep = state.withLock { state in
-                state.sender.isReconnecting = false
-                state.sender.connection = connection
-                if let items = state.sender.inFlight { return .transmit(items, on: connection) }
-                return nextStep(&state)
-            }
+            let step = state.withLock { $0.sender.connected(connection) }
             perform(step)
             return
         }
         let (lost, waiters) = state.withLock { state in
-            let lost = (state.sender.inFlight ?? []) + Array(state.sender.pending)
-            state.sender.inFlight = nil
-            state.sender.pending.removeAll()
-            state.sender.isReconnecting = false
-            state.sender.isStopped = true
+            let (lost, waiters) = state.sender.giveUp()
             state.statistics.sendFailures += lost.count
-            let waiters = state.sender.stopWaiters
-            state.sender.stopWaiters = []
             return (lost, waiters)
         }
         for item in lost { report(.notSent(type: item.typeName, sequence: item.sequence)) }
         for waiter in waiters { waiter.resume() }
+    }
+
+    // MARK: - Running
+
+    /// Where the link's `run()` is.
+    struct RunState {
+        enum Phase { case idle, connecting, listening, stopped }
+
+        var phase = Phase.idle
+        /// Why `run()` failed, if it did.
+        var failure: (any Error)?
+        /// `listening()` calls waiting for `LISTEN` to be in effect.
+        var listeningWaiters: [CheckedContinuation<Void, any Error>] = []
+        /// Whether `close()`, a graceful shutdown or a cancellation asked the run to end.
+        var isStopRequested = false
+        var stopRequestWaiter: CheckedContinuation<Void, Never>?
+        /// `close()` calls waiting for the run to end.
+        var stoppedWaiters: [CheckedContinuation<Void, Never>] = []
+        /// The task that runs the link for `connect`.
+        var task: Task<Void, Never>?
+    }
+
+    /// Connects, listens, and sends and receives (reconnecting as needed) until `close()`, a graceful
+    /// shutdown or a cancellation; see ``PostgresLink/run()``.
+    func run() async throws {
+        let isFirst = state.withLock { state in
+            guard state.run.phase == .idle else { return false }
+            state.run.phase = .connecting
+            return true
+        }
+        guard isFirst else { throw PostgresLinkError.alreadyRunning() }
+        do {
+            let sender = try await makeConnection()
+            let listener: PostgresConnection
+            do {
+                listener = try await makeConnection()
+            } catch {
+                try? await sender.close()
+                throw error
+            }
+            do {
+                try await start(sender: sender, listener: listener)
+            } catch {
+                try? await sender.close()
+                try? await listener.close()
+                throw error
+            }
+        } catch {
+            finishRun(failure: error)
+            throw error
+        }
+        let waiters = state.withLock { state in
+            state.run.phase = .listening
+            return state.run.listeningWaiters.take()
+        }
+        for waiter in waiters { waiter.resume() }
+        await waitForStopRequest()
+        if Task.isCancelled { await stopNow() } else { await close() }
+        finishRun(failure: nil)
+    }
+
+    /// Starts ``run()`` in a task of its own, for `connect`.
+    func startRunning() {
+        // Its error, if any, reaches the caller through `listening()`.
+        let task = Task { _ = try? await self.run() }
+        state.withLock { $0.run.task = task }
+    }
+
+    /// Returns once `LISTEN` is in effect; throws the error that ended the run before.
+    func listening() async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let result: Result<Void, any Error>? = state.withLock { state in
+                switch state.run.phase {
+                case .listening: return .success(())
+                case .stopped: return .failure(state.run.failure ?? CancellationError())
+                case .idle, .connecting:
+                    state.run.listeningWaiters.append(continuation)
+                    return nil
+                }
+            }
+            if let result { continuation.resume(with: result) }
+        }
+    }
+
+    /// Asks the run to end gracefully and waits until it has; see ``PostgresLink/close()``.
+    func stop() async {
+        let (wasIdle, tokens, lost): (Bool, [ObjectIdentifier: ObservationToken], [Envelope.Item]) = state.withLock {
+            state in
+            guard state.run.phase == .idle else { return (false, [:], [Envelope.Item]()) }
+            state.run.phase = .stopped
+            state.isClosed = true
+            let tokens = state.tokens
+            state.tokens = [:]
+            return (true, tokens, state.sender.giveUp().lost)
+        }
+        if wasIdle {
+            // Never ran: nothing was sent.
+            for token in tokens.values { token.cancel() }
+            for item in lost { report(.notSent(type: item.typeName, reason: "the link closed before it ran")) }
+            return
+        }
+        requestStop()
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let isStopped = state.withLock { state in
+                guard state.run.phase != .stopped else { return true }
+                state.run.stoppedWaiters.append(continuation)
+                return false
+            }
+            if isStopped { continuation.resume() }
+        }
+    }
+
+    private func requestStop() {
+        let waiter = state.withLock { state in
+            state.run.isStopRequested = true
+            return state.run.stopRequestWaiter.take()
+        }
+        waiter?.resume()
+    }
+
+    /// Waits for `close()`, a graceful shutdown of the service group, or the task's cancellation.
+    private func waitForStopRequest() async {
+        await withGracefulShutdownHandler {
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                    let isRequested = state.withLock { state in
+                        if state.run.isStopRequested { return true }
+                        state.run.stopRequestWaiter = continuation
+                        return false
+                    }
+                    if isRequested { continuation.resume() }
+                }
+            } onCancel: {
+                self.requestStop()
+            }
+        } onGracefulShutdown: {
+            self.requestStop()
+        }
+    }
+
+    /// Stops at once, on cancellation: what was not sent yet is reported as not sent.
+    private func stopNow() async {
+        let (tokens, listenerTask, lost, connection, waiters) = state.withLock { state in
+            state.isClosed = true
+            let tokens = state.tokens
+            state.tokens = [:]
+            let (lost, connection, waiters) = state.sender.stopNow()
+            return (tokens, state.listenerTask, lost, connection, waiters)
+        }
+        for token in tokens.values { token.cancel() }
+        for item in lost {
+            report(.notSent(type: item.typeName, reason: "the link's run was cancelled (sequence \(item.sequence))"))
+        }
+        if let connection {
+            connection.connection.close().whenComplete { _ in withExtendedLifetime(connection) {} }
+        }
+        for waiter in waiters { waiter.resume() }
+        listenerTask?.cancel()
+        await listenerTask?.value
+    }
+
+    /// Marks the run ended, and wakes whoever waits for it.
+    private func finishRun(failure: (any Error)?) {
+        let (listeningWaiters, stoppedWaiters, tokens, lost, senderWaiters) = state.withLock { state in
+            state.run.phase = .stopped
+            state.run.failure = failure
+            var tokens: [ObjectIdentifier: ObservationToken] = [:]
+            var lost: [Envelope.Item] = []
+            var senderWaiters: [CheckedContinuation<Void, Never>] = []
+            if failure != nil {
+                state.isClosed = true
+                tokens = state.tokens
+                state.tokens = [:]
+                (lost, senderWaiters) = state.sender.giveUp()
+            }
+            return (
+                state.run.listeningWaiters.take(), state.run.stoppedWaiters.take(), tokens, lost, senderWaiters
+            )
+        }
+        for token in tokens.values { token.cancel() }
+        for item in lost { report(.notSent(type: item.typeName, reason: "the link could not connect")) }
+        for waiter in senderWaiters { waiter.resume() }
+        for waiter in listeningWaiters { waiter.resume(throwing: failure ?? CancellationError()) }
+        for waiter in stoppedWaiters { waiter.resume() }
     }
 
     // MARK: - Receiving
@@ -564,8 +725,9 @@ final class LinkCore: Sendable {
     /// What the listening task keeps between messages, which it reads one at a time.
     struct Reader {
         let decoder: JSONDecoder
-        /// This link's origin as written in envelopes.
+        /// This link's origin and incarnation id as written in envelopes.
         let own: [UInt8]
+        let ownIncarnation: [UInt8]
         /// The origins seen, as written and parsed (a UUID parses slowly); bounded.
         var origins: [String: UUID] = [:]
 
@@ -581,10 +743,12 @@ final class LinkCore: Sendable {
 
     private func makeReader() -> Reader {
         let decoder = JSONDecoder()
-        decoder.userInfo[Envelope.Context.key] = Envelope.Context(origin: origin) { [weak self] wireName in
+        decoder.userInfo[Envelope.Context.key] = Envelope.Context(origin: origin, incarnation: incarnation) {
+            [weak self] wireName in
             self?.state.withLock { $0.decoders[wireName] }
         }
-        return Reader(decoder: decoder, own: Array(originText.utf8))
+        return Reader(
+            decoder: decoder, own: Array(origin.uuidString.utf8), ownIncarnation: Array(incarnation.idText.utf8))
     }
 
     /// Checks, parses and delivers one message of the channel: a single notification or a batch,
@@ -597,33 +761,55 @@ final class LinkCore: Sendable {
         let bytes: [UInt8]
         if let signer {
             switch signer.verify(text) {
-            case .valid(let canonical):
-                bytes = canonical
+            case .valid(let envelope, let issued):
+                if let stale = staleness(issued: issued, isLegacy: signer.isLegacy) {
+                    state.withLock { $0.statistics.stale += 1 }
+                    reject(.staleEnvelope(size: text.utf8.count, found: stale))
+                    return
+                }
+                bytes = envelope
             case .unsigned:
                 reject(.unsignedEnvelope(size: text.utf8.count))
                 return
             case .forged:
                 reject(.invalidSignature(size: text.utf8.count))
                 return
+            case .unknownKey(let id):
+                reject(.unknownSigningKey(size: text.utf8.count, id: id))
+                return
             }
         } else {
             bytes = Array(text.utf8)
         }
-        switch Envelope.quickLook(bytes, own: reader.own) {
+        // Tells a copy of a message from another message with the same sequence numbers.
+        var hasher = Hasher()
+        bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+        let digest = hasher.finalize()
+        let look = Envelope.quickLook(bytes, own: reader.own, ownIncarnation: reader.ownIncarnation)
+        let single:
+            (type: String, origin: Range<Int>, incarnation: Incarnation?, sequence: UInt64, payload: Range<Int>)?
+        switch look {
         case .echo(let count):
             state.withLock { $0.statistics.echoesIgnored += count }
             return
-        case .single(let type, let originRange, let sequence, let payload):
-            guard let origin = reader.origin(bytes[originRange]) else { break }
-            guard let decoder = state.withLock({ $0.decoders[type] }) else {
-                accept(origin: origin, sequence: sequence, items: [.init(typeName: type, content: .unknownType)])
+        case .single(let type, let origin, let sequence, let payload):
+            single = (type, origin, nil, sequence, payload)
+        case .current(let type, let origin, let incarnation, let sequence, let payload):
+            single = (type, origin, incarnation, sequence, payload)
+        case .other:
+            single = nil
+        }
+        if let single, let origin = reader.origin(bytes[single.origin]) {
+            let source = Source(origin: origin, incarnation: single.incarnation, digest: digest)
+            guard let decoder = state.withLock({ $0.decoders[single.type] }) else {
+                accept(source, sequence: single.sequence, items: [.init(typeName: single.type, content: .unknownType)])
                 return
             }
-            guard let delivery = try? decoder.fromBytes(reader.decoder, bytes[payload]) else { break }
-            accept(origin: origin, sequence: sequence, items: [.init(typeName: type, content: .value(delivery))])
-            return
-        case .other:
-            break
+            if let delivery = try? decoder.fromBytes(reader.decoder, bytes[single.payload]) {
+                accept(
+                    source, sequence: single.sequence, items: [.init(typeName: single.type, content: .value(delivery))])
+                return
+            }
         }
         let data = Data(bytes)
         let incoming: Envelope.Incoming
@@ -647,30 +833,84 @@ final class LinkCore: Sendable {
             state.withLock { $0.statistics.echoesIgnored += incoming.count }
             return
         }
-        accept(origin: incoming.origin, sequence: incoming.sequence, items: incoming.items)
+        accept(
+            Source(origin: incoming.origin, incarnation: incoming.incarnation, digest: digest),
+            sequence: incoming.sequence, items: incoming.items)
     }
 
-    /// Checks the sequence numbers of a message's notifications (`sequence`, the next, …), reports
-    /// gaps, replays and what does not decode, and posts the others into the hub, in order.
-    private func accept(origin: UUID, sequence first: UInt64, items: [Envelope.Incoming.Item]) {
+    /// Why a signed envelope issued at `issued` is refused as stale (``PostgresLink/Freshness``), or
+    /// `nil` if it is fresh.
+    private func staleness(issued: UInt64?, isLegacy: Bool) -> String? {
+        guard let issued else { return isLegacy ? nil : "without issue time (an envelope of an earlier release)" }
+        let now = Self.milliseconds(options.now())
+        let skew = Self.milliseconds(options.freshness.clockSkew)
+        let maximumAge = Self.milliseconds(options.freshness.maximumAge)
+        if issued > now, issued - now > skew { return "issued \(issued - now) ms in the future" }
+        if now > issued, now - issued > maximumAge + skew {
+            return "issued \(now - issued) ms ago, over the \(maximumAge) ms allowed"
+        }
+        if issued < incarnation.started, incarnation.started - issued > skew {
+            return "issued \(incarnation.started - issued) ms before this link began listening"
+        }
+        return nil
+    }
+
+    static func milliseconds(_ date: Date) -> UInt64 {
+        let milliseconds = (date.timeIntervalSince1970 * 1_000).rounded(.down)
+        return milliseconds > 0 && milliseconds < 1e18 ? UInt64(milliseconds) : 0
+    }
+
+    static func milliseconds(_ duration: Duration) -> UInt64 {
+        let (seconds, attoseconds) = duration.components
+        guard seconds >= 0 else { return 0 }
+        return UInt64(min(seconds, 1_000_000_000_000)) * 1_000 + UInt64(max(attoseconds, 0) / 1_000_000_000_000_000)
+    }
+
+    /// Who sent a message, and the digest of its bytes.
+    private struct Source {
+        let origin: UUID
+        let incarnation: Incarnation?
+        let digest: Int
+    }
+
+    /// Checks the sequence numbers of a message's notifications (`sequence`, the next, …) with the
+    /// ``PeerTracker``, reports what it found and what does not decode, and posts the others into
+    /// the hub, in order.
+    private func accept(_ source: Source, sequence first: UInt64, items: [Envelope.Incoming.Item]) {
+        let origin = source.origin
         var errors: [PostgresLinkError] = []
         var deliveries: [Envelope.Delivery] = []
         deliveries.reserveCapacity(items.count)
+        var events: [PeerTracker.Event] = []
         state.withLock { state in
             for (offset, item) in items.enumerated() {
                 let sequence = first + UInt64(offset)  // no overflow: checked when parsed
-                let last = state.lastAccepted[origin]
-                if let last, sequence <= last {
-                    state.statistics.duplicates += 1
-                    errors.append(.duplicateSequence(origin: origin, lastAccepted: last, found: sequence))
-                    continue
-                }
-                if let last, sequence > last + 1 {
-                    state.statistics.gaps += 1
-                    errors.append(.sequenceGap(origin: origin, expected: last + 1, found: sequence))
-                }
                 // Sequence numbers run across all types of an origin, so unknown types advance it too.
-                state.lastAccepted[origin] = sequence
+                let isAccepted = state.peers.check(
+                    origin: origin, incarnation: source.incarnation, sequence: sequence, digest: source.digest,
+                    events: &events)
+                for event in events {
+                    switch event {
+                    case .gap(let expected, let found):
+                        state.statistics.gaps += 1
+                        errors.append(.sequenceGap(origin: origin, expected: expected, found: found))
+                    case .duplicate(let last, let found):
+                        state.statistics.duplicates += 1
+                        errors.append(.duplicateSequence(origin: origin, lastAccepted: last, found: found))
+                    case .regression(let last, let found):
+                        state.statistics.regressions += 1
+                        errors.append(.sequenceRegression(origin: origin, lastAccepted: last, found: found))
+                    case .restarted(let previous, let last, let current):
+                        state.statistics.restarts += 1
+                        errors.append(
+                            .originRestarted(origin: origin, previous: previous, lastSequence: last, current: current))
+                    case .clash(let first, let second):
+                        state.statistics.clashes += 1
+                        errors.append(.originClash(origin: origin, first, second, isOwn: origin == self.origin))
+                    }
+                }
+                events.removeAll(keepingCapacity: true)
+                guard isAccepted else { continue }
                 switch item.content {
                 case .value(let delivery):
                     deliveries.append(delivery)
@@ -685,7 +925,15 @@ final class LinkCore: Sendable {
             }
             state.statistics.received += deliveries.count
         }
-        for error in errors { report(error) }
+        metrics.didReceive(deliveries.count)
+        for error in errors {
+            switch error.code {
+            case .sequenceGap: metrics.didFindGap()
+            case .duplicateSequence, .unknownType, .payloadDecodingFailed: metrics.didRefuse(error.code)
+            default: break
+            }
+            report(error)
+        }
         for delivery in deliveries { delivery() }
     }
 
@@ -700,6 +948,7 @@ final class LinkCore: Sendable {
 
     private func reject(_ error: PostgresLinkError) {
         state.withLock { $0.statistics.rejected += 1 }
+        metrics.didRefuse(error.code)
         report(error)
     }
 
@@ -712,6 +961,14 @@ final class LinkCore: Sendable {
                     error: error, notificationType: error.typeName ?? "PostgresLink",
                     fileID: "HeraldPostgres/PostgresLink.swift", line: 0))
         }
+    }
+}
+
+extension Array {
+    /// Returns the elements and leaves the array empty.
+    fileprivate mutating func take() -> Self {
+        defer { self = [] }
+        return self
     }
 }
 

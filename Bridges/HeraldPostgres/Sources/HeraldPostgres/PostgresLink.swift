@@ -1,8 +1,10 @@
+import CoreMetrics
 import Crypto
 import Foundation
 import Herald
 import Logging
 import PostgresNIO
+import ServiceLifecycle
 import Synchronization
 
 /// Connects a `NotificationHub` to a PostgreSQL channel, so that the notification types it shares
@@ -19,9 +21,9 @@ import Synchronization
 /// ## How it works
 ///
 /// For each shared type the link observes the hub on the posting thread. Each post is encoded as a
-/// versioned JSON envelope (type name, origin, sequence number, payload; see the README) and sent
-/// with `SELECT pg_notify($1, $2)`, bound parameters only, on the link's own sending connection, one
-/// `NOTIFY` at a time, in the order the posts were made. A post that finds the connection idle goes
+/// versioned JSON envelope (type name, origin, incarnation, sequence number, payload; see the
+/// README) and sent with `SELECT pg_notify($1, $2)`, bound parameters only, on the link's own
+/// sending connection, one `NOTIFY` at a time, in the order the posts were made. A post that finds the connection idle goes
 /// out at once, from the posting thread; posts made while a `NOTIFY` is in flight go out together in
 /// the next one, as a batch (``Options/batchesBursts``). A second connection of its own `LISTEN`s on
 /// the channel; each message is decoded and its notifications posted into the hub, in order.
@@ -30,8 +32,8 @@ import Synchronization
 ///
 /// - **Exactly once while connected.** Each hub linked to the channel receives every shared post
 ///   once. The posting hub's observers run once, locally, inside `post`; never a second time.
-/// - **No echo, by construction.** The link drops its own messages by their origin id (counted in
-///   ``Statistics/echoesIgnored``). And while it posts a received value into its hub it marks that
+/// - **No echo, by construction.** The link drops its own messages by their origin and incarnation
+///   (counted in ``Statistics/echoesIgnored``). And while it posts a received value into its hub it marks that
 ///   post as its own *re-post* (a task-local marker, seen by its posting-thread observer, which runs
 ///   inside `post`), so it does not send the value out again (``Statistics/repostsNotResent``).
 ///   Other posts made meanwhile, such as a value of another type that a local observer posts in
@@ -89,8 +91,10 @@ public final class PostgresLink: Sendable {
     ///     starting with a digit. Every hub that shares types on it must use the same name.
     ///   - configuration: The connection configuration (host, credentials, TLS), used for both
     ///     connections.
-    ///   - origin: The id of this link's messages; a fresh one by default. Never share it between
-    ///     links.
+    ///   - origin: The id of this link's messages; a fresh one by default. A fixed one may be given
+    ///     again after a restart (each run of a link is a new *incarnation*, with sequence numbers of
+    ///     its own); two links running at once with one origin are reported as
+    ///     ``PostgresLinkError/Code/originClash``.
     ///   - options: How the link reconnects, how many posts it queues, whether it signs envelopes
     ///     and whether it batches bursts.
     ///   - logger: A logger for connection events. Payloads are never logged.
@@ -105,25 +109,67 @@ public final class PostgresLink: Sendable {
         options: Options = Options(),
         logger: Logger = Logger(label: "HeraldPostgres")
     ) async throws -> PostgresLink {
-        guard isValidChannelName(channel) else { throw PostgresLinkError.invalidChannelName(channel) }
-        let core = LinkCore(
-            hub: hub, channel: channel, origin: origin, configuration: configuration, options: options, logger: logger)
-        let sender = try await core.makeConnection()
-        let listener: PostgresConnection
-        do {
-            listener = try await core.makeConnection()
-        } catch {
-            try? await sender.close()
-            throw error
+        let link = try PostgresLink(
+            hub: hub, channel: channel, configuration: configuration, origin: origin, options: options, logger: logger)
+        link.core.startRunning()
+        try await link.listening()
+        return link
+    }
+
+    /// Creates a link without connecting it, to run as a service (``run()``), for example in a
+    /// swift-service-lifecycle `ServiceGroup`.
+    ///
+    /// ```swift
+    /// let link = try PostgresLink(hub: hub, channel: "orders", configuration: configuration)
+    /// link.share(UserCreated.self)                       // before run(): posts wait for the connection
+    /// let group = ServiceGroup(services: [link, …], gracefulShutdownSignals: [.sigterm], logger: logger)
+    /// try await group.run()
+    /// ```
+    ///
+    /// - Parameters: as for ``connect(hub:channel:configuration:origin:options:logger:)``.
+    /// - Throws: ``PostgresLinkError`` with code ``PostgresLinkError/Code/invalidChannelName`` or
+    ///   ``PostgresLinkError/Code/invalidSigningKeyID``.
+    public convenience init(
+        hub: NotificationHub,
+        channel: String,
+        configuration: PostgresConnection.Configuration,
+        origin: UUID = UUID(),
+        options: Options = Options(),
+        logger: Logger = Logger(label: "HeraldPostgres")
+    ) throws {
+        guard Self.isValidChannelName(channel) else { throw PostgresLinkError.invalidChannelName(channel) }
+        if let id = options.keys.map(\.id).first(where: { !SigningKey.isValidID($0) }) {
+            throw PostgresLinkError.invalidSigningKeyID(id)
         }
-        do {
-            try await core.start(sender: sender, listener: listener)
-        } catch {
-            try? await sender.close()
-            try? await listener.close()
-            throw error
-        }
-        return PostgresLink(core: core)
+        self.init(
+            core: LinkCore(
+                hub: hub, channel: channel, origin: origin, configuration: configuration, options: options,
+                logger: logger))
+    }
+
+    /// Runs the link: opens its two connections, listens on the channel, and sends and receives,
+    /// reconnecting as needed, until ``close()``, a graceful shutdown of its `ServiceGroup`, or the
+    /// cancellation of its task.
+    ///
+    /// On ``close()`` or a graceful shutdown it stops sharing, sends every post made before, and
+    /// closes both connections, then returns. On cancellation it returns promptly: the posts not yet
+    /// sent are reported as ``PostgresLinkError/Code/notSent`` (one in flight may have reached the
+    /// server). Posts made once the shutdown has begun stay local, and those that reach the link are
+    /// reported as ``PostgresLinkError/Code/notSent``. A link runs once; `connect` runs it.
+    ///
+    /// - Throws: The connection's error if a connection or the `LISTEN` fails at the start, or
+    ///   ``PostgresLinkError/Code/alreadyRunning``.
+    public func run() async throws {
+        try await core.run()
+    }
+
+    /// Returns once the link's `LISTEN` is in effect: messages posted on the channel from then on
+    /// are received.
+    ///
+    /// - Throws: The error that ended ``run()`` before it listened, or `CancellationError` if the
+    ///   link stopped.
+    public func listening() async throws {
+        try await core.listening()
     }
 
     /// How a link reconnects, what it queues, and whether it signs; pass them to `connect`.
@@ -135,24 +181,112 @@ public final class PostgresLink: Sendable {
         /// ``PostgresLinkError/Code/sendQueueFull`` (it takes no sequence number: no gap).
         public var sendQueueLimit = 10_000
         /// A key shared by every link on the channel. With it, the link signs each envelope with
-        /// HMAC-SHA256 and refuses unsigned and forged messages. Use 32 random bytes; never log it.
+        /// HMAC-SHA256 and refuses unsigned, forged and stale messages. Use 32 random bytes; never
+        /// log it. Envelopes name it by the id `default`; to rotate keys, use ``signingKeys``.
         public var signingKey: SymmetricKey?
+        /// The keys that the link accepts, each with the id that envelopes name it by; the first
+        /// signs. When set, it replaces ``signingKey``.
+        ///
+        /// To rotate without losing a message: first give every link both keys, the old one first
+        /// (they sign with it and accept either); then put the new one first (they sign with it);
+        /// then drop the old one.
+        public var signingKeys: [SigningKey] = []
+        /// How old a signed envelope may be when it arrives, and how far apart the clocks of the
+        /// linked hosts may be. Without a signing key it is not used.
+        public var freshness = Freshness()
+        /// The link's clock: when it began listening, and when each signed envelope is issued and
+        /// received. Tests inject one; keep the real one otherwise.
+        public var now: @Sendable () -> Date = { Date() }
+        /// Where the link reports its counters (sent, received, refused by reason, gaps, send-queue
+        /// depth; see the README for their labels); `nil`, the default, for `MetricsSystem.factory`,
+        /// the factory that the application bootstrapped. Tests pass a factory of their own.
+        public var metricsFactory: (any MetricsFactory)?
         /// Whether posts that wait while a `NOTIFY` is in flight go out together in the next one,
         /// as many as fit in ``PostgresLink/maximumPayloadBytes`` (a version 2 batch envelope).
         /// A post that finds the connection idle always goes out at once, alone (version 1).
         ///
-        /// Turn it off only while links of builds that read version 1 alone share the channel:
-        /// they report batches as ``PostgresLinkError/Code/unsupportedVersion`` and skip them.
+        /// Turn it off, with ``legacyEnvelopes``, only while links of releases that read
+        /// version 1 alone share the channel: they report batches as
+        /// ``PostgresLinkError/Code/unsupportedVersion`` and skip them.
         public var batchesBursts = true
+        /// Whether the link writes the envelopes of earlier releases (versions 1 and 2, without
+        /// incarnation), which links of those releases read, instead of version 3, which they report
+        /// as ``PostgresLinkError/Code/unsupportedVersion`` and skip. Turn it on for a rolling
+        /// upgrade, while links of an earlier release share the channel, and off once none is left:
+        /// without an incarnation, receivers take the first messages of a process that restarted
+        /// with the same `origin:` for replays, and cannot tell two processes with one origin apart.
+        /// This build reads every version either way. With a signing key, it also signs as those
+        /// releases did (one key, no key id, no issue time), and admits such envelopes, which it
+        /// refuses otherwise (``PostgresLinkError/Code/staleEnvelope``): they can be replayed to
+        /// any link that has not heard their sender's later numbers.
+        public var legacyEnvelopes = false
 
         public init(
             reconnection: Reconnection = Reconnection(), sendQueueLimit: Int = 10_000, signingKey: SymmetricKey? = nil,
-            batchesBursts: Bool = true
+            batchesBursts: Bool = true, legacyEnvelopes: Bool = false, signingKeys: [SigningKey] = [],
+            freshness: Freshness = Freshness(), now: @escaping @Sendable () -> Date = { Date() },
+            metricsFactory: (any MetricsFactory)? = nil
         ) {
             self.reconnection = reconnection
             self.sendQueueLimit = sendQueueLimit
             self.signingKey = signingKey
             self.batchesBursts = batchesBursts
+            self.legacyEnvelopes = legacyEnvelopes
+            self.signingKeys = signingKeys
+            self.freshness = freshness
+            self.now = now
+            self.metricsFactory = metricsFactory
+        }
+
+        /// The keys in effect: ``signingKeys``, or ``signingKey`` with the id `default`.
+        var keys: [SigningKey] {
+            if !signingKeys.isEmpty { return signingKeys }
+            return signingKey.map { [SigningKey(id: "default", key: $0)] } ?? []
+        }
+    }
+
+    /// A key that signs or checks envelopes, and the id by which envelopes name it.
+    public struct SigningKey: Sendable {
+        /// The id written in each envelope signed with the key: 1 to 64 ASCII letters, digits, `-`,
+        /// `_` or `.`; not secret.
+        public var id: String
+        /// The key: 32 random bytes, the same for every link that uses this id.
+        public var key: SymmetricKey
+
+        public init(id: String, key: SymmetricKey) {
+            self.id = id
+            self.key = key
+        }
+
+        static func isValidID(_ id: String) -> Bool {
+            let bytes = Array(id.utf8)
+            return (1...64).contains(bytes.count)
+                && bytes.allSatisfy {
+                    (48...57).contains($0) || (65...90).contains($0) || (97...122).contains($0)
+                        || [45, 46, 95].contains($0)
+                }
+        }
+    }
+
+    /// When a signed envelope is fresh enough to be accepted.
+    ///
+    /// A link refuses (``PostgresLinkError/Code/staleEnvelope``) a signed envelope issued more than
+    /// ``maximumAge`` before it arrives, or issued before the link began listening: `NOTIFY` reaches
+    /// only the listeners already listening, so such an envelope can only be a replay. Each bound
+    /// is widened by ``clockSkew``, and an envelope issued more than ``clockSkew`` in the future is
+    /// refused too. So a captured envelope replayed to a link that started more than ``clockSkew``
+    /// after the capture is refused; replayed within ``maximumAge`` to a link that was listening
+    /// already, it is refused by its sequence number if that link heard it or a later one.
+    public struct Freshness: Sendable, Hashable {
+        /// How long after its issue an envelope is still accepted; 60 seconds by default.
+        public var maximumAge: Duration
+        /// How far the clocks of the linked hosts may differ; 500 milliseconds by default. Keep the
+        /// hosts' clocks synchronised (NTP) well within it.
+        public var clockSkew: Duration
+
+        public init(maximumAge: Duration = .seconds(60), clockSkew: Duration = .milliseconds(500)) {
+            self.maximumAge = maximumAge
+            self.clockSkew = clockSkew
         }
     }
 
@@ -210,12 +344,14 @@ public final class PostgresLink: Sendable {
     /// What the link has done so far; for tests and metrics.
     public var statistics: Statistics { core.statistics }
 
-    /// Stops sharing, sends what was posted before, stops listening and closes both connections.
+    /// Stops sharing, sends what was posted before, stops listening and closes both connections;
+    /// returns once ``run()`` has returned.
     ///
     /// Posts made after `close()` starts stay local. Values that arrive meanwhile are still posted
-    /// into the hub until the listening connection closes. Calling it again does nothing.
+    /// into the hub until the listening connection closes. Calling it again does nothing. On a link
+    /// that never ran, the posts it queued are reported as ``PostgresLinkError/Code/notSent``.
     public func close() async {
-        await core.close()
+        await core.stop()
     }
 
     /// Counters of a link's traffic and faults.
@@ -235,13 +371,24 @@ public final class PostgresLink: Sendable {
         /// Outgoing values that failed to encode or to send.
         public var sendFailures = 0
         /// Incoming messages skipped as malformed, of a newer version, of an unknown type, whose
-        /// payload did not decode, or (with a signing key) unsigned or forged.
+        /// payload did not decode, or (with a signing key) unsigned, forged or stale.
         public var rejected = 0
         /// Gaps seen in an origin's sequence numbers.
         public var gaps = 0
-        /// Incoming messages skipped because their sequence number was not above the last one
-        /// accepted from their origin (duplicates and replays).
+        /// Incoming messages skipped as already delivered (duplicates and replays; see
+        /// ``PostgresLinkError/Code/duplicateSequence``).
         public var duplicates = 0
+        /// Without a signing key: notifications delivered although their sequence number was below
+        /// the last one accepted from their sender (``PostgresLinkError/Code/sequenceRegression``).
+        public var regressions = 0
+        /// New incarnations of origins already heard (``PostgresLinkError/Code/originRestarted``).
+        public var restarts = 0
+        /// Pairs of processes found sending with one origin (``PostgresLinkError/Code/originClash``).
+        public var clashes = 0
+        /// Signed envelopes refused as too old, from the future, issued before the link began
+        /// listening, or without issue time (``PostgresLinkError/Code/staleEnvelope``); also counted
+        /// in ``rejected``.
+        public var stale = 0
         /// Attempts to open a connection again after a loss.
         public var reconnectAttempts = 0
         /// Connections opened again after a loss.
@@ -257,3 +404,5 @@ public final class PostgresLink: Sendable {
         return isLetter(first) && bytes.allSatisfy { isLetter($0) || (48...57).contains($0) }
     }
 }
+
+extension PostgresLink: Service {}

@@ -19,6 +19,8 @@ public struct PostgresLinkError: Error, Sendable, Hashable, CustomStringConverti
             case payloadTooLarge, encodingFailed, malformedEnvelope, unsupportedVersion, unknownType
             case payloadDecodingFailed, sequenceGap, duplicateSequence, sendFailed, connectionLost
             case invalidChannelName, outage, sendQueueFull, notSent, unsignedEnvelope, invalidSignature
+            case originRestarted, originClash, sequenceRegression, staleEnvelope, invalidSigningKeyID
+            case alreadyRunning
         }
 
         fileprivate let code: _Code
@@ -37,8 +39,25 @@ public struct PostgresLinkError: Error, Sendable, Hashable, CustomStringConverti
         public static let payloadDecodingFailed = Code(code: .payloadDecodingFailed)
         /// Sequence numbers from one origin skipped: messages were lost (the later one is delivered).
         public static let sequenceGap = Code(code: .sequenceGap)
-        /// A sequence number at or below one already accepted from that origin: skipped.
+        /// A message already delivered, heard again: skipped. With a signing key (and for envelopes
+        /// of earlier releases), any sequence number at or below the last one accepted from that
+        /// origin's incarnation; without a key, a copy of a message recently delivered (the same
+        /// sequence numbers and bytes).
         public static let duplicateSequence = Code(code: .duplicateSequence)
+        /// Without a signing key: a sequence number below the last one accepted from that origin's
+        /// incarnation, which is not a copy of a recent message. It is delivered (an unsigned channel
+        /// cannot tell a forged number from a genuine one, and no number may silence a sender), and
+        /// reported: someone may be sending under that origin.
+        public static let sequenceRegression = Code(code: .sequenceRegression)
+        /// A new incarnation of an origin already heard: a process that restarted with the same fixed
+        /// `origin:` (or a replica started with it). Its sequence numbers start again and are
+        /// accepted; ``PostgresLinkError/lastSequence`` is the last one heard from the previous
+        /// incarnation, so what it sent after that was lost for this hub.
+        public static let originRestarted = Code(code: .originRestarted)
+        /// Two processes are sending with the same origin at once (two incarnations heard in turn, or
+        /// another process under this link's own origin). Both are delivered, each with its own
+        /// sequence numbers; give each process its own origin.
+        public static let originClash = Code(code: .originClash)
         /// `pg_notify` failed for an outgoing message; it reached local observers only.
         public static let sendFailed = Code(code: .sendFailed)
         /// A connection of the link (``PostgresLinkError/found`` says which) ended; the link reconnects
@@ -51,14 +70,25 @@ public struct PostgresLinkError: Error, Sendable, Hashable, CustomStringConverti
         /// More posts than ``PostgresLink/Options/sendQueueLimit`` wait for the sending connection
         /// (it is reconnecting, or slower than the posts); this one reached local observers only.
         public static let sendQueueFull = Code(code: .sendQueueFull)
-        /// The link was closed while its sending connection was reconnecting; this queued value
-        /// reached local observers only.
+        /// A post that the link did not send; it reached local observers only: the link closed while
+        /// its sending connection was reconnecting, its run was cancelled, it could not connect, or
+        /// it was shutting down when the post was made (``PostgresLinkError/found`` says which).
         public static let notSent = Code(code: .notSent)
         /// The link has a signing key, and a message on the channel carries no signature: skipped.
         public static let unsignedEnvelope = Code(code: .unsignedEnvelope)
         /// The link has a signing key, and a message's signature does not match its bytes (forged,
         /// altered, signed with another key, or sent on another channel): skipped.
         public static let invalidSignature = Code(code: .invalidSignature)
+        /// The link has a signing key, and a signed message was issued too long ago, in the future,
+        /// before the link began listening, or (an envelope of an earlier release) without issue
+        /// time: a replay, or a clock out of step (``PostgresLink/Freshness``). Skipped.
+        public static let staleEnvelope = Code(code: .staleEnvelope)
+        /// A key id in ``PostgresLink/Options/signingKeys`` is not 1 to 64 ASCII letters, digits,
+        /// `-`, `_` or `.`.
+        public static let invalidSigningKeyID = Code(code: .invalidSigningKeyID)
+        /// ``PostgresLink/run()`` was called on a link that runs, or ran, already (a link runs once;
+        /// `connect` runs it).
+        public static let alreadyRunning = Code(code: .alreadyRunning)
         /// The channel name is not a plain PostgreSQL identifier.
         public static let invalidChannelName = Code(code: .invalidChannelName)
 
@@ -79,10 +109,12 @@ public struct PostgresLinkError: Error, Sendable, Hashable, CustomStringConverti
     /// in effect again. Notifications sent on the channel within it may have been lost (and
     /// notifications sent shortly before its start, while the connection was failing unnoticed).
     public let outage: ClosedRange<Date>?
+    /// For ``Code/originRestarted``: the last sequence number heard from the previous incarnation.
+    public let lastSequence: UInt64?
 
     private init(
         _ code: Code._Code, typeName: String? = nil, origin: UUID? = nil, expected: String? = nil,
-        found: String? = nil, outage: ClosedRange<Date>? = nil
+        found: String? = nil, outage: ClosedRange<Date>? = nil, lastSequence: UInt64? = nil
     ) {
         self.code = Code(code: code)
         self.typeName = typeName
@@ -90,6 +122,7 @@ public struct PostgresLinkError: Error, Sendable, Hashable, CustomStringConverti
         self.expected = expected
         self.found = found
         self.outage = outage
+        self.lastSequence = lastSequence
     }
 
     public var description: String {
@@ -107,7 +140,7 @@ public struct PostgresLinkError: Error, Sendable, Hashable, CustomStringConverti
     }
 
     static func encodingFailed(type: String, error: any Error) -> Self {
-        .init(.encodingFailed, typeName: type, expected: "an encodable value", found: "\(error)")
+        .init(.encodingFailed, typeName: type, expected: "an encodable value", found: describe(encodingError: error))
     }
 
     static func malformedEnvelope(expected: String, found: String, origin: UUID? = nil) -> Self {
@@ -138,6 +171,29 @@ public struct PostgresLinkError: Error, Sendable, Hashable, CustomStringConverti
         .init(
             .duplicateSequence, origin: origin, expected: "a sequence above \(lastAccepted)",
             found: "sequence \(found)")
+    }
+
+    static func sequenceRegression(origin: UUID, lastAccepted: UInt64, found: UInt64) -> Self {
+        .init(
+            .sequenceRegression, origin: origin, expected: "a sequence above \(lastAccepted)",
+            found: "sequence \(found), not a copy of a recent message; delivered")
+    }
+
+    static func originRestarted(
+        origin: UUID, previous: Incarnation, lastSequence: UInt64, current: Incarnation
+    ) -> Self {
+        .init(
+            .originRestarted, origin: origin,
+            expected: "incarnation \(previous) to go on after sequence \(lastSequence)",
+            found: "a new incarnation \(current), numbering from its own start", lastSequence: lastSequence)
+    }
+
+    static func originClash(origin: UUID, _ first: Incarnation, _ second: Incarnation, isOwn: Bool) -> Self {
+        .init(
+            .originClash, origin: origin, expected: "one process per origin",
+            found: isOwn
+                ? "another process sending under this link's origin (incarnation \(second))"
+                : "two incarnations sending at once: \(first) and \(second)")
     }
 
     static func sendFailed(type: String, sequence: UInt64, error: any Error) -> Self {
@@ -176,6 +232,14 @@ public struct PostgresLinkError: Error, Sendable, Hashable, CustomStringConverti
             found: "the link closed while reconnecting")
     }
 
+    static func notSent(type: String, reason: String) -> Self {
+        .init(.notSent, typeName: type, expected: "to send it", found: reason)
+    }
+
+    static func alreadyRunning() -> Self {
+        .init(.alreadyRunning, expected: "one run() per link", found: "a second run()")
+    }
+
     static func unsignedEnvelope(size: Int) -> Self {
         .init(.unsignedEnvelope, expected: "a signed envelope", found: "\(size) bytes without a signature")
     }
@@ -186,8 +250,39 @@ public struct PostgresLinkError: Error, Sendable, Hashable, CustomStringConverti
             found: "\(size) bytes whose signature does not match")
     }
 
+    /// An encoding failure, without the value that failed (`EncodingError.invalidValue` holds it).
+    private static func describe(encodingError error: any Error) -> String {
+        guard let error = error as? EncodingError else { return String(describing: Swift.type(of: error)) }
+        switch error {
+        case .invalidValue(let value, let context):
+            let path = context.codingPath.map { $0.intValue.map(String.init) ?? $0.stringValue }
+            let at = path.isEmpty ? "the top level" : "\"\(path.joined(separator: "."))\""
+            return "an invalid \(Swift.type(of: value)) at \(at)"
+        @unknown default:
+            return "EncodingError"
+        }
+    }
+
     private static func seconds(_ interval: TimeInterval) -> String {
         String(format: "%.3f s", interval)
+    }
+
+    static func staleEnvelope(size: Int, found: String) -> Self {
+        .init(
+            .staleEnvelope, expected: "a signed envelope issued while this link was listening, and fresh",
+            found: "\(size) bytes \(found)")
+    }
+
+    static func unknownSigningKey(size: Int, id: String) -> Self {
+        .init(
+            .invalidSignature, expected: "a signature with one of the accepted keys",
+            found: "\(size) bytes signed with key \"\(id)\", which this link does not accept")
+    }
+
+    static func invalidSigningKeyID(_ id: String) -> Self {
+        .init(
+            .invalidSigningKeyID, expected: "a key id of 1 to 64 ASCII letters, digits, '-', '_' or '.'",
+            found: "\(id.utf8.count) bytes")
     }
 
     static func invalidChannelName(_ name: String) -> Self {

@@ -1,30 +1,58 @@
 import Crypto
 import Foundation
 
-/// Signed envelopes: with a shared key, each envelope carries an HMAC-SHA256 in front of it.
+/// Signed envelopes: with shared keys, each envelope carries an HMAC-SHA256 in front of it, the id
+/// of the key that made it, and when it was issued.
 ///
 /// The signature is the first field, so that the receiver can check the exact bytes that were
 /// signed without re-encoding anything:
 ///
 /// ```json
-/// {"signature":"<44 base64 characters>","version":1,"type":…,"origin":…,"sequence":42,"payload":…}
+/// {"signature":"<44 base64 characters>","key":"2026-11","issued":1764000000000,"version":3,…}
 /// ```
 ///
-/// The signed bytes (the *canonical envelope*) are the channel name, one zero byte, and the envelope
-/// as it reads without its signature field: `{"version":1,…,"payload":…}`, byte for byte. The
-/// channel name is included so that a message cannot be replayed on another channel.
+/// The signed bytes (the *canonical envelope*) are the channel name, one zero byte, and the message
+/// as it reads without its signature field: `{"key":…,"issued":…,"version":3,…}`, byte for byte.
+/// The channel name is included so that a message cannot be replayed on another channel. The
+/// envelope proper is what follows `issued`: `{"version":3,…}`.
+///
+/// Earlier releases signed the envelope alone (`{"signature":"…","version":1,…}`), with one key, and
+/// without issue time; such a message is checked against every accepted key, and admitted only
+/// with ``PostgresLink/Options/legacyEnvelopes``.
 struct Signer: Sendable {
-    let channel: String
-    /// HMAC-SHA256 keyed, and fed with the channel name and the zero byte: each message copies it
-    /// (its digest state is copied on write) and adds only its canonical envelope, so the key is
-    /// not processed again for every message.
-    private let prepared: HMAC<SHA256>
+    /// A key, keyed and fed with the channel name and the zero byte: each message copies it (its
+    /// digest state is copied on write) and adds only its canonical envelope, so the key is not
+    /// processed again for every message.
+    struct PreparedKey: Sendable {
+        let id: String
+        let prepared: HMAC<SHA256>
+    }
 
-    init(key: SymmetricKey, channel: String) {
+    let channel: String
+    /// The key that signs.
+    private let signing: PreparedKey
+    /// What the signing key puts in front of each envelope, up to the issue time: `{"key":"<id>","issued":`.
+    private let signingHead: [UInt8]
+    /// The keys accepted, by id; the signing key among them.
+    private let accepted: [String: PreparedKey]
+    /// Whether the link writes and admits the signed envelopes of earlier releases.
+    let isLegacy: Bool
+
+    /// A signer with `keys`, the first of which signs; `nil` if `keys` is empty.
+    init?(keys: [PostgresLink.SigningKey], channel: String, isLegacy: Bool) {
+        func prepare(_ key: PostgresLink.SigningKey) -> PreparedKey {
+            var prepared = HMAC<SHA256>(key: key.key)
+            prepared.update(data: Array(channel.utf8) + [0])
+            return PreparedKey(id: key.id, prepared: prepared)
+        }
+        guard let first = keys.first else { return nil }
         self.channel = channel
-        var prepared = HMAC<SHA256>(key: key)
-        prepared.update(data: Array(channel.utf8) + [0])
-        self.prepared = prepared
+        signing = prepare(first)
+        signingHead = Self.keyHead + Self.quoted(first.id) + Self.issuedKey
+        var accepted: [String: PreparedKey] = [:]
+        for key in keys where accepted[key.id] == nil { accepted[key.id] = prepare(key) }
+        self.accepted = accepted
+        self.isLegacy = isLegacy
     }
 
     /// `{"signature":"`
@@ -33,29 +61,55 @@ struct Signer: Sendable {
     static let signatureLength = 44
     /// `",`
     static let tail = Array(#"","#.utf8)
-    /// How many bytes signing adds to an envelope: the head, the signature and the tail replace `{`.
-    static let overhead = head.count + signatureLength + tail.count - 1
+    private static let keyHead = Array(#"{"key":"#.utf8)
+    private static let issuedKey = Array(#","issued":"#.utf8)
 
-    private func code(for canonical: [UInt8]) -> HashedAuthenticationCode<SHA256> {
-        var mac = prepared
+    /// How many bytes signing adds to an envelope: the head, the signature, the tail, the key id and
+    /// the issue time (at most 20 digits) replace `{`.
+    var overhead: Int {
+        let legacy = Self.head.count + Self.signatureLength + Self.tail.count - 1
+        if isLegacy { return legacy }
+        return legacy + signingHead.count + 20 + 1
+    }
+
+    /// The key id as a JSON string.
+    private static func quoted(_ id: String) -> [UInt8] {
+        (try? JSONEncoder().encode(id)).map(Array.init) ?? Array("\"\"".utf8)
+    }
+
+    private static func code(_ key: PreparedKey, for canonical: [UInt8]) -> HashedAuthenticationCode<SHA256> {
+        var mac = key.prepared
         mac.update(data: canonical)
         return mac.finalize()
     }
 
-    /// The signed form of an outgoing canonical envelope.
-    func sign(_ canonical: String) -> String {
-        let signature = Data(code(for: Array(canonical.utf8))).base64EncodedString()
-        return #"{"signature":""# + signature + #"","# + canonical.dropFirst()
+    /// The signed form of an outgoing envelope, issued at `issued` (milliseconds since 1970).
+    func sign(_ envelope: String, issued: UInt64) -> String {
+        var canonical: [UInt8]
+        if isLegacy {
+            canonical = Array(envelope.utf8)
+        } else {
+            canonical = signingHead
+            canonical.reserveCapacity(signingHead.count + 21 + envelope.utf8.count)
+            canonical.append(contentsOf: String(issued).utf8)
+            canonical.append(UInt8(ascii: ","))
+            canonical.append(contentsOf: envelope.utf8.dropFirst())
+        }
+        let signature = Data(Self.code(signing, for: canonical)).base64EncodedString()
+        return #"{"signature":""# + signature + #"","# + String(decoding: canonical.dropFirst(), as: UTF8.self)
     }
 
     enum Verdict {
-        /// The canonical envelope, whose signature checked out.
-        case valid([UInt8])
+        /// The envelope proper, whose signature checked out, and when it was issued (`nil` in the
+        /// envelopes of earlier releases).
+        case valid([UInt8], issued: UInt64?)
         case unsigned
         case forged
+        /// Signed with a key id that is not among the accepted keys.
+        case unknownKey(String)
     }
 
-    /// Checks a received message and returns the canonical envelope that was signed.
+    /// Checks a received message and returns the envelope that was signed.
     func verify(_ text: String) -> Verdict {
         let bytes = Array(text.utf8)
         let start = Self.head.count + Self.signatureLength + Self.tail.count
@@ -64,12 +118,53 @@ struct Signer: Sendable {
         guard bytes[(start - Self.tail.count)..<start].elementsEqual(Self.tail),
             let signature = Data(base64Encoded: Data(signatureBytes)), signature.count == SHA256.byteCount
         else { return .forged }
-        var canonical = [UInt8]()
-        canonical.reserveCapacity(bytes.count - start + 1)
-        canonical.append(UInt8(ascii: "{"))
-        canonical.append(contentsOf: bytes[start...])
-        // `==` between a code and bytes compares in constant time.
-        guard code(for: canonical) == signature else { return .forged }
-        return .valid(canonical)
+        // The canonical envelope is `{` and the bytes from `start` on; it is fed to the MAC in these
+        // two parts, and only the envelope proper is copied out.
+        let open = [UInt8(ascii: "{")]
+        func isSigned(with key: PreparedKey) -> Bool {
+            var mac = key.prepared
+            mac.update(data: open)
+            mac.update(data: bytes[start...])
+            // `==` between a code and bytes compares in constant time.
+            return mac.finalize() == signature
+        }
+        guard bytes[start...].starts(with: Self.keyHead.dropFirst()) else {
+            // An envelope of an earlier release: no key id, no issue time.
+            guard accepted.values.contains(where: isSigned) else { return .forged }
+            return .valid(open + bytes[start...], issued: nil)
+        }
+        // {"key":"<id>","issued":<digits>,<envelope without its {>
+        var index = start + Self.keyHead.count - 1
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { return .forged }
+        var end = index + 1
+        while end < bytes.count, bytes[end] != UInt8(ascii: "\"") {
+            guard bytes[end] != UInt8(ascii: "\\") else { return .forged }
+            end += 1
+        }
+        guard end < bytes.count else { return .forged }
+        let id = String(decoding: bytes[(index + 1)..<end], as: UTF8.self)
+        index = end + 1
+        guard bytes.count - index > Self.issuedKey.count,
+            bytes[index..<(index + Self.issuedKey.count)].elementsEqual(Self.issuedKey)
+        else { return .forged }
+        index += Self.issuedKey.count
+        var issued: UInt64 = 0
+        let digitsStart = index
+        while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]),
+            index - digitsStart < 19
+        {
+            issued = issued * 10 + UInt64(bytes[index] - UInt8(ascii: "0"))
+            index += 1
+        }
+        guard index > digitsStart, index < bytes.count, bytes[index] == UInt8(ascii: ",") else {
+            return .forged
+        }
+        guard let key = accepted[id] else { return .unknownKey(id) }
+        guard isSigned(with: key) else { return .forged }
+        var envelope = [UInt8]()
+        envelope.reserveCapacity(bytes.count - index)
+        envelope.append(UInt8(ascii: "{"))
+        envelope.append(contentsOf: bytes[(index + 1)...])
+        return .valid(envelope, issued: issued)
     }
 }

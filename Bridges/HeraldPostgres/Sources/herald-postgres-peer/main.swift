@@ -8,11 +8,20 @@
 // N notes and a `PeerDone`, then waits for the other side's `PeerDone` and checks what it got:
 // the other side's N notes exactly once and in order, its own N notes once each (no echo), and no
 // error. Prints a `result` line and exits 0 when all holds, 1 otherwise.
+//
+//     herald-postgres-peer --channel NAME --count N --service [--name peer]
+//
+// Runs the link as a service in a `ServiceGroup` that shuts down gracefully on SIGTERM, prints
+// `ready` once it listens, and posts up to N notes, a few at a time, until the shutdown. Prints
+// `sent N` (the notes the link sent before it stopped) and exits 0.
 import Foundation
 import Herald
 import HeraldPostgres
+import Logging
 import PostgresNIO
+import ServiceLifecycle
 import Synchronization
+import UnixSignals
 
 struct PeerNote: WireNotification {
     static let wireName = "PeerNote"
@@ -31,10 +40,15 @@ struct Options {
     var count = 1_000
     var name = "peer"
     var other = "test"
+    var isService = false
 
     init(_ arguments: [String]) {
         var iterator = arguments.makeIterator()
         while let argument = iterator.next() {
+            if argument == "--service" {
+                isService = true
+                continue
+            }
             let value = iterator.next() ?? ""
             switch argument {
             case "--channel": channel = value
@@ -74,6 +88,25 @@ let configuration = PostgresConnection.Configuration(
 
 let received = Mutex(Received())
 let hub = NotificationHub()
+
+if options.isService {
+    let link = try PostgresLink(hub: hub, channel: options.channel, configuration: configuration)
+    link.share(PeerNote.self)
+    let logger = Logger(label: "herald-postgres-peer")
+    let group = ServiceGroup(services: [link], gracefulShutdownSignals: [.sigterm], logger: logger)
+    let running = Task { try await group.run() }
+    try await link.listening()
+    say("ready")
+    var index = 0
+    while index < options.count, hub.observerCount(of: PeerNote.self) > 0 {  // the link observes until it stops
+        hub.post(PeerNote(sender: options.name, index: index))
+        index += 1
+        if index % 20 == 0 { try await Task.sleep(for: .milliseconds(1)) }
+    }
+    try await running.value
+    say("sent \(link.statistics.sent)")
+    exit(0)
+}
 let link = try await PostgresLink.connect(hub: hub, channel: options.channel, configuration: configuration)
 link.errorHandler = { error in received.withLock { $0.errors.append(error.code.description) } }
 link.share(PeerNote.self)

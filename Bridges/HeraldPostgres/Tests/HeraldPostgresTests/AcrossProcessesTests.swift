@@ -82,4 +82,36 @@ struct AcrossProcessesTests {
         for token in tokens { token.cancel() }
         await link.close()
     }
+
+    @Test func aPeerStoppedBySIGTERMSendsEveryPostItAcceptedExactlyOnce() async throws {
+        let channel = TestServer.makeChannel()
+        let hub = NotificationHub()
+        let link = try await PostgresLink.connect(
+            hub: hub, channel: channel, configuration: try TestServer.requireConfiguration())
+        let notes = Recorder<Int>()
+        let errors = Recorder<PostgresLinkError>()
+        link.errorHandler = { errors.append($0) }
+        link.share(PeerNote.self)
+        let token = hub.observe(PeerNote.self) { notes.append($0.index) }
+
+        let output = FileManager.default.temporaryDirectory.appending(path: "herald-peer-\(UUID()).txt").path
+        defer { try? FileManager.default.removeItem(atPath: output) }
+        let peer = try Subprocess.spawn(
+            [try Self.peerExecutable(), "--channel", channel, "--count", "1000000", "--service", "--name", "peer"],
+            output: output)
+        @Sendable func peerOutput() -> String { (try? String(contentsOfFile: output, encoding: .utf8)) ?? "" }
+        try await waitUntil("the peer posting") { notes.count >= 200 }
+        kill(peer.pid, SIGTERM)  // the ServiceGroup shuts the link down gracefully, mid-burst
+        let status = try await peer.wait()
+        #expect(status == 0, Comment(rawValue: peerOutput()))
+        let sentLine = try #require(peerOutput().split(separator: "\n").first { $0.hasPrefix("sent ") })
+        let sent = try #require(Int(sentLine.dropFirst("sent ".count)))
+        try await waitUntil("every note the peer sent") { notes.count >= sent }
+
+        #expect(sent >= 200)
+        #expect(notes.values == Array(0..<sent))  // exactly once, in order
+        #expect(errors.values.isEmpty)
+        token.cancel()
+        await link.close()
+    }
 }

@@ -2,8 +2,11 @@ import Crypto
 import Foundation
 import Herald
 import HeraldPostgres
+import Logging
 import PostgresNIO
+import ServiceLifecycle
 import Testing
+import UnixSignals
 
 // The Swift blocks of the bridge's README.md and of its DocC article that are not whole files.
 // Scripts/check-doc-snippets.py checks that each region below equals its block.
@@ -20,6 +23,21 @@ enum SignedLinks {
         link.share(UserCreated.self)
         // snippet: end
         return link
+    }
+}
+
+enum ServiceLinks {
+    static func run(
+        hub: NotificationHub, configuration: PostgresConnection.Configuration, logger: Logger
+    )
+        async throws
+    {
+        // snippet: begin
+        let link = try PostgresLink(hub: hub, channel: "users", configuration: configuration)
+        link.share(UserCreated.self)  // posts made before run() wait for the connection
+        let group = ServiceGroup(services: [link], gracefulShutdownSignals: [.sigterm], logger: logger)
+        try await group.run()  // on SIGTERM: sends what was posted before, closes, returns
+        // snippet: end
     }
 }
 

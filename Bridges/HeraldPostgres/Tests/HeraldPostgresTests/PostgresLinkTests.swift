@@ -129,7 +129,7 @@ struct PostgresLinkTests {
             "not json",
             #"{"hello":"world"}"#,
             #"{"version":1,"type":"UserCreated","sequence":1,"payload":{"userID":1}}"#,
-            #"{"version":3,"type":"UserCreated","origin":"\#(stranger)","sequence":1,"payload":{}}"#,
+            #"{"version":4,"type":"UserCreated","origin":"\#(stranger)","sequence":1,"payload":{}}"#,
             #"{"version":1,"type":"UserCreated","origin":"\#(stranger)","sequence":"one","payload":{}}"#,
             #"{"version":1,"type":"UserCreated","origin":"\#(stranger)","sequence":1,"payload":{"userID":"seven"}}"#,
         ]
@@ -146,12 +146,12 @@ struct PostgresLinkTests {
             ])
         #expect(
             errors.map(\.expected) == [
-                "a JSON object", "key \"version\"", "key \"origin\"", "envelope version 2 or older",
+                "a JSON object", "key \"version\"", "key \"origin\"", "envelope version 3 or older",
                 "UInt64 at \"sequence\"", "Int at \"payload.userID\"",
             ])
         #expect(errors[0].found == "8 bytes that are not valid JSON")
         #expect(errors[1].found == "no such key")
-        #expect(errors[3].found == "version 3")
+        #expect(errors[3].found == "version 4")
         #expect(errors.allSatisfy { !$0.description.contains("seven") })  // payloads are never quoted
         #expect(b.users.values.isEmpty)
         #expect(b.link.statistics.rejected == messages.count)
@@ -315,10 +315,10 @@ struct PostgresLinkTests {
         await b.link.close()
     }
 
-    /// Signs `canonical` as a link would: HMAC-SHA256 over the channel, a zero byte and the envelope.
-    private func signed(_ canonical: String, key: SymmetricKey, channel: String) -> String {
-        let mac = HMAC<SHA256>.authenticationCode(for: Array(channel.utf8) + [0] + Array(canonical.utf8), using: key)
-        return #"{"signature":""# + Data(mac).base64EncodedString() + #"","# + canonical.dropFirst()
+    /// Signs `envelope` as a link would: HMAC-SHA256 over the channel, a zero byte, and the envelope
+    /// with the key id and the issue time (now) in front.
+    private func signed(_ envelope: String, key: SymmetricKey, channel: String) -> String {
+        signedEnvelope(envelope, key: key, channel: channel)
     }
 
     @Test func closeFlushesWhatWasPostedBeforeAndStopsTraffic() async throws {

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Herald
 import HeraldPostgres
@@ -107,6 +108,8 @@ struct Node {
     let hub = NotificationHub()
     let link: PostgresLink
     let errors = Recorder<PostgresLinkError>()
+    /// What reached the hub's `errorHandler` (with `reportsToHub`).
+    let failures = Recorder<ObserverFailure>()
     let users = Recorder<UserCreated>()
     let orders = Recorder<OrderPlaced>()
     let barriers = Recorder<Barrier>()
@@ -117,16 +120,28 @@ struct Node {
         channel: String,
         sharing types: [any WireNotification.Type] = [UserCreated.self, OrderPlaced.self, Barrier.self],
         configuration: PostgresConnection.Configuration? = nil,
-        options: PostgresLink.Options = PostgresLink.Options()
+        origin: UUID = UUID(),
+        options: PostgresLink.Options = PostgresLink.Options(),
+        logger: Logger = Logger(label: "HeraldPostgres"),
+        reportsToHub: Bool = false
     )
         async throws
     {
         let hub = self.hub
         link = try await PostgresLink.connect(
             hub: hub, channel: channel, configuration: try configuration ?? TestServer.requireConfiguration(),
-            options: options)
+            origin: origin, options: options, logger: logger)
         let errors = self.errors
-        link.errorHandler = { errors.append($0) }
+        if reportsToHub {
+            // The link has no error handler of its own: its errors reach the hub's.
+            let failures = self.failures
+            hub.errorHandler = { failure in
+                failures.append(failure)
+                if let error = failure.error as? PostgresLinkError { errors.append(error) }
+            }
+        } else {
+            link.errorHandler = { errors.append($0) }
+        }
         for type in types { link.share(type) }
         let (users, orders, barriers, blobs) = (self.users, self.orders, self.barriers, self.blobs)
         tokens = [
@@ -230,4 +245,17 @@ struct Subprocess: Sendable {
         let signal = status & 0x7f
         return signal == 0 ? (status >> 8) & 0xff : 128 + signal
     }
+}
+
+/// Signs `envelope` as a link would: HMAC-SHA256 over the channel, a zero byte, and the envelope
+/// with the key id and the issue time in front; or, `legacy`, as earlier releases did: over the
+/// envelope alone.
+func signedEnvelope(
+    _ envelope: String, key: SymmetricKey, channel: String, keyID: String = "default", issued: Date = Date(),
+    legacy: Bool = false
+) -> String {
+    let milliseconds = UInt64(issued.timeIntervalSince1970 * 1_000)
+    let canonical = legacy ? envelope : #"{"key":"\#(keyID)","issued":\#(milliseconds),"# + envelope.dropFirst()
+    let mac = HMAC<SHA256>.authenticationCode(for: Array(channel.utf8) + [0] + Array(canonical.utf8), using: key)
+    return #"{"signature":""# + Data(mac).base64EncodedString() + #"","# + canonical.dropFirst()
 }

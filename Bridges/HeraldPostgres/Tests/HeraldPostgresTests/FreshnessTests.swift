@@ -1,0 +1,169 @@
+import Crypto
+import Foundation
+import Herald
+import HeraldPostgres
+import PostgresNIO
+import Synchronization
+import Testing
+
+/// A clock that a test moves: the real time plus an offset.
+final class OffsetClock: Sendable {
+    private let offset = Mutex<TimeInterval>(0)
+
+    init(offset: TimeInterval = 0) { self.offset.withLock { $0 = offset } }
+
+    func advance(by interval: TimeInterval) { offset.withLock { $0 += interval } }
+
+    var now: @Sendable () -> Date {
+        { [self] in Date().addingTimeInterval(offset.withLock { $0 }) }
+    }
+}
+
+/// Issue times, the freshness window and key rotation of signed envelopes, against a real server.
+@Suite("PostgresLink freshness and keys", .enabled(if: TestServer.shouldRun, Comment(rawValue: TestServer.missing)))
+struct FreshnessTests {
+    static let key = SymmetricKey(size: .bits256)
+
+    /// Listens on `channel` with a plain connection and records every message.
+    private func sniff(_ channel: String) async throws -> (PostgresConnection, Recorder<String>, Task<Void, any Error>)
+    {
+        let sniffer = try await TestServer.rawConnection()
+        let captured = Recorder<String>()
+        let listening = Recorder<Bool>()
+        let task = Task {
+            try await sniffer.listen(on: channel) { notifications in
+                listening.append(true)
+                for try await notification in notifications { captured.append(notification.payload) }
+            }
+        }
+        try await waitUntil("the sniffer listening") { listening.count == 1 }
+        return (sniffer, captured, task)
+    }
+
+    @Test func aCapturedMessageReplayedToALinkStartedOneSecondLaterIsRefused() async throws {
+        let channel = TestServer.makeChannel()
+        let options = PostgresLink.Options(signingKey: Self.key)
+        let (sniffer, captured, sniffing) = try await sniff(channel)
+        let a = try await Node(channel: channel, options: options)
+        let b = try await Node(channel: channel, options: options)
+        a.hub.post(UserCreated(userID: 1))
+        try await a.barrier(to: b)
+        try await waitUntil("the capture") { captured.values.contains { $0.contains(#""type":"UserCreated""#) } }
+        let genuine = try #require(captured.values.first { $0.contains(#""type":"UserCreated""#) })
+
+        // C starts 1 s after the capture, by its clock.
+        var later = options
+        later.now = OffsetClock(offset: 1).now
+        let c = try await Node(channel: channel, options: later)
+        let raw = try await TestServer.rawConnection()
+        try await raw.query("SELECT pg_notify(\(channel), \(genuine))", logger: TestServer.logger)
+        try await waitUntil("C refusing the replay") { !c.errors.values.isEmpty }
+        try await waitUntil("B refusing the replay") { b.link.statistics.duplicates == 1 }
+
+        #expect(c.errors.values.map(\.code) == [.staleEnvelope])
+        #expect(c.errors.values.first?.found?.contains("before this link began listening") == true)
+        #expect(c.users.values.isEmpty && c.link.statistics.stale == 1)
+        #expect(b.users.values == [UserCreated(userID: 1)])
+        sniffing.cancel()
+        try await sniffer.close()
+        try await raw.close()
+        await a.link.close()
+        await b.link.close()
+        await c.link.close()
+    }
+
+    @Test func aSignedMessageOlderThanTheWindowOrFromTheFutureIsRefused() async throws {
+        let channel = TestServer.makeChannel()
+        let clock = OffsetClock()
+        var options = PostgresLink.Options(signingKey: Self.key)
+        let a = try await Node(channel: channel, options: options)
+        options.now = clock.now
+        let b = try await Node(channel: channel, options: options)
+        a.hub.post(UserCreated(userID: 1))
+        try await a.barrier(to: b)
+
+        clock.advance(by: 61)  // B's clock: A's messages now arrive 61 s after their issue
+        a.hub.post(UserCreated(userID: 2))
+        try await waitUntil("B refusing a stale message") { !b.errors.values.isEmpty }
+        clock.advance(by: -61)
+        let raw = try await TestServer.rawConnection()
+        let future = signedEnvelope(
+            #"{"version":1,"type":"UserCreated","origin":"\#(UUID())","sequence":1,"payload":{"userID":3}}"#,
+            key: Self.key, channel: channel, issued: Date().addingTimeInterval(5))
+        try await raw.query("SELECT pg_notify(\(channel), \(future))", logger: TestServer.logger)
+        try await waitUntil("B refusing a message from the future") { b.errors.count == 2 }
+        try await a.barrier(to: b, id: 2)
+
+        #expect(b.users.values == [UserCreated(userID: 1)])
+        // A's refused message shows as a gap before its next one.
+        #expect(b.errors.values.map(\.code) == [.staleEnvelope, .staleEnvelope, .sequenceGap])
+        #expect(b.errors.values[0].found?.contains("ms ago, over the 60000 ms allowed") == true)
+        #expect(b.errors.values[1].found?.contains("in the future") == true)
+        try await raw.close()
+        await a.link.close()
+        await b.link.close()
+    }
+
+    @Test func aSignedEnvelopeWithoutIssueTimeIsRefusedUnlessLegacyEnvelopesAreAdmitted() async throws {
+        let channel = TestServer.makeChannel()
+        let b = try await Node(channel: channel, options: PostgresLink.Options(signingKey: Self.key))
+        let legacy = try await Node(
+            channel: channel, options: PostgresLink.Options(signingKey: Self.key, legacyEnvelopes: true))
+        let raw = try await TestServer.rawConnection()
+        let old = signedEnvelope(
+            #"{"version":1,"type":"UserCreated","origin":"\#(UUID())","sequence":1,"payload":{"userID":1}}"#,
+            key: Self.key, channel: channel, legacy: true)
+        try await raw.query("SELECT pg_notify(\(channel), \(old))", logger: TestServer.logger)
+        try await waitUntil("the legacy link admitting it") { legacy.users.count == 1 }
+        try await waitUntil("the other refusing it") { !b.errors.values.isEmpty }
+        // The legacy link signs as earlier releases did: the other refuses its messages too.
+        legacy.hub.post(UserCreated(userID: 2))
+        try await waitUntil("the other refusing the legacy link's message") { b.errors.count == 2 }
+        b.hub.post(UserCreated(userID: 3))
+        try await b.barrier(to: legacy)
+
+        #expect(b.users.values == [UserCreated(userID: 3)])
+        #expect(b.errors.values.map(\.code) == [.staleEnvelope, .staleEnvelope])
+        #expect(b.errors.values.allSatisfy { $0.found?.contains("without issue time") == true })
+        #expect(legacy.users.values == [UserCreated(userID: 1), UserCreated(userID: 2), UserCreated(userID: 3)])
+        #expect(legacy.errors.values.isEmpty)
+        try await raw.close()
+        await b.link.close()
+        await legacy.link.close()
+    }
+
+    @Test func rotatingKeysMidBurstLosesNothing() async throws {
+        let channel = TestServer.makeChannel()
+        let old = PostgresLink.SigningKey(id: "2026-10", key: SymmetricKey(size: .bits256))
+        let new = PostgresLink.SigningKey(id: "2026-11", key: SymmetricKey(size: .bits256))
+        // Every link accepts both keys; A still signs with the old one, A2 (the same service,
+        // redeployed) with the new one. A receiver that only knows the old key refuses the new one.
+        let a = try await Node(channel: channel, options: PostgresLink.Options(signingKeys: [old, new]))
+        let b = try await Node(channel: channel, options: PostgresLink.Options(signingKeys: [old, new]))
+        let stale = try await Node(channel: channel, options: PostgresLink.Options(signingKeys: [old]))
+        let count = 1_000
+        for id in 0..<count / 2 { a.hub.post(UserCreated(userID: id)) }
+        let a2 = try await Node(channel: channel, options: PostgresLink.Options(signingKeys: [new, old]))
+        for id in 0..<count / 2 {
+            a.hub.post(OrderPlaced(orderID: id, item: "old"))
+            a2.hub.post(OrderPlaced(orderID: id, item: "new"))
+        }
+        try await a.barrier(to: b, id: 1)
+        try await a2.barrier(to: b, id: 2)
+
+        #expect(b.users.values.map(\.userID) == Array(0..<count / 2))
+        #expect(b.orders.values.filter { $0.item == "old" }.map(\.orderID) == Array(0..<count / 2))
+        #expect(b.orders.values.filter { $0.item == "new" }.map(\.orderID) == Array(0..<count / 2))
+        #expect(b.errors.values.isEmpty)
+        try await waitUntil("A hearing A2") { a.orders.count == count }
+        #expect(a.errors.values.isEmpty)
+        try await waitUntil("the old-key link refusing A2's messages") {
+            stale.errors.values.contains { $0.found?.contains(#"key "2026-11""#) == true }
+        }
+        #expect(stale.errors.values.allSatisfy { $0.code == .invalidSignature })
+        await a.link.close()
+        await a2.link.close()
+        await b.link.close()
+        await stale.link.close()
+    }
+}

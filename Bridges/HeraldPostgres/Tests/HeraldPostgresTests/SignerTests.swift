@@ -1,0 +1,81 @@
+import Crypto
+import Foundation
+import Testing
+
+@testable import HeraldPostgres
+
+/// Signing and checking envelopes, without a server: key ids, issue times and the envelopes of
+/// earlier releases.
+@Suite("Signer")
+struct SignerTests {
+    let old = PostgresLink.SigningKey(id: "2026-10", key: SymmetricKey(size: .bits256))
+    let new = PostgresLink.SigningKey(id: "2026-11", key: SymmetricKey(size: .bits256))
+    let envelope = #"{"version":3,"origin":"X","sequence":1,"payload":{}}"#
+
+    private func signer(_ keys: [PostgresLink.SigningKey], legacy: Bool = false) throws -> Signer {
+        try #require(Signer(keys: keys, channel: "orders", isLegacy: legacy))
+    }
+
+    @Test func anEnvelopeSignedWithAnyAcceptedKeyChecksOutWithItsIssueTime() throws {
+        let text = try signer([new, old]).sign(envelope, issued: 1_764_000_000_123)
+        #expect(text.hasPrefix(#"{"signature":""#))
+        #expect(text.contains(#","key":"2026-11","issued":1764000000123,"version":3,"#))
+        for keys in [[old, new], [new]] {
+            guard case .valid(let bytes, let issued) = try signer(keys).verify(text) else {
+                Issue.record("expected a valid signature with \(keys.map(\.id))")
+                continue
+            }
+            #expect(String(decoding: bytes, as: UTF8.self) == envelope)
+            #expect(issued == 1_764_000_000_123)
+        }
+        guard case .unknownKey("2026-11") = try signer([old]).verify(text) else {
+            Issue.record("expected an unknown key")
+            return
+        }
+    }
+
+    @Test func alteringTheKeyIdTheIssueTimeOrTheEnvelopeIsAForgery() throws {
+        let signer = try signer([new, old])
+        let text = signer.sign(envelope, issued: 1_764_000_000_123)
+        for altered in [
+            text.replacingOccurrences(of: "1764000000123", with: "1764000009999"),
+            text.replacingOccurrences(of: #""key":"2026-11""#, with: #""key":"2026-10""#),
+            text.replacingOccurrences(of: #""sequence":1"#, with: #""sequence":2"#),
+            text.replacingOccurrences(of: #","issued":"#, with: #","issued":-"#),
+        ] {
+            guard case .forged = signer.verify(altered) else {
+                Issue.record("expected a forgery: \(altered)")
+                continue
+            }
+        }
+        guard case .unsigned = signer.verify(envelope) else {
+            Issue.record("expected an unsigned envelope")
+            return
+        }
+    }
+
+    @Test func theEnvelopesOfEarlierReleasesCheckOutWithoutIssueTime() throws {
+        let legacy = try signer([old], legacy: true)
+        let text = legacy.sign(envelope, issued: 1)
+        #expect(text.hasPrefix(#"{"signature":""#) && text.hasSuffix(String(envelope.dropFirst())))
+        #expect(!text.contains("issued"))
+        guard case .valid(let bytes, .none) = try signer([new, old]).verify(text) else {
+            Issue.record("expected a valid legacy signature")
+            return
+        }
+        #expect(String(decoding: bytes, as: UTF8.self) == envelope)
+    }
+
+    @Test func theOverheadCoversWhatSigningAdds() throws {
+        for legacy in [false, true] {
+            let signer = try signer([new], legacy: legacy)
+            let text = signer.sign(envelope, issued: UInt64(Date().timeIntervalSince1970 * 1_000))
+            #expect(text.utf8.count - envelope.utf8.count <= signer.overhead)
+        }
+    }
+
+    @Test(arguments: ["", String(repeating: "a", count: 65), "a b", #"a"b"#, "é"])
+    func aKeyIdThatIsNotPlainIsRefused(_ id: String) {
+        #expect(!PostgresLink.SigningKey.isValidID(id))
+    }
+}
