@@ -376,14 +376,18 @@ struct SnapshotTable: @unchecked Sendable {  // Lives behind a shard's lock.
     struct Entry {
         var key: UInt = 0
         var generation: UInt64 = 0
-        /// The registry's family generation when the snapshot was read (see ``Registry``).
-        var familyGeneration: UInt64 = 0
-        var isValid = false
+        /// The registry's family generation when the snapshot was read (see ``Registry``), or
+        /// ``SnapshotTable/invalid`` while the entry holds none: one word, so that an entry stays
+        /// 32 bytes and a lookup compares once.
+        var familyGeneration = SnapshotTable.invalid
         var snapshot: ObserverSnapshot?
     }
 
     private var entries = ContiguousArray<Entry>(repeating: Entry(), count: 8)
     private var count = 0
+
+    /// The family generation of an entry without a valid snapshot; the registry's never reaches it.
+    static let invalid = UInt64.max
 
     struct Lookup: @unchecked Sendable {  // Carries a retained snapshot out of the shard's lock.
         let isHit: Bool
@@ -412,7 +416,7 @@ struct SnapshotTable: @unchecked Sendable {  // Lives behind a shard's lock.
     @inline(__always)
     func lookup(_ key: ObjectIdentifier, familyGeneration: UInt64) -> Lookup {
         let entry = entries[find(UInt(bitPattern: key))]
-        return Lookup(isHit: entry.isValid && entry.familyGeneration == familyGeneration, snapshot: entry.snapshot)
+        return Lookup(isHit: entry.familyGeneration == familyGeneration, snapshot: entry.snapshot)
     }
 
     /// Stores the registry's snapshot of `key` as of `generation` (which also orders the family
@@ -428,7 +432,6 @@ struct SnapshotTable: @unchecked Sendable {  // Lives behind a shard's lock.
         let old = entries[index].snapshot
         entries[index].generation = generation
         entries[index].familyGeneration = familyGeneration
-        entries[index].isValid = true
         entries[index].snapshot = snapshot
         return old
     }
@@ -440,7 +443,7 @@ struct SnapshotTable: @unchecked Sendable {  // Lives behind a shard's lock.
         let index = entryIndex(for: UInt(bitPattern: key))
         let old = entries[index].snapshot
         entries[index].generation = max(entries[index].generation, generation)
-        entries[index].isValid = false
+        entries[index].familyGeneration = Self.invalid
         entries[index].snapshot = nil
         return old
     }
