@@ -213,9 +213,12 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
     func snapshot(of type: any TypedNotification.Type, payload: UnsafeRawPointer) -> ObserverSnapshot? {
         let key = ObjectIdentifier(type)
         let index = Self.shardIndex()
-        // A thread's loads of one atomic never go back, so once one of its posts found a family
-        // observer, its later posts take no snapshot read before that observer registered.
-        let families = familyGeneration.load(ordering: .acquiring)
+        // Relaxed is enough: the snapshot itself is published under the shard's lock, and the
+        // loads of one atomic never go back (a thread's later load sees at least what its earlier
+        // load, or a registration that happened before it, stored). So once one of a thread's posts
+        // found a family observer, its later posts take no snapshot read before that observer
+        // registered.
+        let families = familyGeneration.load(ordering: .relaxed)
         let cached = shardRefs[index]._withUnsafeGuaranteedRef {
             $0.table.withLock { $0.lookup(key, familyGeneration: families) }
         }
