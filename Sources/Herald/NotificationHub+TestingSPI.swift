@@ -74,6 +74,31 @@ extension NotificationHub {
             handler: .contextual { delivery, context in try handler(delivery.value, context) })
     }
 
+    /// The per-type registry entries that registrations and cancellations on this hub have
+    /// touched so far, in all.
+    ///
+    /// Registering or cancelling an observer of one type touches that type's entry. Registering a
+    /// family observer or a tap touches none: each type joins it at its next post (see
+    /// ``registryMembershipUpdates``). Cancelling one touches the types that joined it. Tests read
+    /// the difference across a call to check what it costs without timing it.
+    ///
+    /// ```swift
+    /// let before = hub.registryEntriesTouched
+    /// hub.observe(every: (any AnalyticsEvent).self) { _ in }.cancel()
+    /// #expect(hub.registryEntriesTouched - before == 0)
+    /// ```
+    @_spi(Testing)
+    public var registryEntriesTouched: Int {
+        core.registry.state.withLock { $0.entriesTouched }
+    }
+
+    /// The times a post found its type's observers outdated by a family registration and brought
+    /// them up to date (once per type and family registration, whichever thread posts), in all.
+    @_spi(Testing)
+    public var registryMembershipUpdates: Int {
+        core.registry.state.withLock { $0.membershipUpdates }
+    }
+
     /// Taps every notification (see `observeAll(from:on:priority:bufferingPolicy:fileID:line:_:)`)
     /// with a handler that also learns the delivery target.
     ///

@@ -148,3 +148,67 @@ struct FamilyScenarios {
             concrete: medians[0], family: medians[1])
     }
 }
+
+/// A notification type that can be made without arguments, so that a hub can be shown many types
+/// through their metatypes (see `distinctNotificationTypes(count:)`).
+protocol EmptyNotification: TypedNotification {
+    init()
+}
+
+extension OtherRoot: EmptyNotification {}
+extension Zero: EmptyNotification {}
+extension One: EmptyNotification {}
+
+extension FamilyScenarios {
+    struct RegistrationResult {
+        var section: Section
+        var seenTypes: Int
+        /// ns per observe + cancel of an observer of one type.
+        var plain: Double?
+        /// ns per `observe(every:)` + cancel.
+        var family: Double?
+        /// ns per `observeAll` + cancel.
+        var tap: Double?
+    }
+
+    /// Registering and cancelling a family observer or a tap, against an observer of one type, on
+    /// a hub that has seen `seenTypes` types (each posted once; one posting-thread observer of
+    /// `Pong` stays registered).
+    func registration(seenTypes: Int) -> RegistrationResult {
+        let sink = self.sink
+        let hub = NotificationHub()
+        let permanent = hub.observe(Pong.self) { note in sink.add(note.value) }
+        for type in distinctNotificationTypes(count: seenTypes) {
+            if let type = type as? any EmptyNotification.Type { hub.post(type.init()) }
+        }
+        let contenders = [
+            SyncContender("Herald observe + cancel") { n in
+                for _ in 0..<n { hub.observe(Ping.self) { note in sink.add(note.value) }.cancel() }
+            },
+            SyncContender("Herald observe(every:) + cancel") { n in
+                for _ in 0..<n {
+                    hub.observe(every: (any ValueCarrying).self) { note in sink.add(note.value) }.cancel()
+                }
+            },
+            SyncContender("Herald observeAll + cancel") { n in
+                for _ in 0..<n { hub.observeAll { _ in sink.add(1) }.cancel() }
+            },
+        ]
+        let medians = measureInterleaved(contenders, settings: settings)
+        var rows = contenders.enumerated().map { index, contender in
+            Row(contender: contender.name, value: medians[index])
+        }
+        rows[0].isHerald = true
+        for index in 1..<rows.count {
+            if let value = medians[index], let plain = medians[0] {
+                rows[index].notes.append(String(format: "%.2f× observe + cancel", value / plain))
+            }
+        }
+        withExtendedLifetime((hub, permanent)) {}
+        return RegistrationResult(
+            section: Section(
+                title: "Register + cancel on a hub that has seen \(seenTypes.formatted) types", metric: "ns/pair",
+                rows: rows),
+            seenTypes: seenTypes, plain: medians[0], family: medians[1], tap: medians[2])
+    }
+}

@@ -15,7 +15,9 @@ let usage = """
       --markdown   print the table as markdown (for the README)
       --svg PATH   write a chart of cost per post against observer count to PATH
       --strict     exit with status 1 if a DESIGN target shows MISS
-      --only LIST  run only these scenarios (comma-separated): sync, many, crowd, families, churn,
+      --only LIST  run only these scenarios (comma-separated): sync, many, crowd, families,
+                   registration (observe(every:) and observeAll + cancel on a hub that has seen
+                   1,000 and 5,000 types), churn,
                    contention, burst, main, fairness, idle, roundtrip, memory, soak, coalescing
                    (a MainActor flood with bufferingPolicy .latest against .unbounded), bounded
                    (a slow observer's memory with .bufferingNewest(1000) against .unbounded); the
@@ -99,6 +101,15 @@ if settings.runs("families") {
     sections.append(unrelatedFamilies!.section)
     progress("delivery through a protocol observer")
     sections.append(familyScenarios.familyDelivery().section)
+}
+
+var registrations: [FamilyScenarios.RegistrationResult] = []
+if settings.runs("registration") {
+    for seenTypes in [1_000, 5_000] {
+        progress("observe(every:) and observeAll + cancel, \(seenTypes.formatted) types seen")
+        registrations.append(familyScenarios.registration(seenTypes: seenTypes))
+        sections.append(registrations.last!.section)
+    }
 }
 
 // Registration churn and concurrent posters.
@@ -266,6 +277,16 @@ if let unrelatedFamilies, let baseline = unrelatedFamilies.baseline, let crowded
             target: "10 observers of unrelated protocols leave a post to 1 observer within 10% of baseline",
             measured: "\(ns(crowded)) vs \(ns(baseline)) = \(String(format: "%+.1f%%", change))",
             passed: change <= 10))
+}
+for result in registrations {
+    for (name, value) in [("observe(every:)", result.family), ("observeAll", result.tap)] {
+        guard let value, let plain = result.plain else { continue }
+        checks.append(
+            TargetCheck(
+                target: "\(name) + cancel ≤ 3× observe + cancel, \(result.seenTypes.formatted) types seen",
+                measured: "\(ns(value)) vs \(ns(plain)) = \(formatRatio(value / plain))",
+                passed: value <= 3 * plain))
+    }
 }
 if let burst {
     checks.append(

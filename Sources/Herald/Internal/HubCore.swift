@@ -116,38 +116,23 @@ final class HubCore: Sendable {
         withExtendedLifetime(replaced) {}  // released here, outside the locks
     }
 
-    /// Makes `observer`, an observer of a family, visible to posts of every type of the family.
+    /// Makes `observer`, an observer of a family, visible to posts of every type of the family at
+    /// once.
     ///
-    /// Each type's cached snapshots are cleared, so the next post of a type finds out (once per
-    /// family type) whether it belongs to the family, and includes the observer if it does.
+    /// No type is visited: the next post of each type finds out (once per family type) whether it
+    /// belongs to the family, and includes the observer if it does (see ``Registry``).
+    ///
+    /// - Complexity: O(1), amortised.
     func addFamily(_ observer: AnyObserver) {
-        let changes = registry.state.withLock { state -> [Registry.Change] in
-            state.familyGeneration += 1  // first: a family observer's number is never 0
-            state.families.append(observer, sequence: state.nextSequence())
-            guard let family = observer.family else { return [] }
-            return state.recordChange(ofEveryTypeIn: family)
-        }
-        for change in changes { registry.didChange(change) }
+        registry.addFamily(observer)
     }
 
     /// Ends the registration of `observer`, an observer of a family: it and its stand-ins among
-    /// the observers of each type are released after the locks.
+    /// the observers of the types that joined it are released after the locks.
+    ///
+    /// - Complexity: O(the types that joined the observer).
     func removeFamily(_ observer: AnyObserver) {
-        let (released, changes) = registry.state.withLock { state -> ([any Sendable], [Registry.Change]) in
-            guard let removed = state.families.remove(observer) else { return ([], []) }
-            state.familyGeneration += 1
-            var released: [any Sendable] = [removed]
-            var changes: [Registry.Change] = []
-            for key in state.types.keys {
-                guard let bucket = state.bucket(key), let family = observer.family, bucket.mayBelong(to: family),
-                    case let dropped = bucket.dropMembers(of: observer), !dropped.isEmpty
-                else { continue }
-                released += dropped
-                changes.append(state.recordChange(of: key))
-            }
-            return (released, changes)
-        }
-        for change in changes { registry.didChange(change) }
+        let released = registry.removeFamily(observer)
         withExtendedLifetime(released) {}  // released here, outside the locks
     }
 
@@ -203,6 +188,7 @@ final class HubCore: Sendable {
             defer {
                 state.types = TypeTable()
                 state.families = ObserverList()
+                state.removeAllMemberTypes()
             }
             state.generation += 1
             return state.types.buckets.flatMap { $0.removeAll() } + [Box(state.families)]

@@ -20,8 +20,9 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `Registry.state`'s
     @exclusivity(unchecked) private var prioritizedCount = 0
     /// The stand-ins (``Member``) of the family observers whose family this type belongs to.
     @exclusivity(unchecked) private(set) var members: [AnyObserver] = []
-    /// The registry's family generation that `members` reflects (see ``updateMembers(families:generation:sample:)``).
-    @exclusivity(unchecked) private var membersGeneration: UInt64 = 0
+    /// The registry's family generation that `members` reflects (see
+    /// ``updateMembers(families:generation:sample:joined:)``).
+    @exclusivity(unchecked) private(set) var membersGeneration: UInt64 = 0
     /// Whether this type belongs to a family, per family type: decided once, from the first
     /// notification of this type posted after the family's first observer was registered.
     @exclusivity(unchecked) private var memberships: [ObjectIdentifier: Bool] = [:]
@@ -88,9 +89,10 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `Registry.state`'s
     /// belongs to. A family this type was never checked against is decided from `sample`, a
     /// notification of this type (whose address may be 0 for a type without stored properties).
     ///
+    /// - Parameter joined: Receives the family observers that this type now has a stand-in of.
     /// - Returns: The stand-ins and the snapshot it let go of, to release after the lock.
     func updateMembers(
-        families: ObserverList, generation: UInt64, sample: UnsafeRawPointer
+        families: ObserverList, generation: UInt64, sample: UnsafeRawPointer, joined: inout [AnyObserver]
     ) -> [any Sendable] {
         guard membersGeneration != generation else { return [] }
         let live = Set(families.observers.map(ObjectIdentifier.init))
@@ -115,7 +117,10 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `Registry.state`'s
                 belongs = contains(sample, in: family)
                 memberships[family.key] = belongs
             }
-            if belongs { kept.append(member(of: family, for: observer, sequence: sequence)) }
+            if belongs {
+                kept.append(member(of: family, for: observer, sequence: sequence))
+                joined.append(observer)
+            }
         }
         membersGeneration = generation
         if kept.count != members.count || !released.isEmpty {
@@ -133,11 +138,6 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `Registry.state`'s
         var released: [any Sendable] = [members.remove(at: index)]
         if let snapshot = unpublish() { released.append(snapshot) }
         return released
-    }
-
-    /// Whether the type may belong to `family`: `false` only once it is known not to.
-    func mayBelong(to family: AnyFamily) -> Bool {
-        family.isTap || memberships[family.key] != false
     }
 
     /// Whether the type, whose notification `sample` is, belongs to `family`.

@@ -1,3 +1,5 @@
+import Synchronization
+
 #if canImport(Darwin)
 import Darwin
 #elseif canImport(Glibc)
@@ -25,6 +27,20 @@ import Musl
 /// so a post that read the registry before a change cannot store its older snapshot in a shard
 /// after the change cleared it. Everything replaced (snapshots, and with them observers and their
 /// handlers) is released after unlocking.
+///
+/// ## Families
+/// A family observer or a tap may receive posts of any type, so its registration would outdate
+/// every cached snapshot. Rather than clear them one type at a time (which costs O(every type the
+/// hub has seen), and lets a post of a type not yet cleared miss the observer after a post of a
+/// type already cleared found it), it increments the *family generation*, under the registry
+/// lock, and touches no type. Each shard entry keeps the family generation its snapshot was built
+/// at; a post loads the current one (one atomic load) and takes an entry built at another as a
+/// miss. The post that misses brings the type's bucket up to date (deciding, once per family,
+/// whether the type belongs to it) and builds a new snapshot. So the registration becomes visible
+/// to every type at the same moment: a thread whose post found the new observer loads, for its
+/// later posts, a generation at least as new. A family observer's cancellation drops its stand-ins
+/// from the types that joined it (the registry keeps their list), as the cancellation of an
+/// observer of each of those types would.
 final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after init.
     struct State: Sendable {
         /// Per notification type: its bucket, and the shards that may cache a snapshot of it.
@@ -35,8 +51,18 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
         /// registration order. Each type's bucket keeps stand-ins for those whose family it belongs
         /// to (see ``AnyBucket/members``).
         var families = ObserverList()
-        /// Incremented whenever `families` changes.
+        /// Incremented by every registration of a family observer, which outdates the snapshots of
+        /// every type at once (see ``Registry``); a bucket whose members reflect an older one is
+        /// brought up to date when a post of its type next reads it.
         var familyGeneration: UInt64 = 0
+        /// Per family observer: the types whose buckets hold a stand-in of it, so that its
+        /// cancellation visits those and no other.
+        private var memberTypes: [ObjectIdentifier: [ObjectIdentifier]] = [:]
+        /// The per-type entries whose observers registrations and cancellations have changed, in
+        /// all (see `NotificationHub.registryEntriesTouched`).
+        private(set) var entriesTouched = 0
+        /// The buckets that posts brought up to date with the family observers, in all.
+        private(set) var membershipUpdates = 0
         /// The sequence number of the latest registration.
         private var lastSequence: UInt64 = 0
 
@@ -65,15 +91,26 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
             let existing = bucket(key)
             let bucket = existing ?? makeBucket(for: type)
             if existing == nil { types.withEntry(key) { $0.bucket = bucket } }
-            return (bucket, bucket.updateMembers(families: families, generation: familyGeneration, sample: sample))
+            guard bucket.membersGeneration != familyGeneration else { return (bucket, []) }
+            membershipUpdates += 1
+            var joined: [AnyObserver] = []
+            let released = bucket.updateMembers(
+                families: families, generation: familyGeneration, sample: sample, joined: &joined)
+            for observer in joined { memberTypes[ObjectIdentifier(observer), default: []].append(key) }
+            return (bucket, released)
         }
 
-        /// Numbers a change of the observers of every type that may belong to `family` (a family
-        /// observer came): every type but those already known not to belong to it.
-        mutating func recordChange(ofEveryTypeIn family: AnyFamily) -> [Change] {
-            types.keys.compactMap { key in
-                bucket(key)?.mayBelong(to: family) == false ? nil : recordChange(of: key)
-            }
+        /// Forgets the types that hold a stand-in of `observer`, a family observer whose
+        /// registration ends.
+        ///
+        /// - Returns: Those types.
+        mutating func takeMemberTypes(of observer: AnyObserver) -> [ObjectIdentifier] {
+            memberTypes.removeValue(forKey: ObjectIdentifier(observer)) ?? []
+        }
+
+        /// Forgets every family observer's types (the hub is going away).
+        mutating func removeAllMemberTypes() {
+            memberTypes = [:]
         }
 
         /// The bucket of the type whose identity is `key`, if it has one.
@@ -86,12 +123,55 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
         /// once the lock is released.
         mutating func recordChange(of key: ObjectIdentifier) -> Change {
             generation += 1
+            entriesTouched += 1
             let shards = types.withEntry(key) { entry in
                 defer { entry.cachedShards = 0 }
                 return entry.cachedShards
             }
             return Change(key: key, generation: generation, shards: shards)
         }
+    }
+
+    /// Registers `observer`, an observer of a family, for every type at once: a new family
+    /// generation outdates every cached snapshot, and each type joins the observer when a post of
+    /// it next reads the registry. Touches no type.
+    ///
+    /// - Complexity: O(1), amortised.
+    func addFamily(_ observer: AnyObserver) {
+        state.withLock { state in
+            state.familyGeneration += 1  // first: a family observer's number is never 0
+            state.families.append(observer, sequence: state.nextSequence())
+            // Orders this registration among the changes of single types, so that a shard refuses
+            // a snapshot read before it (see `SnapshotTable.store`).
+            state.generation += 1
+            // Under the lock: a post that read the registry after this registration (and so found
+            // the observer) then loads this generation, or a newer one, for its thread's next posts.
+            familyGeneration.store(state.familyGeneration, ordering: .releasing)
+        }
+    }
+
+    /// Ends the registration of `observer`, an observer of a family: drops its stand-ins from the
+    /// types that joined it, as the cancellation of an observer of each of those types would.
+    ///
+    /// - Returns: What it let go of (the observer, its stand-ins and the outdated snapshots), to
+    ///   release after the locks.
+    /// - Complexity: O(the types that joined the observer).
+    func removeFamily(_ observer: AnyObserver) -> [any Sendable] {
+        let (released, changes) = state.withLock { state -> ([any Sendable], [Change]) in
+            guard let removed = state.families.remove(observer) else { return ([], []) }
+            var released: [any Sendable] = [removed]
+            var changes: [Change] = []
+            for key in state.takeMemberTypes(of: observer) {
+                guard let bucket = state.bucket(key), case let dropped = bucket.dropMembers(of: observer),
+                    !dropped.isEmpty
+                else { continue }
+                released += dropped
+                changes.append(state.recordChange(of: key))
+            }
+            return (released, changes)
+        }
+        for change in changes { didChange(change) }
+        return released
     }
 
     /// A change of one type's observers, to clear from the shards that may cache that type.
@@ -111,6 +191,10 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
     /// The same shards, for posts, which borrow them without touching their reference counts:
     /// `shards` keeps them alive as long as the registry.
     private let shardRefs: UnsafeMutablePointer<Unmanaged<PostShard>>
+    /// `state.familyGeneration`, for posts to read without the registry lock; stored under it. It
+    /// sits beside `shardRefs`, which every post reads too, and changes only when a family observer
+    /// registers.
+    private let familyGeneration = Atomic<UInt64>(0)
 
     init() {
         shardRefs = .allocate(capacity: Self.shardCount)
@@ -129,7 +213,15 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
     func snapshot(of type: any TypedNotification.Type, payload: UnsafeRawPointer) -> ObserverSnapshot? {
         let key = ObjectIdentifier(type)
         let index = Self.shardIndex()
-        let cached = shardRefs[index]._withUnsafeGuaranteedRef { $0.table.withLock { $0.lookup(key) } }
+        // Relaxed is enough: the snapshot itself is published under the shard's lock, and the
+        // loads of one atomic never go back (a thread's later load sees at least what its earlier
+        // load, or a registration that happened before it, stored). So once one of a thread's posts
+        // found a family observer, its later posts take no snapshot read before that observer
+        // registered.
+        let families = familyGeneration.load(ordering: .relaxed)
+        let cached = shardRefs[index]._withUnsafeGuaranteedRef {
+            $0.table.withLock { $0.lookup(key, familyGeneration: families) }
+        }
         if cached.isHit { return cached.snapshot }
         return fill(index, key, type, payload)
     }
@@ -141,17 +233,19 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
         _ index: Int, _ key: ObjectIdentifier, _ type: any TypedNotification.Type, _ payload: UnsafeRawPointer
     ) -> ObserverSnapshot? {
         let shard = shards[index]
-        let (generation, cached, released) = state.withLock { state in
+        let (generation, families, cached, released) = state.withLock { state in
             state.types.withEntry(key) { entry in entry.cachedShards |= 1 << UInt64(index) }
             let (bucket, released) = state.bucket(key, type: type, sample: payload)
-            return (state.generation, bucket?.snapshotForShard(), released)
+            return (state.generation, state.familyGeneration, bucket?.snapshotForShard(), released)
         }
         withExtendedLifetime(released) {}  // released here, after the lock
         // Built after the lock, so that registrations do not wait for it. If the type changed
         // meanwhile, the shard refuses it (the change's generation is later) and only this post
         // scans it, as if it had come just before the change.
         let snapshot = cached?.snapshot ?? cached?.source?.build()
-        let replaced = shard.table.withLock { $0.store(snapshot, for: key, generation: generation) }
+        let replaced = shard.table.withLock {
+            $0.store(snapshot, for: key, generation: generation, familyGeneration: families)
+        }
         withExtendedLifetime(replaced) {}  // released here, after the lock
         return snapshot
     }
@@ -280,18 +374,25 @@ struct TypeTable: @unchecked Sendable {  // Lives behind the registry lock.
 }
 
 /// A table from notification type to the snapshot a shard caches, with the generation of the
-/// change it reflects. Open addressing over the type's identity; entries are never removed, only
-/// cleared, and there is one per type ever posted from the shard.
+/// change it reflects and the family generation it was read at. Open addressing over the type's
+/// identity; entries are never removed, only cleared, and there is one per type ever posted from
+/// the shard.
 struct SnapshotTable: @unchecked Sendable {  // Lives behind a shard's lock.
     struct Entry {
         var key: UInt = 0
         var generation: UInt64 = 0
-        var isValid = false
+        /// The registry's family generation when the snapshot was read (see ``Registry``), or
+        /// ``SnapshotTable/invalid`` while the entry holds none: one word, so that an entry stays
+        /// 32 bytes and a lookup compares once.
+        var familyGeneration = SnapshotTable.invalid
         var snapshot: ObserverSnapshot?
     }
 
     private var entries = ContiguousArray<Entry>(repeating: Entry(), count: 8)
     private var count = 0
+
+    /// The family generation of an entry without a valid snapshot; the registry's never reaches it.
+    static let invalid = UInt64.max
 
     struct Lookup: @unchecked Sendable {  // Carries a retained snapshot out of the shard's lock.
         let isHit: Bool
@@ -316,24 +417,26 @@ struct SnapshotTable: @unchecked Sendable {  // Lives behind a shard's lock.
         }
     }
 
+    /// The snapshot of `key`; a hit only if it was read at family generation `familyGeneration`.
     @inline(__always)
-    func lookup(_ key: ObjectIdentifier) -> Lookup {
+    func lookup(_ key: ObjectIdentifier, familyGeneration: UInt64) -> Lookup {
         let entry = entries[find(UInt(bitPattern: key))]
-        return Lookup(isHit: entry.isValid, snapshot: entry.snapshot)
+        return Lookup(isHit: entry.familyGeneration == familyGeneration, snapshot: entry.snapshot)
     }
 
-    /// Stores the registry's snapshot of `key` as of `generation`, unless a later change cleared
-    /// the entry already.
+    /// Stores the registry's snapshot of `key` as of `generation` (which also orders the family
+    /// registrations) and `familyGeneration`, unless a later change cleared the entry already or a
+    /// later read stored its snapshot.
     ///
     /// - Returns: What it replaced, to release after the lock.
     mutating func store(
-        _ snapshot: ObserverSnapshot?, for key: ObjectIdentifier, generation: UInt64
+        _ snapshot: ObserverSnapshot?, for key: ObjectIdentifier, generation: UInt64, familyGeneration: UInt64
     ) -> ObserverSnapshot? {
         let index = entryIndex(for: UInt(bitPattern: key))
         guard entries[index].generation <= generation else { return snapshot }
         let old = entries[index].snapshot
         entries[index].generation = generation
-        entries[index].isValid = true
+        entries[index].familyGeneration = familyGeneration
         entries[index].snapshot = snapshot
         return old
     }
@@ -345,7 +448,7 @@ struct SnapshotTable: @unchecked Sendable {  // Lives behind a shard's lock.
         let index = entryIndex(for: UInt(bitPattern: key))
         let old = entries[index].snapshot
         entries[index].generation = max(entries[index].generation, generation)
-        entries[index].isValid = false
+        entries[index].familyGeneration = Self.invalid
         entries[index].snapshot = nil
         return old
     }
