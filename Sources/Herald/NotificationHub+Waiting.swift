@@ -216,17 +216,16 @@ extension NotificationHub {
     ) -> (WaitGroup, DeliveryReport, StandInWaitingPost?) {
         let group = WaitGroup(waiter: nil)
         var wait = PostWait(group: group, isolation: nil, blocks: false)
+        if let standIn = core.mainActorStandIn {
+            wait.standInPost = StandInWaitingPost(
+                notificationType: String(describing: N.self), group: group, core: core,
+                standIn: String(describing: standIn))
+        }
         withUnsafePointer(to: notification) { payload in
             scan(UnsafeRawPointer(payload), of: N.self, subject: subject, wait: &wait)
         }
         group.arrive()
-        guard !wait.standIn.isEmpty, let standIn = core.mainActorStandIn else {
-            return (group, wait.report, nil)
-        }
-        let held = StandInWaitingPost(
-            notificationType: String(describing: N.self), group: group, core: core,
-            standIn: String(describing: standIn), observers: wait.standIn)
-        return (group, wait.report, held)
+        return (group, wait.report, wait.isStandInPostHeld ? wait.standInPost : nil)
     }
 
     /// Under a main-actor stand-in, an async waiting post sees what it sees in the app: made on
@@ -237,12 +236,10 @@ extension NotificationHub {
     private func runOrHoldStandIn(
         _ held: StandInWaitingPost?, group: WaitGroup, isolation: isolated (any Actor)?
     ) async {
-        guard let held, let standIn = core.mainActorStandIn else { return }
-        if isolation === MainActor.shared {
-            await standIn.runJobs(until: { group.isComplete })
-        } else {
-            standIn.hold(held)
-        }
+        // The scan has handed the post to the stand-in already, so a wait made elsewhere ends
+        // at the latest with the stand-in's scope.
+        guard held != nil, let standIn = core.mainActorStandIn, isolation === MainActor.shared else { return }
+        await standIn.runJobs(until: { group.isComplete })
     }
 
     private struct WaitOutcome {

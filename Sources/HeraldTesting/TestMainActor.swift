@@ -79,6 +79,8 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
         var wakeUp: CheckedContinuation<Void, Never>?
         /// `await postAndWait` calls made off the main actor that wait for this stand-in's jobs.
         var heldPosts: [StandInWaitingPost] = []
+        /// Set when ``withMainActorStandIn(name:fileID:filePath:line:column:_:)``'s scope ends.
+        var isScopeOver = false
     }
 
     /// A name for failure messages, such as `"main"`.
@@ -362,7 +364,12 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
     }
 
     func hold(_ post: StandInWaitingPost) {
-        state.withLock { $0.heldPosts.append(post) }
+        let isOver = state.withLock { state in
+            if !state.isScopeOver { state.heldPosts.append(post) }
+            return state.isScopeOver
+        }
+        // A post made after the scope ended: nothing will run the stand-in, so it ends at once.
+        if isOver { post.abandon() }
     }
 
     func release(_ post: StandInWaitingPost) {
@@ -374,6 +381,7 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
     /// run them.
     func abandonHeldPosts(at site: FailureSite) {
         let posts = state.withLock { state in
+            state.isScopeOver = true
             defer { state.heldPosts = [] }
             return state.heldPosts
         }

@@ -63,15 +63,21 @@ public final class StandInWaitingPost: Sendable, CustomStringConvertible {
     let core: HubCore
     let standIn: String
     /// The observers whose deliveries went to the stand-in.
-    let observers: [AnyObserver]
+    private let observerList = Lock<[AnyObserver]>([])
 
-    init(notificationType: String, group: WaitGroup, core: HubCore, standIn: String, observers: [AnyObserver]) {
+    init(notificationType: String, group: WaitGroup, core: HubCore, standIn: String) {
         self.notificationType = notificationType
         self.group = group
         self.core = core
         self.standIn = standIn
-        self.observers = observers
     }
+
+    /// The post's delivery to `observer` goes to the stand-in.
+    func add(_ observer: AnyObserver) {
+        observerList.withLock { $0.append(observer) }
+    }
+
+    var observers: [AnyObserver] { observerList.withLock { $0 } }
 
     public var description: String { "postAndWait(\(notificationType))" }
 

@@ -19,8 +19,12 @@ struct PostWait {
     let collectsHelp: Bool
     /// The posting-thread observers' outcome (and the streams').
     var report = DeliveryReport()
-    /// Observers whose delivery an async waiting post left with the hub's main-actor stand-in.
-    var standIn: [AnyObserver] = []
+    /// For an async waiting post on a hub with a main-actor stand-in: the post, which the scan
+    /// hands to the stand-in (``MainActorStandIn/hold(_:)``) before it enqueues the first delivery
+    /// that the stand-in will run, so the stand-in knows of the wait before a test can see the job.
+    var standInPost: StandInWaitingPost?
+    /// Whether the scan handed ``standInPost`` to the stand-in.
+    var isStandInPostHeld = false
 
     init(group: WaitGroup, isolation: (any Actor)?, blocks: Bool, collectsHelp: Bool = false) {
         self.collectsHelp = collectsHelp
@@ -146,6 +150,15 @@ extension HubCore {
                 // An async handler isolated to the target that this thread blocks: enqueue only.
                 return observer.enqueue(payload, subject: subject, group: nil, hold: hold) != .refused
             }
+            if !wait.pointee.blocks, case .main = observer.target.kind, let post = wait.pointee.standInPost,
+                let standIn = mainActorStandIn
+            {
+                post.add(observer)
+                if !wait.pointee.isStandInPostHeld {
+                    wait.pointee.isStandInPostHeld = true
+                    standIn.hold(post)
+                }
+            }
             wait.pointee.group.enter()
             switch observer.enqueue(payload, subject: subject, group: wait.pointee.group, hold: hold) {
             case .refused:
@@ -161,8 +174,6 @@ extension HubCore {
                 wait.pointee.inline.append(observer)
             } else if wait.pointee.blocks {
                 if wait.pointee.collectsHelp { wait.pointee.help.append(observer) }
-            } else if case .main = observer.target.kind, mainActorStandIn != nil {
-                wait.pointee.standIn.append(observer)
             }
             return true
         }
