@@ -1,4 +1,3 @@
-import Synchronization
 
 /// The body of an observer's `async` handler as the lane calls it: the notification, and a check
 /// that the observation is still live. The body runs the check on the handler's own isolation
@@ -96,14 +95,15 @@ final class TargetTaskExecutor: TaskExecutor {
 /// waits until ``launch(_:)`` has stored it (``armed()``), so that a `cancel()` made once the
 /// handler has started always finds the task and cancels it before returning.
 final class AsyncCallSlot: Sendable {
-    private struct State {
+    private struct State: Sendable {
         var task: Task<Void, Never>?
         var isArmed = false
         var waiter: CheckedContinuation<Void, Never>?
         var isCancelled = false
     }
 
-    private let state = Mutex(State())
+    /// Herald's ``Lock``, which ThreadSanitizer sees, rather than a bare `Mutex`.
+    private let state = Lock(State())
 
     /// Starts the call's task with `makeTask` and stores it.
     func launch(_ makeTask: () -> Task<Void, Never>) {
