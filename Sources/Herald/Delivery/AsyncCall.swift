@@ -1,4 +1,3 @@
-
 /// The body of an observer's `async` handler as the lane calls it: the notification, and a check
 /// that the observation is still live. The body runs the check on the handler's own isolation
 /// (the main actor, the actor, or the target's executor) right before it calls the user's
