@@ -37,11 +37,14 @@ private final class ChangeWatcher {
     }
 
     private func arm() {
+        // The model's registrar keeps this closure until the next change: it holds the watcher
+        // weakly, so that a watcher left armed at the end of a test is no reference cycle.
         withObservationTracking {
             read()
-        } onChange: {
+        } onChange: { [weak self] in
             let isMain = MainQueueProbe.isOnMainQueue
             MainActor.assumeIsolated {
+                guard let self else { return }
                 self.changes += 1
                 if !isMain { self.offMain += 1 }
                 // Re-arm after the change has been made.
