@@ -50,7 +50,8 @@ extension NotificationHub {
     /// The answer is Swift's `as?` cast of that notification, which for a notification made of an
     /// `Optional` looks inside the value: observe such a type by its own type. Protocol observers do
     /// not count in ``observerCount(of:)`` or ``registrations(of:)``, which count the observers of
-    /// one type, and they do not replay retained values.
+    /// one type, and they do not replay retained values. A type that no notification can be cast
+    /// to, such as `String.self`, is refused and reported (see ``FamilyMismatch``).
     ///
     /// - Parameters:
     ///   - family: The protocol's existential, such as `(any AnalyticsEvent).self`, or a base class.
@@ -459,6 +460,7 @@ extension NotificationHub {
         direct: (@Sendable (Family) throws -> Void)? = nil,
         handler: Handler<FamilyDelivery<Family>>
     ) -> ObservationToken {
+        if refusesFamily(Family.self, fileID: fileID, line: line) { return .refused() }
         let filters = subject == nil && owner == nil ? nil : Filters(subject: subject, owner: owner)
         let observer = Observer<FamilyDelivery<Family>>(
             core: core, target: target, filters: filters,

@@ -30,6 +30,9 @@ final class StrayHubWatch: Sendable {
 
     /// Reports each remembered hub that delivers main-actor work to the real main queue, once.
     func check(_ main: TestMainActor, at site: FailureSite) {
+        for hub in seen.withLock({ seen in seen.values.compactMap(\.hub) }) {
+            hub.reportRegistrationMisuses(at: site)
+        }
         let hubs = seen.withLock { seen in seen.values.compactMap { $0.isReported ? nil : $0.hub } }
         for hub in hubs {
             guard let message = Self.strayFailure(hub, main: main) else { continue }
@@ -84,9 +87,17 @@ enum GivenHubs {
 }
 
 extension NotificationHub {
-    /// Inside a stand-in's scope, hands this hub to the stand-in's ``StrayHubWatch``; with `site`,
+    /// Fails the test once for each registration this hub refused (see `FamilyMismatch`).
+    func reportRegistrationMisuses(at site: FailureSite) {
+        for misuse in _takeRegistrationMisuses() {
+            reportFailure(misuse.message, at: site)
+        }
+    }
+
+    /// With `site`, reports the registrations this hub refused. Inside a stand-in's scope, hands this hub to the stand-in's ``StrayHubWatch``; with `site`,
     /// also checks it now.
     func noteInStandInScope(checkingAt site: FailureSite? = nil) {
+        if let site { reportRegistrationMisuses(at: site) }
         guard let main = StrayHubWatch.currentStandIn else { return }
         main.strayHubs.note(self)
         if let site { main.strayHubs.check(main, at: site) }

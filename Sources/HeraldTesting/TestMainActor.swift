@@ -610,6 +610,10 @@ final class StandIn: MainActorStandIn, CustomStringConvertible {
         main.strayHubs.note(hub)
     }
 
+    func noteRefusedRegistration(on hub: NotificationHub) {
+        main.strayHubs.note(hub)  // its check reports the refused registration
+    }
+
     func enqueue(_ job: @escaping @Sendable () -> Void) {
         main.enqueue(job)
     }

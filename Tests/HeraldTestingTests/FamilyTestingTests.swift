@@ -138,3 +138,47 @@ struct FamilyRecorderZeroSizedTests {
         withExtendedLifetime(app) {}
     }
 }
+
+/// A view model that misspells its family: `String` is no notification family.
+@MainActor
+final class MisspeltFamilyModel {
+    private var token: ObservationToken?
+
+    init(hub: NotificationHub) {
+        token = hub.observe(every: String.self, on: MainActor.shared) { _ in }
+    }
+}
+
+@Suite("A registration no notification can reach, in the test kit")
+@MainActor
+struct FamilyMismatchTestingTests {
+    @Test("The next registration check of the hub fails the test, naming the type and the registration site")
+    func theNextCheckFails() {
+        let hub = NotificationHub()
+        hub.errorHandler = { _ in }
+        let model = MisspeltFamilyModel(hub: hub)
+        withKnownIssue {
+            hub.expectTapsRegistered(count: 0)
+        } matching: { issue in
+            let text = String(describing: issue)
+            return text.contains("observe(every: String.self) can never receive a notification")
+                && text.contains("HeraldTestingTests/FamilyTestingTests.swift")
+        }
+        hub.expectTapsRegistered(count: 0)  // reported once
+        withExtendedLifetime(model) {}
+    }
+
+    @Test("Inside a main-actor stand-in's scope, the scope's end fails the test")
+    func theScopeFails() async {
+        let hub = NotificationHub()
+        hub.errorHandler = { _ in }
+        await withKnownIssue {
+            await withMainActorStandIn { main in
+                hub.useMainActorStandIn(main)
+                _ = MisspeltFamilyModel(hub: hub)
+            }
+        } matching: { issue in
+            String(describing: issue).contains("found String, a struct")
+        }
+    }
+}

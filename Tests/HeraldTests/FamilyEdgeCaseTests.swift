@@ -238,3 +238,61 @@ struct FamilyGivenAConcreteTypeTests {
         for token in tokens { token.cancel() }
     }
 }
+
+@Suite("observe(every:) given a type no notification can be cast to")
+struct FamilyMismatchTests {
+    private struct Settings: Sendable {}
+    private enum Mode: Sendable { case on }
+    private final class Base: Sendable {}
+
+    @Test("A struct, an enum, a tuple or a function type is refused, reported with its site, and counts as no observer")
+    func refused() async {
+        let hub = NotificationHub()
+        let failures = Log<ObserverFailure>()
+        hub.errorHandler = { failures.append($0) }
+        let line = #line + 1
+        let string = hub.observe(every: String.self) { _ in Issue.record("never called") }
+        let settings = hub.observe(every: Settings.self, on: .queue(DispatchQueue(label: "x"))) { _ in }
+        let mode = hub.observe(every: Mode.self, on: MainActor.shared) { _ in }
+        let tuple = hub.observe(every: (Int, Int).self) { _ in }
+        let function = hub.observe(every: (@Sendable () -> Void).self) { _ in }
+        let stream = hub.notifications(every: Int.self)
+
+        #expect(string.isCancelled && settings.isCancelled && mode.isCancelled)
+        #expect(tuple.isCancelled && function.isCancelled)
+        #expect(hub.observerCount(every: String.self) == 0)
+        #expect(hub.registrations(every: Settings.self).isEmpty)
+        var ended = true
+        for await _ in stream { ended = false }
+        #expect(ended, "the stream of a refused family ends at once")
+        let report = await hub.postAndWait(Ping(value: 1))
+        #expect(report.deliveredCount == 0)
+
+        let values = failures.values
+        #expect(
+            values.map { ($0.error as? FamilyMismatch)?.kind } == [
+                "a struct", "a struct", "an enum", "a tuple", "a function type", "a struct",
+            ])
+        #expect(values.first?.fileID == "HeraldTests/FamilyEdgeCaseTests.swift" && values.first?.line == line)
+        #expect(values.first?.notificationType == "every String")
+        let message = values.first.map { "\($0.error)" } ?? ""
+        #expect(message.contains("observe(every: String.self) can never receive a notification: expected a protocol's"))
+        #expect(message.contains("found String, a struct that does not conform to TypedNotification"))
+    }
+
+    @Test("Families that can match are accepted: protocols, classes, any Sendable")
+    func accepted() {
+        let hub = NotificationHub()
+        let failures = Log<ObserverFailure>()
+        hub.errorHandler = { failures.append($0) }
+        let tokens = [
+            hub.observe(every: (any TypedNotification).self) { _ in },
+            hub.observe(every: (any Sendable).self) { _ in },
+            hub.observe(every: Base.self) { _ in },
+        ]
+        #expect(tokens.allSatisfy { !$0.isCancelled })
+        #expect(failures.values.isEmpty)
+        hub.post(Ping(value: 1))
+        for token in tokens { token.cancel() }
+    }
+}

@@ -38,10 +38,15 @@ public protocol MainActorStandIn: DeliveryExecutor {
     /// has no stand-in: its deliveries will go to the real main queue, which the test does not
     /// run. The stand-in may check the hub later and name `useMainActorStandIn` in a failure.
     func noteHubWithoutStandIn(_ hub: NotificationHub)
+
+    /// `hub` refused a registration, in the task of this stand-in's scope (see ``FamilyMismatch``
+    /// and `NotificationHub/_takeRegistrationMisuses()`): the stand-in may report it later.
+    func noteRefusedRegistration(on hub: NotificationHub)
 }
 
 extension MainActorStandIn {
     public func noteHubWithoutStandIn(_ hub: NotificationHub) {}
+    public func noteRefusedRegistration(on hub: NotificationHub) {}
 }
 
 extension NotificationHub {

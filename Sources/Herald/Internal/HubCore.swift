@@ -31,6 +31,8 @@ final class HubCore: Sendable {
     private let standIn = Lock<StandInBox?>(nil)
     /// Whether a stand-in was ever set; lets main-queue schedules skip the lock.
     private let hasStandIn = Atomic<Bool>(false)
+    /// Registrations refused for a ``FamilyMismatch`` that HeraldTesting has not reported yet.
+    private let misuses = Lock<[RegistrationMisuse]>([])
 
     /// A main-actor stand-in behind the lock (an existential is stored in a struct, see
     /// ``ErrorHandler``).
@@ -218,6 +220,17 @@ final class HubCore: Sendable {
                 return handler
             }
             withExtendedLifetime(old) {}  // the old closure and its captures go here, after the lock
+        }
+    }
+
+    func noteMisuse(_ misuse: RegistrationMisuse) {
+        misuses.withLock { $0.append(misuse) }
+    }
+
+    func takeMisuses() -> [RegistrationMisuse] {
+        misuses.withLock { misuses in
+            defer { misuses = [] }
+            return misuses
         }
     }
 

@@ -84,6 +84,10 @@ extension NotificationHub {
         line: UInt = #line
     ) -> FamilyNotificationSequence<Family> {
         let storage = NotificationSequence<FamilyDelivery<Family>>.Storage(policy: bufferingPolicy)
+        if refusesFamily(Family.self, fileID: fileID, line: line) {
+            storage.finish()  // the sequence ends at once
+            return FamilyNotificationSequence(base: NotificationSequence(storage: storage))
+        }
         let observer = Observer<FamilyDelivery<Family>>(
             core: core, stream: storage, filters: subject.map { Filters(subject: $0, owner: nil) },
             location: SourceLocation(fileID: fileID, line: UInt32(clamping: line)), family: Herald.Family<Family>())

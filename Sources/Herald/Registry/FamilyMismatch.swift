@@ -1,0 +1,104 @@
+/// The error reported when `observe(every:)`, `observeAll`-style recorders or
+/// `notifications(every:)` are given a type that no posted notification can ever be cast to.
+///
+/// A family is a protocol's existential (such as `(any AnalyticsEvent).self`), a class, or
+/// `(any TypedNotification).self`. A struct, an enum, a tuple, a function or a metatype that does
+/// not itself conform to ``TypedNotification`` has no subtypes, so no post can reach it: such a
+/// registration is refused. Nothing is registered (``NotificationHub/observerCount(every:)``
+/// stays 0), the returned observation is already cancelled, and this error goes to the hub's
+/// ``NotificationHub/errorHandler`` in an ``ObserverFailure`` that names the registration site.
+/// Under HeraldTesting, the test fails at the next check of the hub.
+public struct FamilyMismatch: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The type given as the family, such as `String`.
+    public let family: String
+    /// What kind of type it is, such as "a struct".
+    public let kind: String
+
+    public var description: String {
+        "observe(every: \(family).self) can never receive a notification: expected a protocol's existential "
+            + "(such as (any AnalyticsEvent).self), a class, or (any TypedNotification).self; found \(family), "
+            + "\(kind) that does not conform to TypedNotification. Nothing was registered"
+    }
+
+    /// The mismatch of `type`, or `nil` if a posted notification can be cast to it.
+    static func of<Family>(_ type: Family.Type) -> FamilyMismatch? {
+        guard !(type is any TypedNotification.Type),
+            let kind = TypeKind(of: type)?.name
+        else { return nil }
+        return FamilyMismatch(family: String(describing: type), kind: kind)
+    }
+}
+
+/// The kinds of type that have no subtypes, read from the type's runtime metadata.
+///
+/// The first word of a type's metadata is its kind, a value fixed by the Swift ABI
+/// (`swift/ABI/MetadataKind.def`): 0x200 and up for value types, 0x300 and up for the runtime's
+/// own kinds; a class's first word is 0 or a pointer. Reading it is the one way to tell a struct
+/// from a protocol's existential without an instance.
+private enum TypeKind: Int {
+    case `struct` = 0x200
+    case `enum` = 0x201
+    case tuple = 0x301
+    case function = 0x302
+    case metatype = 0x304
+    case existentialMetatype = 0x306
+
+    init?(of type: Any.Type) {
+        // `Any.Type` is a pointer to the type's metadata, whose first word is always readable.
+        let metadata = unsafeBitCast(type, to: UnsafeRawPointer.self)
+        self.init(rawValue: metadata.load(as: Int.self))
+    }
+
+    var name: String {
+        switch self {
+        case .struct: "a struct"
+        case .enum: "an enum"
+        case .tuple: "a tuple"
+        case .function: "a function type"
+        case .metatype, .existentialMetatype: "a metatype"
+        }
+    }
+}
+
+/// A registration refused for a ``FamilyMismatch``, kept for HeraldTesting's checks.
+@_spi(Testing)
+public struct RegistrationMisuse: Sendable, Equatable {
+    public let mismatch: FamilyMismatch
+    public let fileID: String
+    public let line: Int
+
+    /// The failure message a test reports.
+    public var message: String { "\(mismatch) (registered at \(fileID):\(line))" }
+}
+
+extension NotificationHub {
+    /// Refuses a registration whose family can never match, if `Family` is such a type: reports
+    /// the ``FamilyMismatch`` and returns `true`.
+    func refusesFamily<Family>(_ type: Family.Type, fileID: StaticString, line: UInt) -> Bool {
+        guard let mismatch = FamilyMismatch.of(type) else { return false }
+        let misuse = RegistrationMisuse(mismatch: mismatch, fileID: "\(fileID)", line: Int(line))
+        core.noteMisuse(misuse)
+        core.report(
+            ObserverFailure(
+                error: mismatch, notificationType: "every \(mismatch.family)", fileID: misuse.fileID, line: misuse.line)
+        )
+        MainActorStandInScope.current?.noteRefusedRegistration(on: self)
+        return true
+    }
+
+    /// The registrations refused since the last call, oldest first; for HeraldTesting, which
+    /// fails the test with them.
+    @_spi(Testing)
+    public func _takeRegistrationMisuses() -> [RegistrationMisuse] {
+        core.takeMisuses()
+    }
+}
+
+extension ObservationToken {
+    /// An observation that has already ended, for a refused registration.
+    static func refused() -> ObservationToken {
+        let token = ObservationToken(onCancel: {})
+        token.cancel()
+        return token
+    }
+}
