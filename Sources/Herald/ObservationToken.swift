@@ -22,13 +22,41 @@ import Synchronization
 /// the handler is not started again, not even for notifications already queued for it. A call
 /// that is already running on another thread at that moment is not interrupted and may finish.
 public final class ObservationToken: Hashable, Sendable {
-    // One reference and nothing else: a token is the smallest heap block. Whether it cancels on
-    // deinit is the registration's own `cancelsWithToken`.
-    private let registration: Cancellable
+    // One reference behind a lock and nothing else: a token stays in the allocator's 32-byte size
+    // class. Whether it cancels on deinit is the registration's own `cancelsWithToken`. Once
+    // cancelled, the token holds an `EndedRegistration` with the final counts instead, so that it
+    // no longer keeps the observer, and with it the handler, alive.
+    private let state: Mutex<Cancellable>
 
     init(registration: Cancellable, cancelsOnDeinit: Bool = true) {
         assert(cancelsOnDeinit == registration.cancelsWithToken, "Herald: the registration decides")
-        self.registration = registration
+        self.state = Mutex(registration)
+    }
+
+    /// The registration, or what is left of it once cancelled.
+    private var registration: Cancellable {
+        state.withLock { registration in
+            // A bare `Mutex` hands a contended lock over inside the kernel, where ThreadSanitizer
+            // does not see it (see ``Lock``): tell it, by the token's address.
+            guard let hooks = ThreadSanitizerHooks.shared else { return registration }
+            let address = UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque())
+            hooks.acquire(address)
+            defer { hooks.release(address) }
+            return registration
+        }
+    }
+
+    /// Replaces `current` with `ended`, unless another cancel did; returns what it replaced.
+    private func replace(_ current: Cancellable, with ended: Cancellable) -> Cancellable? {
+        state.withLock { stored -> Cancellable? in
+            let hooks = ThreadSanitizerHooks.shared
+            let address = UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque())
+            hooks?.acquire(address)
+            defer { hooks?.release(address) }
+            guard stored === current else { return nil }
+            stored = ended
+            return current
+        }
     }
 
     /// Creates an observation that calls `onCancel` once, when it is cancelled or deallocated.
@@ -38,10 +66,11 @@ public final class ObservationToken: Hashable, Sendable {
     ///
     /// - Parameter onCancel: The work that ends your registration. It runs at most once.
     public init(onCancel: @escaping @Sendable () -> Void) {
-        self.registration = ClosureRegistration(onCancel)
+        self.state = Mutex(ClosureRegistration(onCancel))
     }
 
     deinit {
+        let registration = state.withLock { $0 }
         if registration.cancelsWithToken {
             registration.cancel()
         }
@@ -52,12 +81,17 @@ public final class ObservationToken: Hashable, Sendable {
     /// Once `cancel()` returns, the handler is not started again, including for notifications that
     /// were already queued for it. A call already running on another thread may finish.
     ///
-    /// The notifications queued for the observer are released at once, and the hub no longer
-    /// holds the handler: the handler, and whatever it captures, is released when you let go of
-    /// this observation too (and once a delivery job already handed to the target has run, and a
-    /// post of the same type that another thread is running right now has finished).
+    /// The notifications queued for the observer and the handler, with whatever it captures, are
+    /// released before `cancel()` returns, although you still hold this observation and a delivery
+    /// job may still wait on the target: a `self` → token → handler → `self` cycle ends here. The
+    /// exception is a call running on another thread at that moment, or a post of the same type
+    /// that another thread is scanning: the handler is released when that call or post returns.
     public func cancel() {
-        registration.cancel()
+        let current = registration
+        guard !(current is EndedRegistration) else { return }
+        current.cancel()
+        let ended = EndedRegistration(current)
+        withExtendedLifetime(replace(current, with: ended)) {}  // the observer goes here, after the lock
     }
 
     /// Whether the observation has ended, by ``cancel()`` or because its owner or subject was
@@ -125,6 +159,22 @@ public final class ObservationToken: Hashable, Sendable {
     public func hash(into hasher: inout Hasher) {
         hasher.combine(ObjectIdentifier(self))
     }
+}
+
+/// What a token keeps of its registration once cancelled: the mailbox policy and the final
+/// counts, which stay readable, and nothing that holds the handler.
+private final class EndedRegistration: Cancellable, @unchecked Sendable {  // Immutable.
+    private let policy: NotificationBufferingPolicy
+    private let counts: (replaced: Int, dropped: Int)
+
+    init(_ registration: Cancellable) {
+        policy = registration.bufferingPolicy
+        counts = registration.discardedCounts
+    }
+
+    override var isCancelled: Bool { true }
+    override var bufferingPolicy: NotificationBufferingPolicy { policy }
+    override var discardedCounts: (replaced: Int, dropped: Int) { counts }
 }
 
 /// A registration ended by a closure.

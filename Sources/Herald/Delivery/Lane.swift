@@ -9,15 +9,21 @@ import Synchronization
 ///
 /// It also carries the rarely used parts of an observer: its target, its filters and a contextual
 /// handler. Posting-thread observers without filters or a contextual handler have no lane.
+///
+/// The handler of an observer whose deliveries a drain runs (on an asynchronous target, or any
+/// `async` handler) lives here, under the lane's lock, as a ``DrainedHandler``: each drain takes
+/// it when it starts, and ``close()`` takes it out, so that cancelling releases the handler and
+/// what it captures at once, even while a drain job still waits on the target. A drain running at
+/// that moment keeps its own reference until it ends.
 final class Lane<N: TypedNotification>: Sendable {
     let target: DeliveryTarget
     let filters: Filters?
+    /// The contextual handler of a posting-thread observer (a drained one's is in its
+    /// ``DrainedHandler``).
     let contextual: (@Sendable (N, DeliveryContext) throws -> Void)?
     /// The buffer of the ``NotificationSequence`` a stream observer feeds; the rest of the lane is
     /// unused then.
     let stream: NotificationSequence<N>.Storage?
-    /// The `async` handler of an observer registered with one: its lane starts one call at a time.
-    let asyncHandler: AsyncHandler<N>?
     /// The task of the `async` call running now, for an observer with an `async` handler.
     let asyncCalls: AsyncCallSlot?
     /// The layout of one queued item of type `N`.
@@ -39,21 +45,24 @@ final class Lane<N: TypedNotification>: Sendable {
 
     init(
         target: DeliveryTarget, filters: Filters?, contextual: (@Sendable (N, DeliveryContext) throws -> Void)?,
-        stream: NotificationSequence<N>.Storage? = nil, asyncHandler: AsyncHandler<N>? = nil,
+        stream: NotificationSequence<N>.Storage? = nil, drained handler: Handler<N>? = nil,
         policy: MailboxPolicy? = nil, priority: Int = 0, family: AnyFamily? = nil
     ) {
+        let isAsync = handler?.isAsync == true
         self.policy = policy
         self.priority = priority
         self.family = family
         self.stream = stream
-        self.asyncHandler = asyncHandler
-        self.asyncCalls = asyncHandler == nil ? nil : AsyncCallSlot()
+        self.asyncCalls = isAsync ? AsyncCallSlot() : nil
         self.target = target
         self.filters = filters
         self.contextual = contextual
-        let lingers = asyncHandler == nil && stream == nil && target.drainMayLinger
+        let lingers = !isAsync && stream == nil && target.drainMayLinger
         gauge = lingers ? BurstGauge() : nil
-        if asyncHandler != nil {
+        if let handler {
+            mailbox.withLock { $0.handler = DrainedHandler(handler) }
+        }
+        if isAsync {
             mailbox.withLock { $0.machine.batchLimit = 1 }
         } else if lingers {
             mailbox.withLock { $0.machine.lingers = true }
@@ -287,7 +296,9 @@ final class Lane<N: TypedNotification>: Sendable {
     /// `run` outside the lock.
     ///
     /// - Returns: Whether the job must be handed to the target again.
-    func runJob(on thread: UInt, continued: Bool, _ run: (UnsafeMutableRawPointer) -> Void) -> Bool {
+    func runJob(
+        on thread: UInt, continued: Bool, _ run: (UnsafeMutableRawPointer, DrainedHandler<N>?) -> Void
+    ) -> Bool {
         var posterPaused = false
         if continued, let gauge {
             switch gauge.look() {
@@ -297,9 +308,10 @@ final class Lane<N: TypedNotification>: Sendable {
         }
         var batch = ItemQueue()
         defer { batch.deallocate() }
-        var action = startJob(on: thread, posterPaused: posterPaused, into: &batch)
+        let (firstAction, handler) = startJob(on: thread, posterPaused: posterPaused, into: &batch)
+        var action = firstAction
         while case .run = action {
-            runBatch(&batch, run)
+            runBatch(&batch) { run($0, handler) }
             action = mailbox.withLock { mailbox in
                 let action = mailbox.machine.jobRanBatch()
                 take(action, from: &mailbox.items, into: &batch)
@@ -312,12 +324,13 @@ final class Lane<N: TypedNotification>: Sendable {
 
     /// Drains every ready item on the calling thread, which is on the target, unless another
     /// drain runs. Never sliced.
-    func runInline(on thread: UInt, _ run: (UnsafeMutableRawPointer) -> Void) {
+    func runInline(on thread: UInt, _ run: (UnsafeMutableRawPointer, DrainedHandler<N>?) -> Void) {
         var batch = ItemQueue()
         defer { batch.deallocate() }
-        var count = startInline(on: thread, into: &batch)
+        let (firstCount, handler) = startInline(on: thread, into: &batch)
+        var count = firstCount
         while count != nil {
-            runBatch(&batch, run)
+            runBatch(&batch) { run($0, handler) }
             count = mailbox.withLock { mailbox in
                 let count = mailbox.machine.inlineRanBatch()
                 take(count.map(LaneStateMachine.DrainAction.run) ?? .stop, from: &mailbox.items, into: &batch)
@@ -328,25 +341,27 @@ final class Lane<N: TypedNotification>: Sendable {
     }
 
     /// Starts the drain of the job handed to the target: its first action, with the items it takes
-    /// moved into `batch`.
+    /// moved into `batch`, and the handler that runs them (`nil` once the lane is closed).
     private func startJob(
         on thread: UInt, posterPaused: Bool = false, into batch: inout ItemQueue
-    ) -> LaneStateMachine.DrainAction {
-        mailbox.withLock { mailbox in
+    ) -> (LaneStateMachine.DrainAction, DrainedHandler<N>?) {
+        let (action, handler) = mailbox.withLock { mailbox in
             let action = mailbox.machine.jobStarted(on: thread, posterPaused: posterPaused)
             take(action, from: &mailbox.items, into: &batch)
-            return action
+            return (action, action == .stop ? nil : mailbox.handler)
         }
+        return (action, handler.map { unsafeDowncast($0, to: DrainedHandler<N>.self) })
     }
 
     /// Starts an inline drain: how many items it runs first, moved into `batch`, or `nil` if
-    /// another drain runs or nothing is ready.
-    private func startInline(on thread: UInt, into batch: inout ItemQueue) -> Int? {
-        mailbox.withLock { mailbox in
+    /// another drain runs or nothing is ready; and the handler that runs them.
+    private func startInline(on thread: UInt, into batch: inout ItemQueue) -> (Int?, DrainedHandler<N>?) {
+        let (count, handler) = mailbox.withLock { mailbox in
             let count = mailbox.machine.inlineStarted(on: thread)
             take(count.map(LaneStateMachine.DrainAction.run) ?? .stop, from: &mailbox.items, into: &batch)
-            return count
+            return (count, count == nil ? nil : mailbox.handler)
         }
+        return (count, handler.map { unsafeDowncast($0, to: DrainedHandler<N>.self) })
     }
 
     /// Moves the items a drain action takes into `batch`. Call under the lane's lock.
@@ -390,12 +405,15 @@ final class Lane<N: TypedNotification>: Sendable {
     /// drain ends; ``resume()`` goes on once the call has returned.
     ///
     /// - Returns: Whether the job must be handed to the target again.
-    func runAsyncJob(on thread: UInt, _ prepare: (UnsafeMutableRawPointer) -> (() -> Void)?) -> Bool {
+    func runAsyncJob(
+        on thread: UInt, _ prepare: (UnsafeMutableRawPointer, DrainedHandler<N>?) -> (() -> Void)?
+    ) -> Bool {
         var batch = ItemQueue()
         defer { batch.deallocate() }
-        var action = startJob(on: thread, into: &batch)
+        let (firstAction, handler) = startJob(on: thread, into: &batch)
+        var action = firstAction
         while case .run = action {
-            let launch = prepareAsyncBatch(&batch, prepare)
+            let launch = prepareAsyncBatch(&batch) { prepare($0, handler) }
             action = mailbox.withLock { mailbox in
                 if launch != nil {
                     mailbox.machine.suspend()
@@ -411,12 +429,13 @@ final class Lane<N: TypedNotification>: Sendable {
     }
 
     /// ``runInline(on:_:)`` for a lane whose handler is `async`: it starts at most one call.
-    func runAsyncInline(on thread: UInt, _ prepare: (UnsafeMutableRawPointer) -> (() -> Void)?) {
+    func runAsyncInline(on thread: UInt, _ prepare: (UnsafeMutableRawPointer, DrainedHandler<N>?) -> (() -> Void)?) {
         var batch = ItemQueue()
         defer { batch.deallocate() }
-        var count = startInline(on: thread, into: &batch)
+        let (firstCount, handler) = startInline(on: thread, into: &batch)
+        var count = firstCount
         while count != nil {
-            let launch = prepareAsyncBatch(&batch, prepare)
+            let launch = prepareAsyncBatch(&batch) { prepare($0, handler) }
             count = mailbox.withLock { mailbox in
                 if launch != nil {
                     mailbox.machine.suspend()
@@ -509,12 +528,16 @@ final class Lane<N: TypedNotification>: Sendable {
 
     // MARK: Closing
 
-    /// Closes the lane and takes out every item, for the caller to drop outside the lock.
-    func close() -> ItemQueue {
+    /// Closes the lane and takes out every item, for the caller to drop outside the lock, and the
+    /// handler, for the caller to release outside the lock.
+    func close() -> (items: ItemQueue, handler: (any AnyObject & Sendable)?) {
         mailbox.withLock { mailbox in
             _ = mailbox.machine.close()
-            defer { mailbox.items = ItemQueue() }
-            return mailbox.items
+            defer {
+                mailbox.items = ItemQueue()
+                mailbox.handler = nil
+            }
+            return (mailbox.items, mailbox.handler)
         }
     }
 
@@ -564,6 +587,21 @@ struct LaneMailbox: Sendable {
     var items = ItemQueue()
     /// Blocked waiters offered each drain (see ``Lane/addHelper(_:)``).
     var helpers: [Waiter] = []
+    /// The ``DrainedHandler`` of the lane's observer until the lane closes; `nil` for a lane whose
+    /// handler runs on the posting thread, or that feeds a stream.
+    var handler: (any AnyObject & Sendable)?
+}
+
+/// The handler of an observer whose deliveries a drain runs, held by its lane (see ``Lane``).
+final class DrainedHandler<N: TypedNotification>: Sendable {
+    let handler: Handler<N>
+    /// The closure of a `.plain` handler, read once per item by the drain's common path.
+    let plain: (@Sendable (N) throws -> Void)?
+
+    init(_ handler: Handler<N>) {
+        self.handler = handler
+        if case .plain(let body) = handler { plain = body } else { plain = nil }
+    }
 }
 
 /// What lets the drain job of a lingering lane (a serial queue, a ``DeliveryThread``) tell, without

@@ -250,11 +250,10 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
 /// a ``Lane``; or the feed of a ``NotificationSequence``.
 @usableFromInline
 final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  // Immutable; see AnyObserver.
-    /// The handler; unused when `extras` holds a contextual one, or for a stream.
+    /// The handler of a synchronous posting-thread observer; unused when `extras` holds a
+    /// contextual one, for a stream, and for an observer whose deliveries a drain runs, whose lane
+    /// holds its handler (see ``DrainedHandler``) so that cancelling releases it at once.
     @usableFromInline let handler: @Sendable (N) throws -> Void
-    /// The `async` handler, for an observer registered with one; it lives in the lane, which such
-    /// an observer always has, to keep the observer in the allocator's 64-byte size class.
-    private var asyncHandler: AsyncHandler<N>? { extras?.asyncHandler }
     /// Target, filters, contextual handler and mailbox; `nil` for a plain posting-thread observer.
     private let extras: Lane<N>?
     /// The buffer of the ``NotificationSequence`` this observer feeds, if it feeds one.
@@ -273,27 +272,28 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         let policy = target.isPosting && !handler.isAsync ? nil : MailboxPolicy(bufferingPolicy)
         if policy != nil { flags |= Flags.hasPolicy }
         switch handler {
-        case .plain(let body):
-            if target.isPosting { flags |= Flags.isPosting }
+        case .plain(let body) where target.isPosting:
+            flags |= Flags.isPosting
             self.handler = body
             self.extras =
-                target.isPosting && filters == nil && priority == 0 && family == nil
+                filters == nil && priority == 0 && family == nil
                 ? nil
                 : Lane(
                     target: target, filters: filters, contextual: nil, policy: policy, priority: priority,
                     family: family)
-        case .contextual(let body):
-            if target.isPosting { flags |= Flags.isPosting }
-            flags |= Flags.isContextual
+        case .contextual(let body) where target.isPosting:
+            flags |= Flags.isPosting | Flags.isContextual
             self.handler = { _ in }
             self.extras = Lane(
                 target: target, filters: filters, contextual: body, policy: policy, priority: priority, family: family)
-        case .async(let body):
-            // Even on the posting thread an async handler has a lane: it orders the calls.
-            flags |= Flags.isAsync
+        case .plain, .contextual, .async:
+            // A drain runs the deliveries (even on the posting thread, an async handler has a
+            // lane: it orders the calls), and the lane holds the handler.
+            if handler.isAsync { flags |= Flags.isAsync }
+            if case .contextual = handler { flags |= Flags.isContextual }
             self.handler = { _ in }
             self.extras = Lane(
-                target: target, filters: filters, contextual: nil, asyncHandler: body, policy: policy,
+                target: target, filters: filters, contextual: nil, drained: handler, policy: policy,
                 priority: priority, family: family)
         }
         super.init(core: core, location: location, flags: flags)
@@ -346,8 +346,9 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         if let stream { stream.finish() }
         guard let lane else { return 0 }
         lane.asyncCalls?.cancel()
-        var dropped = lane.close()
+        var (dropped, handler) = lane.close()
         let count = lane.drop(&dropped, leaving: outcome)  // outside the lane's lock
+        withExtendedLifetime(handler) {}  // the handler and its captures go here, outside the lock
         core.idleWatch.noteProgress()
         return count
     }
@@ -460,11 +461,20 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
 
     // MARK: Calling the handler
 
-    /// Calls the handler; reports and returns the failure if it throws.
+    /// Calls the handler of a posting-thread observer, or `drained`, the handler a drain took;
+    /// reports and returns the failure if it throws.
     @inline(__always)
-    func invoke(_ notification: N, subjectID: ObjectIdentifier?) -> ObserverFailure? {
+    func invoke(_ notification: N, subjectID: ObjectIdentifier?, drained: DrainedHandler<N>? = nil) -> ObserverFailure?
+    {
         do {
-            if let contextual = extras?.contextual {
+            if let drained {
+                switch drained.handler {
+                case .plain(let body): try body(notification)
+                case .contextual(let body):
+                    try body(notification, DeliveryContext(subjectID: subjectID, target: target))
+                case .async: break  // started by `prepareAsync`, never here
+                }
+            } else if let contextual = extras?.contextual {
                 try contextual(notification, DeliveryContext(subjectID: subjectID, target: target))
             } else {
                 try handler(notification)
@@ -619,14 +629,15 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     private func runJob(continued: Bool) {
         guard let lane else { return }
         if isAsync {
-            let again = lane.runAsyncJob(on: currentThreadID()) { item in prepareAsync(item, lane.layout) }
+            let again = lane.runAsyncJob(on: currentThreadID()) { item, handler in
+                prepareAsync(item, handler, lane.layout)
+            }
             if again { scheduleDrain(continued: true) } else { core.idleWatch.noteProgress() }
             return
         }
-        let isPlain = lane.contextual == nil
         let layout = lane.layout
-        let again = lane.runJob(on: currentThreadID(), continued: continued) { item in
-            run(item, isPlain: isPlain, layout)
+        let again = lane.runJob(on: currentThreadID(), continued: continued) { item, handler in
+            run(item, handler, layout)
         }
         if again { scheduleDrain(continued: true) } else { core.idleWatch.noteProgress() }
     }
@@ -634,12 +645,11 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     override func drainInline() {
         guard let lane else { return }
         if isAsync {
-            lane.runAsyncInline(on: currentThreadID()) { item in prepareAsync(item, lane.layout) }
+            lane.runAsyncInline(on: currentThreadID()) { item, handler in prepareAsync(item, handler, lane.layout) }
             return
         }
-        let isPlain = lane.contextual == nil
         let layout = lane.layout
-        lane.runInline(on: currentThreadID()) { item in run(item, isPlain: isPlain, layout) }
+        lane.runInline(on: currentThreadID()) { item, handler in run(item, handler, layout) }
         core.idleWatch.noteProgress()
     }
 
@@ -649,11 +659,13 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     ///
     /// - Returns: What starts the task, to be called once the lane is suspended; `nil` when the
     ///   observation has ended.
-    private func prepareAsync(_ item: UnsafeMutableRawPointer, _ layout: ItemQueue.Layout) -> (() -> Void)? {
+    private func prepareAsync(
+        _ item: UnsafeMutableRawPointer, _ handler: DrainedHandler<N>?, _ layout: ItemQueue.Layout
+    ) -> (() -> Void)? {
         let payload = (item + layout.payloadOffset).assumingMemoryBound(to: N.self)
         let (_, group) = Lane<N>.takeHeader(item)
         let notification = payload.move()
-        guard !isCancelled, let asyncHandler, let calls = extras?.asyncCalls else {
+        guard !isCancelled, case .async(let asyncHandler)? = handler?.handler, let calls = extras?.asyncCalls else {
             group?.leave(.skipped)
             return nil
         }
@@ -711,31 +723,31 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
 
     /// Runs one item and consumes it (its payload is destroyed, its group released).
     @inline(__always)
-    private func run(_ item: UnsafeMutableRawPointer, isPlain: Bool, _ layout: ItemQueue.Layout) {
+    private func run(_ item: UnsafeMutableRawPointer, _ handler: DrainedHandler<N>?, _ layout: ItemQueue.Layout) {
         let payload = (item + layout.payloadOffset).assumingMemoryBound(to: N.self)
         let (subjectID, group) = Lane<N>.takeHeader(item)
-        if group == nil && isPlain {
+        if group == nil, let plain = handler?.plain {
             // The common case: the handler reads the notification where it lies in the batch.
             if !isCancelled {
-                do { try N._heraldCall(handler, with: payload) } catch { report(error) }
+                do { try N._heraldCall(plain, with: payload) } catch { report(error) }
             }
             if !_isPOD(N.self) { payload.deinitialize(count: 1) }
             return
         }
         let notification = payload.move()
-        guard !isCancelled else {
+        guard !isCancelled, let handler else {
             group?.leave(.skipped)
             return
         }
         guard let group else {
-            _ = invoke(notification, subjectID: subjectID)
+            _ = invoke(notification, subjectID: subjectID, drained: handler)
             return
         }
         let failure: ObserverFailure?
         if let waiter = group.waiter {
-            failure = Waiter.chain.withValue(waiter) { invoke(notification, subjectID: subjectID) }
+            failure = Waiter.chain.withValue(waiter) { invoke(notification, subjectID: subjectID, drained: handler) }
         } else {
-            failure = invoke(notification, subjectID: subjectID)
+            failure = invoke(notification, subjectID: subjectID, drained: handler)
         }
         group.leave(failure.map(DeliveryOutcome.failed) ?? .delivered)
     }
