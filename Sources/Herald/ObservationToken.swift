@@ -22,42 +22,19 @@ import Synchronization
 /// the handler is not started again, not even for notifications already queued for it. A call
 /// that is already running on another thread at that moment is not interrupted and may finish.
 public final class ObservationToken: Hashable, Sendable {
-    // One reference behind a lock and nothing else: a token stays in the allocator's 32-byte size
-    // class. Whether it cancels on deinit is the registration's own `cancelsWithToken`. Once
-    // cancelled, the token holds an `EndedRegistration` with the final counts instead, so that it
-    // no longer keeps the observer, and with it the handler, alive.
-    private let state: Mutex<Cancellable>
+    // One word and nothing else: a token stays in the allocator's 32-byte size class. Whether it
+    // cancels on deinit is the registration's own `cancelsWithToken`. Once cancelled, the token
+    // holds an `EndedRegistration` with the final counts instead, so that it no longer keeps the
+    // observer, and with it the handler, alive.
+    private let state: AtomicReference<Cancellable>
 
     init(registration: Cancellable, cancelsOnDeinit: Bool = true) {
         assert(cancelsOnDeinit == registration.cancelsWithToken, "Herald: the registration decides")
-        self.state = Mutex(registration)
+        self.state = AtomicReference(registration)
     }
 
     /// The registration, or what is left of it once cancelled.
-    private var registration: Cancellable {
-        state.withLock { registration in
-            // A bare `Mutex` hands a contended lock over inside the kernel, where ThreadSanitizer
-            // does not see it (see ``Lock``): tell it, by the token's address.
-            guard let hooks = ThreadSanitizerHooks.shared else { return registration }
-            let address = UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque())
-            hooks.acquire(address)
-            defer { hooks.release(address) }
-            return registration
-        }
-    }
-
-    /// Replaces `current` with `ended`, unless another cancel did; returns what it replaced.
-    private func replace(_ current: Cancellable, with ended: Cancellable) -> Cancellable? {
-        state.withLock { stored -> Cancellable? in
-            let hooks = ThreadSanitizerHooks.shared
-            let address = UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque())
-            hooks?.acquire(address)
-            defer { hooks?.release(address) }
-            guard stored === current else { return nil }
-            stored = ended
-            return current
-        }
-    }
+    private var registration: Cancellable { state.load() }
 
     /// Creates an observation that calls `onCancel` once, when it is cancelled or deallocated.
     ///
@@ -66,11 +43,11 @@ public final class ObservationToken: Hashable, Sendable {
     ///
     /// - Parameter onCancel: The work that ends your registration. It runs at most once.
     public init(onCancel: @escaping @Sendable () -> Void) {
-        self.state = Mutex(ClosureRegistration(onCancel))
+        self.state = AtomicReference(ClosureRegistration(onCancel))
     }
 
     deinit {
-        let registration = state.withLock { $0 }
+        let registration = state.load()
         if registration.cancelsWithToken {
             registration.cancel()
         }
@@ -91,7 +68,7 @@ public final class ObservationToken: Hashable, Sendable {
         guard !(current is EndedRegistration) else { return }
         current.cancel()
         let ended = EndedRegistration(current)
-        withExtendedLifetime(replace(current, with: ended)) {}  // the observer goes here, after the lock
+        withExtendedLifetime(state.replace(current, with: ended)) {}  // the observer goes here, after the lock
     }
 
     /// Whether the observation has ended, by ``cancel()`` or because its owner or subject was

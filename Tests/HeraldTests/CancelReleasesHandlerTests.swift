@@ -162,3 +162,31 @@ struct CancelDuringACallTests {
         withExtendedLifetime(token) {}
     }
 }
+
+@Suite("A token read from several threads while it is cancelled")
+struct TokenRaceTests {
+    @Test("Every reader sees the live or the ended observation, and the counts survive the cancel")
+    func readersDuringCancel() {
+        let hub = NotificationHub()
+        for round in 0..<200 {
+            let manual = ManualExecutor()
+            let token = hub.observe(Ping.self, on: .executor(manual), bufferingPolicy: .latest) { _ in }
+            hub.post(Ping(value: 1))
+            hub.post(Ping(value: 2))  // replaces the first
+            DispatchQueue.concurrentPerform(iterations: 4) { index in
+                if index == 0 {
+                    token.cancel()
+                    return
+                }
+                for _ in 0..<50 {
+                    #expect(token.replacedCount == 1)
+                    #expect(token.bufferingPolicy == .latest)
+                    _ = token.isCancelled
+                }
+            }
+            #expect(token.isCancelled, "round \(round)")
+            #expect(token.replacedCount == 1 && token.droppedCount == 0)
+            while manual.runNext() {}
+        }
+    }
+}
