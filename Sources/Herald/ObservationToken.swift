@@ -24,8 +24,8 @@ import Synchronization
 public final class ObservationToken: Hashable, Sendable {
     // One word and nothing else: a token stays in the allocator's 32-byte size class. Whether it
     // cancels on deinit is the registration's own `cancelsWithToken`. Once cancelled, the token
-    // holds an `EndedRegistration` with the final counts instead, so that it no longer keeps the
-    // observer, and with it the handler, alive.
+    // holds an `EndedRegistration` with the final counts instead, or nothing for an observation
+    // without a policy, so that it no longer keeps the observer, and with it the handler, alive.
     private let state: AtomicReference<Cancellable>
 
     init(registration: Cancellable, cancelsOnDeinit: Bool = true) {
@@ -33,8 +33,9 @@ public final class ObservationToken: Hashable, Sendable {
         self.state = AtomicReference(registration)
     }
 
-    /// The registration, or what is left of it once cancelled.
-    private var registration: Cancellable { state.load() }
+    /// The registration, or what is left of it once cancelled (`nil`: an observation without a
+    /// policy, which has ended).
+    private var registration: Cancellable? { state.load() }
 
     /// Creates an observation that calls `onCancel` once, when it is cancelled or deallocated.
     ///
@@ -47,9 +48,10 @@ public final class ObservationToken: Hashable, Sendable {
     }
 
     deinit {
-        let registration = state.load()
-        if registration.cancelsWithToken {
-            registration.cancel()
+        state.withObjectOfLastOwner { registration in
+            if let registration, registration.cancelsWithToken {
+                registration.cancel()
+            }
         }
     }
 
@@ -64,17 +66,16 @@ public final class ObservationToken: Hashable, Sendable {
     /// exception is a call running on another thread at that moment, or a post of the same type
     /// that another thread is scanning: the handler is released when that call or post returns.
     public func cancel() {
-        let current = registration
-        guard !(current is EndedRegistration) else { return }
+        guard let current = registration, !current.hasEnded else { return }
         current.cancel()
-        let ended = EndedRegistration(current)
+        let ended = EndedRegistration.of(current)
         withExtendedLifetime(state.replace(current, with: ended)) {}  // the observer goes here, after the lock
     }
 
     /// Whether the observation has ended, by ``cancel()`` or because its owner or subject was
     /// deallocated.
     public var isCancelled: Bool {
-        registration.isCancelled
+        registration?.isCancelled ?? true
     }
 
     /// The mailbox policy the observation was registered with.
@@ -82,7 +83,7 @@ public final class ObservationToken: Hashable, Sendable {
     /// ``NotificationBufferingPolicy/unbounded`` for an observation without a mailbox policy,
     /// including a synchronous one on the posting thread, which has no mailbox.
     public var bufferingPolicy: NotificationBufferingPolicy {
-        registration.bufferingPolicy
+        registration?.bufferingPolicy ?? .unbounded
     }
 
     /// The number of notifications that the mailbox policy
@@ -101,7 +102,7 @@ public final class ObservationToken: Hashable, Sendable {
     /// observation without a policy. ``NotificationHub/registrations(of:)`` reports it too, for
     /// observations made with an `owner:`.
     public var replacedCount: Int {
-        registration.discardedCounts.replaced
+        registration?.discardedCounts.replaced ?? 0
     }
 
     /// The number of notifications that a bounded mailbox policy
@@ -111,7 +112,7 @@ public final class ObservationToken: Hashable, Sendable {
     /// The count is exact, and stays readable after the observation ends. It is 0 for an
     /// observation without a policy. ``NotificationHub/registrations(of:)`` reports it too.
     public var droppedCount: Int {
-        registration.discardedCounts.dropped
+        registration?.discardedCounts.dropped ?? 0
     }
 
     /// The subject identities that a `.latest(perSubject: true)` mailbox remembers, to tell a
@@ -119,7 +120,7 @@ public final class ObservationToken: Hashable, Sendable {
     /// stays small while subjects come and go.
     @_spi(Testing)
     public var _rememberedSubjectCount: Int {
-        registration.rememberedSubjectCount
+        registration?.rememberedSubjectCount ?? 0
     }
 
     /// Keeps this observation alive in `set` until the set lets go of it.
@@ -144,10 +145,20 @@ private final class EndedRegistration: Cancellable, @unchecked Sendable {  // Im
     private let policy: NotificationBufferingPolicy
     private let counts: (replaced: Int, dropped: Int)
 
-    init(_ registration: Cancellable) {
-        policy = registration.bufferingPolicy
-        counts = registration.discardedCounts
+    private init(policy: NotificationBufferingPolicy, counts: (replaced: Int, dropped: Int)) {
+        self.policy = policy
+        self.counts = counts
     }
+
+    /// What is left of `registration`, which has been cancelled; `nil` for an observation without
+    /// a policy, whose counts are always 0.
+    static func of(_ registration: Cancellable) -> EndedRegistration? {
+        let policy = registration.bufferingPolicy
+        guard policy != .unbounded else { return nil }
+        return EndedRegistration(policy: policy, counts: registration.discardedCounts)
+    }
+
+    override var hasEnded: Bool { true }
 
     override var isCancelled: Bool { true }
     override var bufferingPolicy: NotificationBufferingPolicy { policy }

@@ -8,6 +8,9 @@ class Cancellable: @unchecked Sendable {  // No state of its own; subclasses mak
     func cancel() {}
     /// Whether the registration has ended.
     var isCancelled: Bool { true }
+    /// Whether this is what a cancelled token keeps of its registration, which has nothing left
+    /// to cancel.
+    var hasEnded: Bool { false }
     /// Whether letting go of the last token ends the registration.
     var cancelsWithToken: Bool { true }
     /// The registration's mailbox policy.
