@@ -730,6 +730,8 @@ final class LinkCore: Sendable {
         /// This link's origin and incarnation id as written in envelopes.
         let own: [UInt8]
         let ownIncarnation: [UInt8]
+        /// What this link's own signed envelopes start with (``Signer/echoMarker(origin:incarnation:)``).
+        let echoMarker: [UInt8]
         /// The origins seen, as written and parsed (a UUID parses slowly); bounded.
         var origins: [String: UUID] = [:]
 
@@ -750,7 +752,8 @@ final class LinkCore: Sendable {
             self?.state.withLock { $0.decoders[wireName] }
         }
         return Reader(
-            decoder: decoder, own: Array(origin.uuidString.utf8), ownIncarnation: Array(incarnation.idText.utf8))
+            decoder: decoder, own: Array(origin.uuidString.utf8), ownIncarnation: Array(incarnation.idText.utf8),
+            echoMarker: Signer.echoMarker(origin: origin, incarnation: incarnation))
     }
 
     /// Checks, parses and delivers one message of the channel: a single notification or a batch,
@@ -762,7 +765,12 @@ final class LinkCore: Sendable {
     private func receive(_ text: String, reader: inout Reader) {
         let bytes: [UInt8]
         if let signer {
-            switch signer.verify(text) {
+            switch signer.verify(text, echoMarker: reader.echoMarker) {
+            case .echo(let envelope):
+                let look = Envelope.quickLook(envelope, own: reader.own, ownIncarnation: reader.ownIncarnation)
+                let count = if case .echo(let count) = look { count } else { 1 }
+                state.withLock { $0.statistics.echoesIgnored += count }
+                return
             case .valid(let envelope, let issued):
                 if let stale = staleness(issued: issued, isLegacy: signer.isLegacy) {
                     state.withLock { $0.statistics.stale += 1 }
