@@ -35,6 +35,8 @@ struct ShutdownTests {
         try await link.listening()
         hub.post(UserCreated(userID: 1))
         try await waitUntil("B receiving the post made before") { b.users.count == 1 }
+        // And its NOTIFY completed on A: a cancellation reports one still in flight as not sent.
+        try await waitUntil("A's NOTIFY completing") { link.statistics.sent == 1 }
 
         switch ending {
         case .close: await link.close()
