@@ -99,7 +99,13 @@ final class EventLoopTaskExecutor: TaskExecutor {
     }
 }
 
-/// The state and the work behind a ``PostgresLink``.
+/// The state and the work behind a ``PostgresLink``: it holds the lock over the link's state
+/// machines and does what they decide, after unlocking.
+///
+/// - ``SendStateMachine``: the queue of posts, drained one `NOTIFY` at a time;
+/// - ``PeerTracker``: what is known of each sender, and which notifications to deliver;
+/// - ``ConnectionStateMachine``: the run's life cycle, the listening connection's outages and
+///   backoff, and who waits for what.
 ///
 /// Sending needs no task of its own: a post that finds the sending connection idle writes its
 /// `NOTIFY` at once, from the posting thread; each `NOTIFY`'s completion, on the connection's event
@@ -112,8 +118,12 @@ final class LinkCore: Sendable {
     /// What the sender does next, decided under the lock and done outside it.
     typealias SendStep = Sender.Action
 
+    /// The run's life cycle.
+    typealias Lifecycle = ConnectionStateMachine<CheckedContinuation<Void, any Error>, CheckedContinuation<Void, Never>>
+
     struct State {
         var nextSequence: UInt64 = 1
+        /// The link's shutdown has begun: posts stay local (``PostgresLinkError/Code/postAfterShutdown``).
         var isClosed = false
         var tokens: [ObjectIdentifier: ObservationToken] = [:]
         var decoders: [String: Envelope.PayloadDecoder] = [:]
@@ -122,11 +132,14 @@ final class LinkCore: Sendable {
         var errorHandler: (@Sendable (PostgresLinkError) -> Void)?
         var listenerTask: Task<Void, Never>?
         var sender: Sender
-        var run = RunState()
+        var lifecycle: Lifecycle
+        /// The task that runs the link for `connect`.
+        var runTask: Task<Void, Never>?
 
-        init(peers: PeerTracker, sender: Sender) {
+        init(peers: PeerTracker, sender: Sender, lifecycle: Lifecycle) {
             self.peers = peers
             self.sender = sender
+            self.lifecycle = lifecycle
         }
     }
 
@@ -149,7 +162,12 @@ final class LinkCore: Sendable {
     let writer: Envelope.Writer
     /// The link's counters, through swift-metrics.
     let metrics: LinkMetrics
-    private let state: Mutex<State>
+    /// The database server's clock less the link's (``PostgresLink/Options/now``), in
+    /// milliseconds, taken when the link connects; 0 before.
+    let serverClockOffset = Atomic<Int64>(0)
+    /// When the link began listening, by the server's clock, in milliseconds since 1970.
+    let listeningSince: Atomic<UInt64>
+    let state: Mutex<State>
 
     init(
         hub: NotificationHub, channel: String, origin: UUID, configuration: PostgresConnection.Configuration,
@@ -160,6 +178,7 @@ final class LinkCore: Sendable {
         self.origin = origin
         let incarnation = Incarnation.make(startedAt: options.now())
         self.incarnation = incarnation
+        self.listeningSince = Atomic(incarnation.started)
         self.writer = Envelope.Writer(
             origin: origin.uuidString, incarnation: incarnation, writesLegacyEnvelopes: options.legacyEnvelopes)
         let signer = Signer(keys: options.keys, channel: channel, isLegacy: options.legacyEnvelopes)
@@ -173,7 +192,8 @@ final class LinkCore: Sendable {
         }
         self.state = Mutex(
             State(
-                peers: PeerTracker(origin: origin, incarnation: incarnation, isSigned: signer != nil), sender: sender))
+                peers: PeerTracker(origin: origin, incarnation: incarnation, isSigned: signer != nil), sender: sender,
+                lifecycle: Lifecycle(reconnection: options.reconnection)))
         self.configuration = configuration
         self.options = options
         self.eventLoop = PostgresConnection.defaultEventLoopGroup.any()
@@ -197,9 +217,44 @@ final class LinkCore: Sendable {
         }
     }
 
-    private var isClosed: Bool { state.withLock { $0.isClosed } }
+    var isClosed: Bool { state.withLock { $0.isClosed } }
 
-    // MARK: - Life cycle
+    // MARK: - Clocks
+
+    /// Now by the database server's clock: the link's clock plus the offset taken at connect, in
+    /// milliseconds since 1970.
+    func serverNow() -> UInt64 {
+        let local = Int64(clamping: Self.milliseconds(options.now()))
+        let corrected = local &+ serverClockOffset.load(ordering: .relaxed)
+        return corrected > 0 ? UInt64(corrected) : 0
+    }
+
+    /// Takes the offset between the server's clock and the link's: reads `clock_timestamp()` and
+    /// takes it as the server's time at the midpoint of the round trip, so that the error is at
+    /// most half the round trip.
+    func measureServerClock(on connection: PostgresConnection) async throws {
+        let before = Int64(clamping: Self.milliseconds(options.now()))
+        let rows = try await connection.query(
+            "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8", logger: connectionLogger)
+        var server: Int64?
+        for try await value in rows.decode(Int64.self) { server = value }
+        let after = Int64(clamping: Self.milliseconds(options.now()))
+        guard let server else { return }
+        serverClockOffset.store(server - (before + (after - before) / 2), ordering: .relaxed)
+    }
+
+    static func milliseconds(_ date: Date) -> UInt64 {
+        let milliseconds = (date.timeIntervalSince1970 * 1_000).rounded(.down)
+        return milliseconds > 0 && milliseconds < 1e18 ? UInt64(milliseconds) : 0
+    }
+
+    static func milliseconds(_ duration: Duration) -> UInt64 {
+        let (seconds, attoseconds) = duration.components
+        guard seconds >= 0 else { return 0 }
+        return UInt64(min(seconds, 1_000_000_000_000)) * 1_000 + UInt64(max(attoseconds, 0) / 1_000_000_000_000_000)
+    }
+
+    // MARK: - Running
 
     /// Opens a connection on the link's event loop.
     func makeConnection() async throws -> PostgresConnection {
@@ -207,84 +262,204 @@ final class LinkCore: Sendable {
             on: eventLoop, configuration: configuration, id: nextConnectionID(), logger: connectionLogger)
     }
 
+    /// Connects, listens, and sends and receives (reconnecting as needed) until `close()`, a graceful
+    /// shutdown or a cancellation; see ``PostgresLink/run()``.
+    func run() async throws {
+        guard state.withLock({ $0.lifecycle.run() }) == .connect else { throw PostgresLinkError.alreadyRunning() }
+        do {
+            let sender = try await makeConnection()
+            let listener: PostgresConnection
+            do {
+                try await measureServerClock(on: sender)
+                listener = try await makeConnection()
+            } catch {
+                try? await sender.close()
+                throw error
+            }
+            do {
+                try await start(sender: sender, listener: listener)
+            } catch {
+                try? await sender.close()
+                try? await listener.close()
+                throw error
+            }
+        } catch {
+            finishRun(failure: error)
+            throw error
+        }
+        switch await waitForStopRequest() {
+        case .graceful: await closeGracefully()
+        case .immediate: await stopNow()
+        }
+        finishRun(failure: nil)
+    }
+
     /// Takes the sending connection, and starts the listening task; returns once `LISTEN` is in
     /// effect.
-    func start(sender: PostgresConnection, listener: PostgresConnection) async throws {
+    private func start(sender: PostgresConnection, listener: PostgresConnection) async throws {
         // Posts made before (shared types are observed from `share` on) go out now.
         let step = state.withLock { $0.sender.connected(SendingConnection(sender)) }
         perform(step)
-        do {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let ready = Ready(continuation)
-                // On the connections' event loop: a notification is read, decoded and posted on the
-                // thread that received it, with no hop to the global executor and back.
-                let listenerTask = Task(executorPreference: EventLoopTaskExecutor(eventLoop)) {
-                    await self.runListener(on: listener, ready: ready)
-                }
-                state.withLock { $0.listenerTask = listenerTask }
+        // Anything issued before, less the skew allowance, can only be a replay.
+        listeningSince.store(serverNow(), ordering: .relaxed)
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let ready = Ready(continuation)
+            // On the connections' event loop: a notification is read, decoded and posted on the
+            // thread that received it, with no hop to the global executor and back.
+            let listenerTask = Task(executorPreference: EventLoopTaskExecutor(eventLoop)) {
+                await self.runListener(on: listener, ready: ready)
             }
-        } catch {
-            let (lost, waiters) = state.withLock { state in
-                state.isClosed = true
-                return state.sender.giveUp()
-            }
-            for item in lost { report(.notSent(type: item.typeName, reason: "the link could not listen")) }
-            for waiter in waiters { waiter.resume() }
-            throw error
+            state.withLock { $0.listenerTask = listenerTask }
         }
     }
 
-    func close() async {
-        let (tokens, listenerTask) = state.withLock { state in
-            state.isClosed = true
-            let tokens = state.tokens
-            state.tokens = [:]
-            return (tokens, state.listenerTask)
+    /// Starts ``run()`` in a task of its own, for `connect`.
+    func startRunning() {
+        // Its error, if any, reaches the caller through `listening()`.
+        let task = Task { _ = try? await self.run() }
+        state.withLock { $0.runTask = task }
+    }
+
+    /// Returns once `LISTEN` is in effect; throws the error that ended the run before.
+    func listening() async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            switch state.withLock({ $0.lifecycle.waitForListening(continuation) }) {
+            case .wait: break
+            case .succeed: continuation.resume()
+            case .fail(let failure): continuation.resume(throwing: failure ?? CancellationError())
+            }
         }
-        for token in tokens.values { token.cancel() }
-        // Flushes what was queued before `isClosed`, then closes the sending connection.
+    }
+
+    /// Asks the run to end gracefully and waits until it has; see ``PostgresLink/close()``.
+    func stop() async {
+        guard requestStop(.graceful) else { return }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let step = state.withLock { $0.sender.close(waiter: continuation) }
-            guard let step else { return continuation.resume() }
+            if state.withLock({ $0.lifecycle.waitUntilStopped(continuation) }) { continuation.resume() }
+        }
+    }
+
+    /// Begins the shutdown: from now on posts stay local. Returns `false` if the link never ran (it
+    /// is stopped now, and what it queued is reported as not sent).
+    @discardableResult
+    private func requestStop(_ stop: Lifecycle.Stop) -> Bool {
+        let (action, lost) = state.withLock { state in
+            state.isClosed = true
+            let action = state.lifecycle.requestStop(stop)
+            guard case .closeUnstarted = action else { return (action, [Envelope.Item]()) }
+            return (action, state.sender.giveUp().lost)
+        }
+        switch action {
+        case .none:
+            return true
+        case .wakeRun(let waiter):
+            waiter?.resume()
+            return true
+        case .closeUnstarted:
+            for item in lost { report(.notSent(type: item.typeName, sequence: item.sequence, .closedBeforeRunning)) }
+            return false
+        }
+    }
+
+    /// Waits for `close()`, a graceful shutdown of the service group, or the task's cancellation.
+    private func waitForStopRequest() async -> Lifecycle.Stop {
+        await withGracefulShutdownHandler {
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                    if state.withLock({ $0.lifecycle.waitForStopRequest(continuation) }) != nil {
+                        continuation.resume()
+                    }
+                }
+            } onCancel: {
+                self.requestStop(.immediate)
+            }
+        } onGracefulShutdown: {
+            self.requestStop(.graceful)
+        }
+        return state.withLock { $0.lifecycle.stopping() }
+    }
+
+    /// Stops gracefully: flushes what was accepted, closes the sending connection, then stops
+    /// listening.
+    private func closeGracefully() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            guard let step = state.withLock({ $0.sender.close(waiter: continuation) }) else {
+                return continuation.resume()
+            }
             perform(step)
         }
+        let listenerTask = state.withLock { $0.listenerTask }
         listenerTask?.cancel()
         await listenerTask?.value
     }
 
-    /// Stops without waiting, when the link is released without `close()`: cancels the run that
-    /// `connect` started, if any.
-    func abandon() {
-        if let task = state.withLock({ $0.run.task }) {
-            task.cancel()
-            return
+    /// Stops at once, on cancellation: what was not sent yet is reported as not sent.
+    private func stopNow() async {
+        let (listenerTask, lost, connection, waiters) = state.withLock { state in
+            let (lost, connection, waiters) = state.sender.stopNow()
+            state.statistics.sendFailures += lost.count
+            return (state.listenerTask, lost, connection, waiters)
         }
-        let (tokens, listenerTask, step) = state.withLock { state in
+        for item in lost { report(.notSent(type: item.typeName, sequence: item.sequence, .cancelled)) }
+        if let connection {
+            connection.connection.close().whenComplete { _ in withExtendedLifetime(connection) {} }
+        }
+        for waiter in waiters { waiter.resume() }
+        listenerTask?.cancel()
+        await listenerTask?.value
+    }
+
+    /// Marks the run ended, and wakes whoever waits for it.
+    private func finishRun(failure: (any Error)?) {
+        let (waiters, lost, senderWaiters) = state.withLock { state in
+            let waiters = state.lifecycle.stopped(failure: failure)
+            guard failure != nil else { return (waiters, [Envelope.Item](), [CheckedContinuation<Void, Never>]()) }
+            state.isClosed = true
+            let (lost, senderWaiters) = state.sender.giveUp()
+            state.statistics.sendFailures += lost.count
+            return (waiters, lost, senderWaiters)
+        }
+        for item in lost { report(.notSent(type: item.typeName, sequence: item.sequence, .couldNotRun)) }
+        for waiter in senderWaiters { waiter.resume() }
+        for waiter in waiters.listening { waiter.resume(throwing: failure ?? CancellationError()) }
+        for waiter in waiters.stopped { waiter.resume() }
+    }
+
+    /// Stops without waiting, when the link is released: stops observing the hub, and cancels the
+    /// run that `connect` started, if any.
+    func abandon() {
+        let (tokens, task, listenerTask, step) = state.withLock { state in
             state.isClosed = true
             let tokens = state.tokens
             state.tokens = [:]
-            return (tokens, state.listenerTask, state.sender.close(waiter: nil) ?? .none)
+            // A run of `connect`'s own ends by its cancellation; otherwise nothing runs.
+            let step = state.runTask == nil ? state.sender.close(waiter: nil) ?? .none : .none
+            return (tokens, state.runTask, state.runTask == nil ? state.listenerTask : nil, step)
         }
         for token in tokens.values { token.cancel() }
+        task?.cancel()
         perform(step)
         listenerTask?.cancel()
     }
 
     // MARK: - Reconnecting
 
-    /// Opens a new connection after a loss, waiting between attempts with exponential backoff
-    /// (``PostgresLink/Reconnection``). Returns `nil` once the link is closed or its task cancelled.
-    private func reconnect() async -> PostgresConnection? {
+    /// Opens a new connection after a loss: waits `delay`, tries, and on failure waits as long as
+    /// `retry` says before the next attempt. Returns `nil` once `isEnding` holds or `retry` gives
+    /// up.
+    private func reconnect(
+        after delay: Duration, retry: () -> Duration?, isEnding: () -> Bool
+    ) async -> PostgresConnection? {
         let clock = ContinuousClock()
-        var delay = options.reconnection.initialDelay
+        var delay = delay
         while true {
             // Sleeps in short slices, so that `close()` during an outage returns promptly.
             let wakeUp = clock.now + delay
             while clock.now < wakeUp {
-                guard !isClosed, !Task.isCancelled else { return nil }
+                guard !isEnding(), !Task.isCancelled else { return nil }
                 try? await Task.sleep(for: min(.milliseconds(20), wakeUp - clock.now))
             }
-            guard !isClosed, !Task.isCancelled else { return nil }
+            guard !isEnding(), !Task.isCancelled else { return nil }
             state.withLock { $0.statistics.reconnectAttempts += 1 }
             do {
                 let connection = try await makeConnection()
@@ -292,7 +467,8 @@ final class LinkCore: Sendable {
                 return connection
             } catch {
                 logger.debug("HeraldPostgres: reconnecting failed", metadata: ["channel": "\(channel)"])
-                delay = min(delay * options.reconnection.multiplier, options.reconnection.maximumDelay)
+                guard let next = retry() else { return nil }
+                delay = next
             }
         }
     }
@@ -330,8 +506,9 @@ final class LinkCore: Sendable {
                 let core = self
                 return { core?.post(value) }
             })
+        // Shared after the shutdown began too: its posts are then reported as made after it.
         let isNew = state.withLock { state in
-            guard !state.isClosed, state.tokens[key] == nil else { return false }
+            guard state.tokens[key] == nil else { return false }
             state.decoders[N.wireName] = decoder
             return true
         }
@@ -341,7 +518,7 @@ final class LinkCore: Sendable {
             self?.send(note, typeJSON: typeJSON, encoder: encoder)
         }
         let stale: ObservationToken? = state.withLock { state in
-            guard !state.isClosed, state.tokens[key] == nil else { return token }
+            guard state.tokens[key] == nil else { return token }
             state.tokens[key] = token
             return nil
         }
@@ -396,7 +573,7 @@ final class LinkCore: Sendable {
         perform(step)
         switch enqueued {
         case .closed:
-            report(.notSent(type: N.wireName, reason: "the link was shutting down"))
+            report(.postAfterShutdown(type: N.wireName))
         case .oversize(let size):
             report(.payloadTooLarge(type: N.wireName, size: size, limit: PostgresLink.maximumPayloadBytes))
         case .queueFull:
@@ -412,7 +589,7 @@ final class LinkCore: Sendable {
             break
         case .transmit(let items, let connection):
             let text = writer.text(items)
-            let payload = signer?.sign(text, issued: Self.milliseconds(options.now())) ?? text
+            let payload = signer?.sign(text, issued: serverNow()) ?? text
             connection.notify(channel: channel, payload: payload, logger: connectionLogger)
                 .whenComplete { result in
                     self.transmitted(items, on: connection, result: result)
@@ -438,12 +615,16 @@ final class LinkCore: Sendable {
     ) {
         switch result {
         case .success:
-            let (step, depth) = state.withLock { state in
-                state.statistics.sent += items.count
-                if items.count > 1 { state.statistics.batchesSent += 1 }
-                return (state.sender.completed(), state.sender.queued)
+            let (step, depth, isCounted) = state.withLock { state in
+                // A cancelled run gave these up, and reported them as not sent, while in flight.
+                let isCounted = !state.sender.isStopped
+                if isCounted {
+                    state.statistics.sent += items.count
+                    if items.count > 1 { state.statistics.batchesSent += 1 }
+                }
+                return (state.sender.completed(), state.sender.queued, isCounted)
             }
-            metrics.didSend(items.count)
+            if isCounted { metrics.didSend(items.count) }
             metrics.queueDepth(depth)
             perform(step)
         case .failure(let error) where Self.isConnectionFailure(error, on: connection.connection):
@@ -469,7 +650,10 @@ final class LinkCore: Sendable {
     /// receivers drop the second copy by its sequence numbers.) If the link is closed meanwhile,
     /// what is still queued is reported as not sent.
     private func reconnectSender() async {
-        if let connection = await reconnect().map(SendingConnection.init) {
+        var backoff = Backoff(options.reconnection)
+        let connection = await reconnect(
+            after: backoff.take(), retry: { backoff.take() }, isEnding: { self.isClosed })
+        if let connection = connection.map(SendingConnection.init) {
             let step = state.withLock { $0.sender.connected(connection) }
             perform(step)
             return
@@ -479,192 +663,8 @@ final class LinkCore: Sendable {
             state.statistics.sendFailures += lost.count
             return (lost, waiters)
         }
-        for item in lost { report(.notSent(type: item.typeName, sequence: item.sequence)) }
+        for item in lost { report(.notSent(type: item.typeName, sequence: item.sequence, .closedWhileReconnecting)) }
         for waiter in waiters { waiter.resume() }
-    }
-
-    // MARK: - Running
-
-    /// Where the link's `run()` is.
-    struct RunState {
-        enum Phase { case idle, connecting, listening, stopped }
-
-        var phase = Phase.idle
-        /// Why `run()` failed, if it did.
-        var failure: (any Error)?
-        /// `listening()` calls waiting for `LISTEN` to be in effect.
-        var listeningWaiters: [CheckedContinuation<Void, any Error>] = []
-        /// Whether `close()`, a graceful shutdown or a cancellation asked the run to end.
-        var isStopRequested = false
-        var stopRequestWaiter: CheckedContinuation<Void, Never>?
-        /// `close()` calls waiting for the run to end.
-        var stoppedWaiters: [CheckedContinuation<Void, Never>] = []
-        /// The task that runs the link for `connect`.
-        var task: Task<Void, Never>?
-    }
-
-    /// Connects, listens, and sends and receives (reconnecting as needed) until `close()`, a graceful
-    /// shutdown or a cancellation; see ``PostgresLink/run()``.
-    func run() async throws {
-        let isFirst = state.withLock { state in
-            guard state.run.phase == .idle else { return false }
-            state.run.phase = .connecting
-            return true
-        }
-        guard isFirst else { throw PostgresLinkError.alreadyRunning() }
-        do {
-            let sender = try await makeConnection()
-            let listener: PostgresConnection
-            do {
-                listener = try await makeConnection()
-            } catch {
-                try? await sender.close()
-                throw error
-            }
-            do {
-                try await start(sender: sender, listener: listener)
-            } catch {
-                try? await sender.close()
-                try? await listener.close()
-                throw error
-            }
-        } catch {
-            finishRun(failure: error)
-            throw error
-        }
-        let waiters = state.withLock { state in
-            state.run.phase = .listening
-            return state.run.listeningWaiters.take()
-        }
-        for waiter in waiters { waiter.resume() }
-        await waitForStopRequest()
-        if Task.isCancelled { await stopNow() } else { await close() }
-        finishRun(failure: nil)
-    }
-
-    /// Starts ``run()`` in a task of its own, for `connect`.
-    func startRunning() {
-        // Its error, if any, reaches the caller through `listening()`.
-        let task = Task { _ = try? await self.run() }
-        state.withLock { $0.run.task = task }
-    }
-
-    /// Returns once `LISTEN` is in effect; throws the error that ended the run before.
-    func listening() async throws {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let result: Result<Void, any Error>? = state.withLock { state in
-                switch state.run.phase {
-                case .listening: return .success(())
-                case .stopped: return .failure(state.run.failure ?? CancellationError())
-                case .idle, .connecting:
-                    state.run.listeningWaiters.append(continuation)
-                    return nil
-                }
-            }
-            if let result { continuation.resume(with: result) }
-        }
-    }
-
-    /// Asks the run to end gracefully and waits until it has; see ``PostgresLink/close()``.
-    func stop() async {
-        let (wasIdle, tokens, lost): (Bool, [ObjectIdentifier: ObservationToken], [Envelope.Item]) = state.withLock {
-            state in
-            guard state.run.phase == .idle else { return (false, [:], [Envelope.Item]()) }
-            state.run.phase = .stopped
-            state.isClosed = true
-            let tokens = state.tokens
-            state.tokens = [:]
-            return (true, tokens, state.sender.giveUp().lost)
-        }
-        if wasIdle {
-            // Never ran: nothing was sent.
-            for token in tokens.values { token.cancel() }
-            for item in lost { report(.notSent(type: item.typeName, reason: "the link closed before it ran")) }
-            return
-        }
-        requestStop()
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let isStopped = state.withLock { state in
-                guard state.run.phase != .stopped else { return true }
-                state.run.stoppedWaiters.append(continuation)
-                return false
-            }
-            if isStopped { continuation.resume() }
-        }
-    }
-
-    private func requestStop() {
-        let waiter = state.withLock { state in
-            state.run.isStopRequested = true
-            return state.run.stopRequestWaiter.take()
-        }
-        waiter?.resume()
-    }
-
-    /// Waits for `close()`, a graceful shutdown of the service group, or the task's cancellation.
-    private func waitForStopRequest() async {
-        await withGracefulShutdownHandler {
-            await withTaskCancellationHandler {
-                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                    let isRequested = state.withLock { state in
-                        if state.run.isStopRequested { return true }
-                        state.run.stopRequestWaiter = continuation
-                        return false
-                    }
-                    if isRequested { continuation.resume() }
-                }
-            } onCancel: {
-                self.requestStop()
-            }
-        } onGracefulShutdown: {
-            self.requestStop()
-        }
-    }
-
-    /// Stops at once, on cancellation: what was not sent yet is reported as not sent.
-    private func stopNow() async {
-        let (tokens, listenerTask, lost, connection, waiters) = state.withLock { state in
-            state.isClosed = true
-            let tokens = state.tokens
-            state.tokens = [:]
-            let (lost, connection, waiters) = state.sender.stopNow()
-            return (tokens, state.listenerTask, lost, connection, waiters)
-        }
-        for token in tokens.values { token.cancel() }
-        for item in lost {
-            report(.notSent(type: item.typeName, reason: "the link's run was cancelled (sequence \(item.sequence))"))
-        }
-        if let connection {
-            connection.connection.close().whenComplete { _ in withExtendedLifetime(connection) {} }
-        }
-        for waiter in waiters { waiter.resume() }
-        listenerTask?.cancel()
-        await listenerTask?.value
-    }
-
-    /// Marks the run ended, and wakes whoever waits for it.
-    private func finishRun(failure: (any Error)?) {
-        let (listeningWaiters, stoppedWaiters, tokens, lost, senderWaiters) = state.withLock { state in
-            state.run.phase = .stopped
-            state.run.failure = failure
-            var tokens: [ObjectIdentifier: ObservationToken] = [:]
-            var lost: [Envelope.Item] = []
-            var senderWaiters: [CheckedContinuation<Void, Never>] = []
-            if failure != nil {
-                state.isClosed = true
-                tokens = state.tokens
-                state.tokens = [:]
-                (lost, senderWaiters) = state.sender.giveUp()
-            }
-            return (
-                state.run.listeningWaiters.take(), state.run.stoppedWaiters.take(), tokens, lost, senderWaiters
-            )
-        }
-        for token in tokens.values { token.cancel() }
-        for item in lost { report(.notSent(type: item.typeName, reason: "the link could not connect")) }
-        for waiter in senderWaiters { waiter.resume() }
-        for waiter in listeningWaiters { waiter.resume(throwing: failure ?? CancellationError()) }
-        for waiter in stoppedWaiters { waiter.resume() }
     }
 
     // MARK: - Receiving
@@ -686,22 +686,23 @@ final class LinkCore: Sendable {
         }
     }
 
-    /// Listens until the link closes. When the connection is lost, it reports
+    /// Listens until the link stops. When the connection is lost, it reports
     /// ``PostgresLinkError/Code/connectionLost``, reconnects with backoff, listens again, and
     /// reports the window in which notifications may have been lost
     /// (``PostgresLinkError/Code/outage``).
     private func runListener(on first: PostgresConnection, ready: Ready) async {
         var connection: PostgresConnection? = first
-        var outageStart: Date?
         var reader = makeReader()
         while let current = connection {
             var failure: (any Error)?
             do {
                 try await current.listen(on: channel) { notifications in
-                    if let start = outageStart {
-                        outageStart = nil
+                    switch state.withLock({ $0.lifecycle.listening(at: Date()) }) {
+                    case .started(let waiters):
+                        for waiter in waiters { waiter.resume() }
+                    case .recovered(let since):
                         state.withLock { $0.statistics.outages += 1 }
-                        report(.outage(from: start, to: Date()))
+                        report(.outage(from: since, to: Date()))
                     }
                     ready.resume(with: .success(()))
                     for try await notification in notifications {
@@ -712,13 +713,14 @@ final class LinkCore: Sendable {
                 failure = error
             }
             try? await current.close()
-            if ready.resume(with: .failure(failure ?? CancellationError())) { return }  // `connect` fails
-            guard !isClosed, !Task.isCancelled else { return }
-            if outageStart == nil {
-                outageStart = Date()
-                report(.connectionLost(.listening, error: failure))
-            }
-            connection = await reconnect()
+            if ready.resume(with: .failure(failure ?? CancellationError())) { return }  // `run()` fails
+            guard !Task.isCancelled,
+                case .reconnect(let delay, let reportsLoss) = state.withLock({ $0.lifecycle.listenerLost(at: Date()) })
+            else { return }
+            if reportsLoss { report(.connectionLost(.listening, error: failure)) }
+            connection = await reconnect(
+                after: delay, retry: { state.withLock { $0.lifecycle.reconnectFailed() } },
+                isEnding: { state.withLock { $0.lifecycle.isEnding } })
         }
     }
 
@@ -728,6 +730,8 @@ final class LinkCore: Sendable {
         /// This link's origin and incarnation id as written in envelopes.
         let own: [UInt8]
         let ownIncarnation: [UInt8]
+        /// What this link's own signed envelopes start with (``Signer/echoMarker(origin:incarnation:)``).
+        let echoMarker: [UInt8]
         /// The origins seen, as written and parsed (a UUID parses slowly); bounded.
         var origins: [String: UUID] = [:]
 
@@ -748,7 +752,8 @@ final class LinkCore: Sendable {
             self?.state.withLock { $0.decoders[wireName] }
         }
         return Reader(
-            decoder: decoder, own: Array(origin.uuidString.utf8), ownIncarnation: Array(incarnation.idText.utf8))
+            decoder: decoder, own: Array(origin.uuidString.utf8), ownIncarnation: Array(incarnation.idText.utf8),
+            echoMarker: Signer.echoMarker(origin: origin, incarnation: incarnation))
     }
 
     /// Checks, parses and delivers one message of the channel: a single notification or a batch,
@@ -760,7 +765,12 @@ final class LinkCore: Sendable {
     private func receive(_ text: String, reader: inout Reader) {
         let bytes: [UInt8]
         if let signer {
-            switch signer.verify(text) {
+            switch signer.verify(text, echoMarker: reader.echoMarker) {
+            case .echo(let envelope):
+                let look = Envelope.quickLook(envelope, own: reader.own, ownIncarnation: reader.ownIncarnation)
+                let count = if case .echo(let count) = look { count } else { 1 }
+                state.withLock { $0.statistics.echoesIgnored += count }
+                return
             case .valid(let envelope, let issued):
                 if let stale = staleness(issued: issued, isLegacy: signer.isLegacy) {
                     state.withLock { $0.statistics.stale += 1 }
@@ -842,28 +852,18 @@ final class LinkCore: Sendable {
     /// `nil` if it is fresh.
     private func staleness(issued: UInt64?, isLegacy: Bool) -> String? {
         guard let issued else { return isLegacy ? nil : "without issue time (an envelope of an earlier release)" }
-        let now = Self.milliseconds(options.now())
+        let now = serverNow()
+        let listeningSince = self.listeningSince.load(ordering: .relaxed)
         let skew = Self.milliseconds(options.freshness.clockSkew)
         let maximumAge = Self.milliseconds(options.freshness.maximumAge)
         if issued > now, issued - now > skew { return "issued \(issued - now) ms in the future" }
         if now > issued, now - issued > maximumAge + skew {
             return "issued \(now - issued) ms ago, over the \(maximumAge) ms allowed"
         }
-        if issued < incarnation.started, incarnation.started - issued > skew {
-            return "issued \(incarnation.started - issued) ms before this link began listening"
+        if issued < listeningSince, listeningSince - issued > skew {
+            return "issued \(listeningSince - issued) ms before this link began listening"
         }
         return nil
-    }
-
-    static func milliseconds(_ date: Date) -> UInt64 {
-        let milliseconds = (date.timeIntervalSince1970 * 1_000).rounded(.down)
-        return milliseconds > 0 && milliseconds < 1e18 ? UInt64(milliseconds) : 0
-    }
-
-    static func milliseconds(_ duration: Duration) -> UInt64 {
-        let (seconds, attoseconds) = duration.components
-        guard seconds >= 0 else { return 0 }
-        return UInt64(min(seconds, 1_000_000_000_000)) * 1_000 + UInt64(max(attoseconds, 0) / 1_000_000_000_000_000)
     }
 
     /// Who sent a message, and the digest of its bytes.
@@ -961,14 +961,6 @@ final class LinkCore: Sendable {
                     error: error, notificationType: error.typeName ?? "PostgresLink",
                     fileID: "HeraldPostgres/PostgresLink.swift", line: 0))
         }
-    }
-}
-
-extension Array {
-    /// Returns the elements and leaves the array empty.
-    fileprivate mutating func take() -> Self {
-        defer { self = [] }
-        return self
     }
 }
 

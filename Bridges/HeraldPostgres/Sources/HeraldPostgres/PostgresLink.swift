@@ -151,11 +151,16 @@ public final class PostgresLink: Sendable {
     /// reconnecting as needed, until ``close()``, a graceful shutdown of its `ServiceGroup`, or the
     /// cancellation of its task.
     ///
-    /// On ``close()`` or a graceful shutdown it stops sharing, sends every post made before, and
-    /// closes both connections, then returns. On cancellation it returns promptly: the posts not yet
-    /// sent are reported as ``PostgresLinkError/Code/notSent`` (one in flight may have reached the
-    /// server). Posts made once the shutdown has begun stay local, and those that reach the link are
-    /// reported as ``PostgresLinkError/Code/notSent``. A link runs once; `connect` runs it.
+    /// On ``close()`` or a graceful shutdown it sends every post made before, and closes both
+    /// connections, then returns. On cancellation it returns promptly, without sending what is
+    /// queued: each post not yet sent is reported as ``PostgresLinkError/Code/notSent`` with its
+    /// sequence number (one in flight may have reached the server). Posts made once the shutdown has
+    /// begun (or after a run that failed) stay local, and each is reported as
+    /// ``PostgresLinkError/Code/postAfterShutdown``, until the link is released. A link runs once;
+    /// `connect` runs it.
+    ///
+    /// When it connects, it takes the offset between its clock and the database server's
+    /// (``serverClockOffset``), by which signed envelopes are timed.
     ///
     /// - Throws: The connection's error if a connection or the `LISTEN` fails at the start, or
     ///   ``PostgresLinkError/Code/alreadyRunning``.
@@ -194,8 +199,10 @@ public final class PostgresLink: Sendable {
         /// How old a signed envelope may be when it arrives, and how far apart the clocks of the
         /// linked hosts may be. Without a signing key it is not used.
         public var freshness = Freshness()
-        /// The link's clock: when it began listening, and when each signed envelope is issued and
-        /// received. Tests inject one; keep the real one otherwise.
+        /// The link's clock. Corrected by the offset to the database server's clock taken at connect
+        /// (``PostgresLink/serverClockOffset``), it times when the link began listening, and when
+        /// each signed envelope is issued and received. Tests inject one; keep the real one
+        /// otherwise.
         public var now: @Sendable () -> Date = { Date() }
         /// Where the link reports its counters (sent, received, refused by reason, gaps, send-queue
         /// depth; see the README for their labels); `nil`, the default, for `MetricsSystem.factory`,
@@ -280,8 +287,11 @@ public final class PostgresLink: Sendable {
     public struct Freshness: Sendable, Hashable {
         /// How long after its issue an envelope is still accepted; 60 seconds by default.
         public var maximumAge: Duration
-        /// How far the clocks of the linked hosts may differ; 500 milliseconds by default. Keep the
-        /// hosts' clocks synchronised (NTP) well within it.
+        /// How far two links' times may differ; 500 milliseconds by default. Times are by the
+        /// database server's clock (each link's clock corrected by the offset taken at connect,
+        /// ``PostgresLink/serverClockOffset``), so the hosts' clocks may differ by far more: this
+        /// covers the error of that offset (half a round trip to the server) and the delivery of a
+        /// `NOTIFY`, and may be lowered accordingly.
         public var clockSkew: Duration
 
         public init(maximumAge: Duration = .seconds(60), clockSkew: Duration = .milliseconds(500)) {
@@ -325,7 +335,9 @@ public final class PostgresLink: Sendable {
     /// arrive on the channel into this hub.
     ///
     /// Call it once per type, on every linked hub. Posts made before the call do not travel.
-    /// Sharing a type twice, or after ``close()``, does nothing.
+    /// Sharing a type twice does nothing. After the shutdown began (``close()``, a graceful
+    /// shutdown, a cancelled or failed run), the type's posts stay local and are each reported as
+    /// ``PostgresLinkError/Code/postAfterShutdown``.
     ///
     /// - Parameter type: The notification type to share.
     public func share<N: WireNotification>(_ type: N.Type) {
@@ -341,15 +353,23 @@ public final class PostgresLink: Sendable {
         set { core.errorHandler = newValue }
     }
 
+    /// The database server's clock less this link's clock (``Options/now``), taken when the link
+    /// connects (half the round trip of one `SELECT clock_timestamp()` is its error); zero before.
+    /// Issue times of signed envelopes, and their freshness, are by the server's clock: the link's
+    /// clock plus this offset.
+    public var serverClockOffset: Duration { .milliseconds(core.serverClockOffset.load(ordering: .relaxed)) }
+
     /// What the link has done so far; for tests and metrics.
     public var statistics: Statistics { core.statistics }
 
-    /// Stops sharing, sends what was posted before, stops listening and closes both connections;
-    /// returns once ``run()`` has returned.
+    /// Sends what was posted before, stops listening and closes both connections; returns once
+    /// ``run()`` has returned.
     ///
-    /// Posts made after `close()` starts stay local. Values that arrive meanwhile are still posted
-    /// into the hub until the listening connection closes. Calling it again does nothing. On a link
-    /// that never ran, the posts it queued are reported as ``PostgresLinkError/Code/notSent``.
+    /// Posts made after `close()` starts stay local, and each is reported as
+    /// ``PostgresLinkError/Code/postAfterShutdown`` (the link keeps observing its shared types for
+    /// that until it is released). Values that arrive meanwhile are still posted into the hub until
+    /// the listening connection closes. Calling it again does nothing. On a link that never ran, the
+    /// posts it queued are reported as ``PostgresLinkError/Code/notSent``.
     public func close() async {
         await core.stop()
     }

@@ -20,7 +20,7 @@ public struct PostgresLinkError: Error, Sendable, Hashable, CustomStringConverti
             case payloadDecodingFailed, sequenceGap, duplicateSequence, sendFailed, connectionLost
             case invalidChannelName, outage, sendQueueFull, notSent, unsignedEnvelope, invalidSignature
             case originRestarted, originClash, sequenceRegression, staleEnvelope, invalidSigningKeyID
-            case alreadyRunning
+            case alreadyRunning, postAfterShutdown
         }
 
         fileprivate let code: _Code
@@ -70,10 +70,17 @@ public struct PostgresLinkError: Error, Sendable, Hashable, CustomStringConverti
         /// More posts than ``PostgresLink/Options/sendQueueLimit`` wait for the sending connection
         /// (it is reconnecting, or slower than the posts); this one reached local observers only.
         public static let sendQueueFull = Code(code: .sendQueueFull)
-        /// A post that the link did not send; it reached local observers only: the link closed while
-        /// its sending connection was reconnecting, its run was cancelled, it could not connect, or
-        /// it was shutting down when the post was made (``PostgresLinkError/found`` says which).
+        /// A post that the link accepted (it has a sequence number) and did not send; it reached
+        /// local observers only: the link closed while its sending connection was reconnecting, its
+        /// run was cancelled, it could not connect, or it was closed before it ran
+        /// (``PostgresLinkError/found`` says which, and ``PostgresLinkError/expected`` names the
+        /// sequence number).
         public static let notSent = Code(code: .notSent)
+        /// A post made after the link's shutdown began (``PostgresLink/close()``, a graceful
+        /// shutdown of its service group, the cancellation of its run, or a run that failed): it
+        /// reached local observers only, and took no sequence number. Reported for each such post of
+        /// a shared type until the link is released.
+        public static let postAfterShutdown = Code(code: .postAfterShutdown)
         /// The link has a signing key, and a message on the channel carries no signature: skipped.
         public static let unsignedEnvelope = Code(code: .unsignedEnvelope)
         /// The link has a signing key, and a message's signature does not match its bytes (forged,
@@ -226,14 +233,22 @@ public struct PostgresLinkError: Error, Sendable, Hashable, CustomStringConverti
             found: "\(limit) waiting")
     }
 
-    static func notSent(type: String, sequence: UInt64) -> Self {
-        .init(
-            .notSent, typeName: type, expected: "to send sequence \(sequence) before closing",
-            found: "the link closed while reconnecting")
+    /// Why accepted posts were not sent.
+    enum NotSentReason: String {
+        case closedWhileReconnecting = "the link closed while its sending connection was reconnecting"
+        case cancelled = "the link's run was cancelled"
+        case couldNotRun = "the link could not connect or listen"
+        case closedBeforeRunning = "the link closed before it ran"
     }
 
-    static func notSent(type: String, reason: String) -> Self {
-        .init(.notSent, typeName: type, expected: "to send it", found: reason)
+    static func notSent(type: String, sequence: UInt64, _ reason: NotSentReason) -> Self {
+        .init(.notSent, typeName: type, expected: "to send sequence \(sequence)", found: reason.rawValue)
+    }
+
+    static func postAfterShutdown(type: String) -> Self {
+        .init(
+            .postAfterShutdown, typeName: type, expected: "a post made before the link's shutdown began",
+            found: "a post after it (kept local)")
     }
 
     static func alreadyRunning() -> Self {

@@ -92,13 +92,18 @@ let hub = NotificationHub()
 if options.isService {
     let link = try PostgresLink(hub: hub, channel: options.channel, configuration: configuration)
     link.share(PeerNote.self)
+    // The link reports each post made once its shutdown has begun: then stop posting.
+    let isShutDown = Atomic<Bool>(false)
+    link.errorHandler = { error in
+        if error.code == .postAfterShutdown { isShutDown.store(true, ordering: .relaxed) }
+    }
     let logger = Logger(label: "herald-postgres-peer")
     let group = ServiceGroup(services: [link], gracefulShutdownSignals: [.sigterm], logger: logger)
     let running = Task { try await group.run() }
     try await link.listening()
     say("ready")
     var index = 0
-    while index < options.count, hub.observerCount(of: PeerNote.self) > 0 {  // the link observes until it stops
+    while index < options.count, !isShutDown.load(ordering: .relaxed) {
         hub.post(PeerNote(sender: options.name, index: index))
         index += 1
         if index % 20 == 0 { try await Task.sleep(for: .milliseconds(1)) }

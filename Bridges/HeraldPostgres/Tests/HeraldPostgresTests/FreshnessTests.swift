@@ -44,32 +44,90 @@ struct FreshnessTests {
         let channel = TestServer.makeChannel()
         let options = PostgresLink.Options(signingKey: Self.key)
         let (sniffer, captured, sniffing) = try await sniff(channel)
-        let a = try await Node(channel: channel, options: options)
-        let b = try await Node(channel: channel, options: options)
+        // A's clock steps back 1 s once it has connected (its offset to the server's clock was taken
+        // before): its message is issued 1 s before the server's now, as if captured 1 s earlier.
+        let clock = OffsetClock()
+        var stepping = options
+        stepping.now = clock.now
+        let a = try await Node(channel: channel, options: stepping)
+        clock.advance(by: -1)
         a.hub.post(UserCreated(userID: 1))
-        try await a.barrier(to: b)
         try await waitUntil("the capture") { captured.values.contains { $0.contains(#""type":"UserCreated""#) } }
         let genuine = try #require(captured.values.first { $0.contains(#""type":"UserCreated""#) })
 
-        // C starts 1 s after the capture, by its clock.
-        var later = options
-        later.now = OffsetClock(offset: 1).now
-        let c = try await Node(channel: channel, options: later)
+        // C starts after the capture.
+        let c = try await Node(channel: channel, options: options)
         let raw = try await TestServer.rawConnection()
         try await raw.query("SELECT pg_notify(\(channel), \(genuine))", logger: TestServer.logger)
         try await waitUntil("C refusing the replay") { !c.errors.values.isEmpty }
-        try await waitUntil("B refusing the replay") { b.link.statistics.duplicates == 1 }
 
         #expect(c.errors.values.map(\.code) == [.staleEnvelope])
-        #expect(c.errors.values.first?.found?.contains("before this link began listening") == true)
+        let found = try #require(c.errors.values.first?.found)
+        #expect(found.hasSuffix("ms before this link began listening"))
+        #expect(milliseconds(in: found).map { $0 >= 1_000 } == true)
         #expect(c.users.values.isEmpty && c.link.statistics.stale == 1)
-        #expect(b.users.values == [UserCreated(userID: 1)])
+        sniffing.cancel()
+        try await sniffer.close()
+        try await raw.close()
+        await a.link.close()
+        await c.link.close()
+    }
+
+    /// The links' clocks are off by minutes, in both directions: the offset to the server's clock,
+    /// taken at connect, corrects them, so fresh envelopes are accepted, replays refused, and ages
+    /// measured as they are.
+    @Test func clocksOffByMinutesAreCorrectedByTheServersClock() async throws {
+        let channel = TestServer.makeChannel()
+        let (sniffer, captured, sniffing) = try await sniff(channel)
+        func options(_ clock: OffsetClock) -> PostgresLink.Options {
+            PostgresLink.Options(signingKey: Self.key, now: clock.now)
+        }
+        let slow = OffsetClock(offset: -300)  // 5 minutes behind
+        let fast = OffsetClock(offset: 420)  // 7 minutes ahead
+        let a = try await Node(channel: channel, options: options(slow))
+        let b = try await Node(channel: channel, options: options(fast))
+        let nearly = Duration.seconds(-2)...Duration.seconds(2)
+        #expect(nearly.contains(a.link.serverClockOffset - .seconds(300)))
+        #expect(nearly.contains(b.link.serverClockOffset + .seconds(420)))
+        a.hub.post(UserCreated(userID: 1))
+        b.hub.post(UserCreated(userID: 2))
+        try await a.barrier(to: b)
+        try await b.barrier(to: a, id: 2)
+        // Each hub's observers saw its own post and the other's.
+        #expect(Set(b.users.values.map(\.userID)) == [1, 2] && Set(a.users.values.map(\.userID)) == [1, 2])
+        #expect(a.errors.values.isEmpty && b.errors.values.isEmpty)
+
+        try await waitUntil("the capture") { captured.values.contains { $0.contains(#""userID":1"#) } }
+        let genuine = try #require(captured.values.first { $0.contains(#""userID":1"#) })
+        let raw = try await TestServer.rawConnection()
+        // Replayed to B, which heard it: refused by its number.
+        try await raw.query("SELECT pg_notify(\(channel), \(genuine))", logger: TestServer.logger)
+        try await waitUntil("B refusing the replay") { b.link.statistics.duplicates == 1 }
+        // C, 3 minutes ahead, started after the capture; 61 s pass by its clock: the replay is 61 s
+        // old by the server's clock (not 3 minutes more), over the 60 s window.
+        let later = OffsetClock(offset: 180)
+        let c = try await Node(channel: channel, options: options(later))
+        later.advance(by: 61)
+        try await raw.query("SELECT pg_notify(\(channel), \(genuine))", logger: TestServer.logger)
+        try await waitUntil("C refusing the replay") { !c.errors.values.isEmpty }
+        #expect(c.errors.values.map(\.code) == [.staleEnvelope])
+        let found = try #require(c.errors.values.first?.found)
+        #expect(found.contains("ms ago, over the 60000 ms allowed"))
+        #expect(milliseconds(in: found).map { (61_000..<90_000).contains($0) } == true)
+        #expect(c.users.values.isEmpty && b.users.count == 2)
         sniffing.cancel()
         try await sniffer.close()
         try await raw.close()
         await a.link.close()
         await b.link.close()
         await c.link.close()
+    }
+
+    /// The number of milliseconds in a staleness report ("issued 1234 ms …").
+    private func milliseconds(in found: String) -> Int? {
+        let words = found.split(separator: " ")
+        guard let index = words.firstIndex(of: "ms"), index > 0 else { return nil }
+        return Int(words[index - 1])
     }
 
     @Test func aSignedMessageOlderThanTheWindowOrFromTheFutureIsRefused() async throws {

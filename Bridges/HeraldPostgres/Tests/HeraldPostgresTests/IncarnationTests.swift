@@ -102,6 +102,46 @@ struct PeerTrackerTests {
         #expect(check(&legacy, peer, nil, [1, 2, 5, 5, 3, 6]).delivered == [1, 2, 5, 6])
     }
 
+    /// Envelopes of earlier releases (versions 1 and 2) have no incarnation: their origin is one
+    /// sequence space, checked strictly with or without a key.
+    @Test func legacyEnvelopesAreDeduplicatedStrictlyPerOrigin() {
+        for signed in [false, true] {
+            var tracker = tracker(signed: signed)
+            // A copy, and any other message at or below the last number, whatever its bytes.
+            #expect(check(&tracker, peer, nil, [1, 2, 3]) == ([1, 2, 3], []))
+            #expect(check(&tracker, peer, nil, [3], digest: 3) == ([], [.duplicate(lastAccepted: 3, found: 3)]))
+            #expect(check(&tracker, peer, nil, [2], digest: 99) == ([], [.duplicate(lastAccepted: 3, found: 2)]))
+            // A process that restarted with the same origin numbers from 1 again: refused until its
+            // numbers pass the last one heard (no incarnation tells it from a replay).
+            #expect(
+                check(&tracker, peer, nil, [1, 2, 3, 4]) == (
+                    [4], (1...3).map { .duplicate(lastAccepted: 3, found: $0) }
+                ))
+        }
+    }
+
+    @Test func withoutAKeyAForgedLegacyNumberSilencesThatOriginsLegacyEnvelopesOnly() {
+        var tracker = tracker()
+        let incarnation = Incarnation(id: 2, started: 500)
+        _ = check(&tracker, peer, nil, [1])
+        _ = check(&tracker, peer, incarnation, [1])
+        // Forged, version 1, under the peer's origin: its later legacy envelopes are refused…
+        #expect(check(&tracker, peer, nil, [UInt64.max - 1]).delivered == [UInt64.max - 1])
+        #expect(check(&tracker, peer, nil, [2, 3]).delivered.isEmpty)
+        // …but not its envelopes of this release, which belong to its incarnation.
+        #expect(check(&tracker, peer, incarnation, [2, 3]) == ([2, 3], []))
+    }
+
+    @Test func legacySequenceSpacesAreNotForgottenWhenIncarnationsAre() {
+        var tracker = tracker()
+        _ = check(&tracker, peer, nil, [1, 2, 3])
+        for id in 10..<(10 + UInt64(PeerTracker.incarnationsPerOrigin) * 2) {
+            _ = check(&tracker, peer, Incarnation(id: id, started: 500 + id), [1])
+        }
+        #expect(check(&tracker, peer, nil, [3]).delivered.isEmpty)
+        #expect(check(&tracker, peer, nil, [4]).delivered == [4])
+    }
+
     @Test func anIncarnationIsWrittenAndReadBackAsSixteenHexadecimalDigits() throws {
         for id: UInt64 in [0, 1, 0xABC, .max] {
             let incarnation = Incarnation(id: id, started: 42)
@@ -268,5 +308,42 @@ struct IncarnationTests {
         try await sniffer.close()
         await legacy.link.close()
         await current.link.close()
+    }
+}
+
+/// Envelopes of earlier releases (versions 1 and 2, without incarnation), as `legacyEnvelopes`
+/// links and links of those releases write them, against a real server.
+@Suite("PostgresLink legacy envelopes", .enabled(if: TestServer.shouldRun, Comment(rawValue: TestServer.missing)))
+struct LegacyEnvelopeTests {
+    @Test func legacyEnvelopesAreDeduplicatedStrictlyPerOriginEvenWithoutAKey() async throws {
+        let channel = TestServer.makeChannel()
+        let b = try await Node(channel: channel)
+        let legacy = UUID()
+        let raw = try await TestServer.rawConnection()
+        func send(_ sequence: UInt64, userID: Int) async throws {
+            let envelope =
+                #"{"version":1,"type":"UserCreated","origin":"\#(legacy)","sequence":\#(sequence),"payload":{"userID":\#(userID)}}"#
+            try await raw.query("SELECT pg_notify(\(channel), \(envelope))", logger: TestServer.logger)
+        }
+        try await send(1, userID: 1)
+        try await send(2, userID: 2)
+        try await send(2, userID: 2)  // a copy
+        try await send(1, userID: 10)  // another message with a number used: no incarnation tells a
+        // restarted process from a replay, so it is refused, unlike in version 3
+        try await send(3, userID: 3)
+        try await send(UInt64.max - 1, userID: 666)  // forged: silences this origin's legacy envelopes…
+        try await send(4, userID: 4)
+        // …but not what the same origin sends as version 3, in a sequence space of its own.
+        let upgraded = try await Node(channel: channel, origin: legacy)
+        upgraded.hub.post(UserCreated(userID: 5))
+        try await upgraded.barrier(to: b)
+
+        #expect(b.users.values.map(\.userID) == [1, 2, 3, 666, 5])
+        #expect(
+            b.errors.values.map(\.code) == [.duplicateSequence, .duplicateSequence, .sequenceGap, .duplicateSequence])
+        #expect(b.link.statistics.duplicates == 3 && b.link.statistics.regressions == 0)
+        try await raw.close()
+        await b.link.close()
+        await upgraded.link.close()
     }
 }

@@ -332,11 +332,13 @@ struct PostgresLinkTests {
         try await waitUntil("200 users on B") { b.users.count == 200 }
         #expect(b.users.values.map(\.userID) == Array(0..<200))
         #expect(a.link.statistics.sent == 200)
-        #expect(a.hub.observerCount(of: UserCreated.self) == 1)  // the link stopped observing
+        // The link observes until it is released, to report posts made after close.
+        #expect(a.hub.observerCount(of: UserCreated.self) == 2)
 
-        a.hub.post(UserCreated(userID: 999))  // after close: local only
+        a.hub.post(UserCreated(userID: 999))  // after close: local only, and reported
         #expect(a.users.values.last == UserCreated(userID: 999))
         #expect(a.link.statistics.sent == 200)
+        #expect(a.errors.values.map(\.code) == [.postAfterShutdown])
 
         await b.link.close()
         let c = try await Node(channel: channel)
@@ -427,9 +429,12 @@ struct ServerRestartTests {
             #expect(clock.now - closing < .seconds(5))
             #expect(
                 a.errors.values.filter { $0.code == .notSent }.map(\.expected) == [
-                    "to send sequence 1 before closing", "to send sequence 2 before closing",
-                    "to send sequence 3 before closing",
+                    "to send sequence 1", "to send sequence 2", "to send sequence 3",
                 ])
+            #expect(
+                a.errors.values.filter { $0.code == .notSent }.allSatisfy {
+                    $0.found == "the link closed while its sending connection was reconnecting"
+                })
             #expect(a.link.statistics.sent == 0 && a.link.statistics.sendFailures == 5)
         } catch {
             failure = error

@@ -34,6 +34,35 @@ struct SignerTests {
         }
     }
 
+    /// A link's own envelope, heard back, is recognised by its header and not checked: it is
+    /// dropped whether genuine or forged. Another origin's, or another incarnation's, is checked.
+    @Test func theReadersOwnEnvelopeIsAnEchoWithoutCheckingItsSignature() throws {
+        let origin = UUID()
+        let incarnation = Incarnation(id: 0xABC, started: 5)
+        let marker = Signer.echoMarker(origin: origin, incarnation: incarnation)
+        let own =
+            #"{"version":3,"origin":"\#(origin.uuidString)","incarnation":"\#(incarnation.idText)","started":5,"sequence":1,"count":1,"batch":[]}"#
+        let signer = try signer([new])
+        let text = signer.sign(own, issued: 1)
+        guard case .echo(let bytes) = signer.verify(text, echoMarker: marker) else {
+            Issue.record("expected an echo")
+            return
+        }
+        #expect(String(decoding: bytes, as: UTF8.self) == own)
+        // Another incarnation of the same origin (a replica) is checked as any other envelope.
+        let other = Signer.echoMarker(origin: origin, incarnation: Incarnation(id: 0xABD, started: 5))
+        guard case .valid = signer.verify(text, echoMarker: other) else {
+            Issue.record("expected a checked, valid envelope")
+            return
+        }
+        // A forgery of the reader's own envelope is dropped as its echo would be.
+        let forged = try self.signer([old]).sign(own, issued: 1).replacingOccurrences(of: "2026-10", with: "2026-11")
+        guard case .echo = signer.verify(forged, echoMarker: marker), case .forged = signer.verify(forged) else {
+            Issue.record("expected the forgery dropped as an echo, and refused when checked")
+            return
+        }
+    }
+
     @Test func alteringTheKeyIdTheIssueTimeOrTheEnvelopeIsAForgery() throws {
         let signer = try signer([new, old])
         let text = signer.sign(envelope, issued: 1_764_000_000_123)
@@ -77,5 +106,23 @@ struct SignerTests {
     @Test(arguments: ["", String(repeating: "a", count: 65), "a b", #"a"b"#, "é"])
     func aKeyIdThatIsNotPlainIsRefused(_ id: String) {
         #expect(!PostgresLink.SigningKey.isValidID(id))
+    }
+}
+
+/// The signatures' base64, against Foundation's.
+@Suite("Base64")
+struct Base64Tests {
+    @Test(arguments: 0..<40)
+    func itMatchesFoundation(_ count: Int) {
+        let bytes = (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ count) }
+        var encoded: [UInt8] = []
+        bytes.withUnsafeBytes { Base64.append($0, to: &encoded) }
+        #expect(String(decoding: encoded, as: UTF8.self) == Data(bytes).base64EncodedString())
+        #expect(Base64.decode(encoded) == bytes)
+    }
+
+    @Test(arguments: ["A", "AB=", "A===", "AB=C", "AB C", "ABC?"])
+    func notBase64IsRefused(_ text: String) {
+        #expect(Base64.decode(Array(text.utf8)) == nil)
     }
 }
