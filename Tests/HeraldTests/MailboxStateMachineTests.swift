@@ -2,11 +2,11 @@ import Testing
 
 @testable import Herald
 
-@Suite("LaneStateMachine")
-struct LaneStateMachineTests {
+@Suite("MailboxStateMachine")
+struct MailboxStateMachineTests {
     @Test("A held item is not taken; its release schedules the drain")
     func heldItemWaitsForRelease() {
-        var machine = LaneStateMachine()
+        var machine = MailboxStateMachine()
         do {
             let result = machine.append(hold: 7)
             #expect(result == .store)
@@ -35,7 +35,7 @@ struct LaneStateMachineTests {
 
     @Test("Items before the first held one are ready; a later release frees the rest")
     func interleavedHolds() {
-        var machine = LaneStateMachine()
+        var machine = MailboxStateMachine()
         do {
             let result = machine.append(hold: 1)
             #expect(result == .store)
@@ -57,10 +57,10 @@ struct LaneStateMachineTests {
     }
 
     @Test(
-        "A lingering job that finds items after its batch hands itself back instead of taking them; once it empties the lane it lingers once; a lingering job that finds nothing ends"
+        "A lingering job that finds items after its batch hands itself back instead of taking them; once it empties the mailbox it lingers once; a lingering job that finds nothing ends"
     )
     func lingeringJob() {
-        var machine = LaneStateMachine()
+        var machine = MailboxStateMachine()
         machine.lingers = true
         #expect(machine.append(hold: 0) == .storeAndSchedule)
         #expect(machine.jobStarted(on: 1) == .run(1))
@@ -71,7 +71,7 @@ struct LaneStateMachineTests {
         #expect(machine.isJobPending)
         #expect(machine.runner == nil)
         #expect(machine.append(hold: 0) == .store)
-        // The job handed back takes both, then lingers once more after emptying the lane.
+        // The job handed back takes both, then lingers once more after emptying the mailbox.
         #expect(machine.jobStarted(on: 1) == .run(2))
         #expect(machine.jobRanBatch() == .reschedule)
         #expect(machine.isJobPending)
@@ -86,9 +86,9 @@ struct LaneStateMachineTests {
         #expect(machine.append(hold: 0) == .storeAndSchedule)
     }
 
-    @Test("A job handed back that saw the poster pause ends once it has emptied the lane, instead of lingering")
+    @Test("A job handed back that saw the poster pause ends once it has emptied the mailbox, instead of lingering")
     func pausedPosterEndsTheChain() {
-        var machine = LaneStateMachine()
+        var machine = MailboxStateMachine()
         machine.lingers = true
         #expect(machine.append(hold: 0) == .storeAndSchedule)
         #expect(machine.jobStarted(on: 1) == .run(1))
@@ -102,7 +102,7 @@ struct LaneStateMachineTests {
 
     @Test("A job that does not linger takes what arrived during its batch in the same job")
     func nonLingeringJobTakesMore() {
-        var machine = LaneStateMachine()
+        var machine = MailboxStateMachine()
         #expect(machine.append(hold: 0) == .storeAndSchedule)
         #expect(machine.jobStarted(on: 1) == .run(1))
         #expect(machine.append(hold: 0) == .store)
@@ -111,10 +111,10 @@ struct LaneStateMachineTests {
         #expect(!machine.isJobPending)
     }
 
-    @Test("A job for a lone post ends as soon as the lane is empty, lingering or not")
+    @Test("A job for a lone post ends as soon as the mailbox is empty, lingering or not")
     func loneJobDoesNotLinger() {
         for lingers in [false, true] {
-            var machine = LaneStateMachine()
+            var machine = MailboxStateMachine()
             machine.lingers = lingers
             #expect(machine.append(hold: 0) == .storeAndSchedule)
             #expect(machine.jobStarted(on: 1) == .run(1))
@@ -125,8 +125,8 @@ struct LaneStateMachineTests {
 
     @Test("A job runs at most one slice, then asks to be rescheduled")
     func jobIsSliced() {
-        var machine = LaneStateMachine()
-        let total = LaneStateMachine.sliceLimit + 10
+        var machine = MailboxStateMachine()
+        let total = MailboxStateMachine.sliceLimit + 10
         do {
             let result = machine.append(hold: 0)
             #expect(result == .storeAndSchedule)
@@ -137,7 +137,7 @@ struct LaneStateMachineTests {
         }
         do {
             let result = machine.jobStarted(on: 1)
-            #expect(result == .run(LaneStateMachine.sliceLimit))
+            #expect(result == .run(MailboxStateMachine.sliceLimit))
         }
         do {
             let result = machine.jobRanBatch()
@@ -160,7 +160,7 @@ struct LaneStateMachineTests {
 
     @Test("Items appended while a job runs are taken by that job, within its slice")
     func jobTakesWhatArrives() {
-        var machine = LaneStateMachine()
+        var machine = MailboxStateMachine()
         do {
             let result = machine.append(hold: 0)
             #expect(result == .storeAndSchedule)
@@ -185,8 +185,8 @@ struct LaneStateMachineTests {
 
     @Test("An inline drain takes everything ready, unsliced; a job that starts meanwhile stops")
     func inlineDrain() {
-        var machine = LaneStateMachine()
-        let total = LaneStateMachine.sliceLimit * 3
+        var machine = MailboxStateMachine()
+        let total = MailboxStateMachine.sliceLimit * 3
         do {
             let result = machine.append(hold: 0)
             #expect(result == .storeAndSchedule)
@@ -211,7 +211,7 @@ struct LaneStateMachineTests {
 
     @Test("Closing drops every item, held or not, and rejects later ones")
     func close() {
-        var machine = LaneStateMachine()
+        var machine = MailboxStateMachine()
         _ = machine.append(hold: 0)
         _ = machine.append(hold: 3)
         do {
@@ -229,9 +229,9 @@ struct LaneStateMachineTests {
         #expect(machine.count == 0)
     }
 
-    @Test("An async lane takes one item per batch, suspends, and schedules its next job on resume")
-    func asyncLaneSuspendsAndResumes() {
-        var machine = LaneStateMachine()
+    @Test("An async mailbox takes one item per batch, suspends, and schedules its next job on resume")
+    func asyncMailboxSuspendsAndResumes() {
+        var machine = MailboxStateMachine()
         machine.batchLimit = 1
         let r1 = machine.append(hold: 0)
         #expect(r1 == .storeAndSchedule)
@@ -258,9 +258,9 @@ struct LaneStateMachineTests {
         #expect(!machine.isBusy)
     }
 
-    @Test("A lane closed while its async handler runs stays busy until the handler returns")
+    @Test("A mailbox closed while its async handler runs stays busy until the handler returns")
     func closedWhileSuspended() {
-        var machine = LaneStateMachine()
+        var machine = MailboxStateMachine()
         machine.batchLimit = 1
         _ = machine.append(hold: 0)
         _ = machine.append(hold: 0)
@@ -277,7 +277,7 @@ struct LaneStateMachineTests {
 
     @Test("A policy removes a held item in the middle: its hold goes, and the later holds keep their items")
     func removeHeldItemInTheMiddle() {
-        var machine = LaneStateMachine()
+        var machine = MailboxStateMachine()
         _ = machine.append(hold: 0)  // 0: ready
         _ = machine.append(hold: 5)  // 1: held by 5
         _ = machine.append(hold: 6)  // 2: held by 6
@@ -295,7 +295,7 @@ struct LaneStateMachineTests {
 
     @Test("A policy removes the front item, held or not, as if a drain had taken it")
     func removeFrontItem() {
-        var machine = LaneStateMachine()
+        var machine = MailboxStateMachine()
         _ = machine.append(hold: 3)
         _ = machine.append(hold: 0)
         #expect(machine.readyCount == 0)

@@ -1,13 +1,13 @@
-/// The decisions of one ``Lane``: which items a drain may take, and when a drain job must be
-/// handed to the target. It holds counts, never items, and has no effects: ``Lane`` stores the
+/// The decisions of one ``Mailbox``: which items a drain may take, and when a drain job must be
+/// handed to the target. It holds counts, never items, and has no effects: ``Mailbox`` stores the
 /// items and acts on what each transition returns, after unlocking.
 ///
 /// ## Items
-/// Items are numbered in the order they are appended. A post that reaches several lanes appends
+/// Items are numbered in the order they are appended. A post that reaches several mailboxes appends
 /// its item to each of them *held*, under a hold token of its own, and releases the holds once
-/// every lane has the item. A drain takes only the items before the first held one, so no handler
-/// can react to a post before the post has reached every lane: an effect posted by that handler is
-/// appended behind the cause in every lane.
+/// every mailbox has the item. A drain takes only the items before the first held one, so no handler
+/// can react to a post before the post has reached every mailbox: an effect posted by that handler is
+/// appended behind the cause in every mailbox.
 ///
 /// ## Drains
 /// - A *job* is the drain handed to the target. It takes at most ``sliceLimit`` items, then gives
@@ -21,29 +21,29 @@
 /// On a target where handing a job back is cheap (a serial queue, a ``DeliveryThread``), a job
 /// runs one batch and, if more items are ready by then, hands itself back to the target instead
 /// of taking them (``lingers``): a drain that keeps up with a poster would otherwise take one or two
-/// items at a time, and the two threads would pass the lane's lock back and forth at every post.
-/// A job that empties the lane while a poster is at work also goes back to the target once more
+/// items at a time, and the two threads would pass the mailbox's lock back and forth at every post.
+/// A job that empties the mailbox while a poster is at work also goes back to the target once more
 /// instead of ending. A poster is at work when items arrived while the job ran (it took a second
 /// batch), or when a lingering job found items. A burst is then drained by a chain of jobs that
 /// the target hands itself, instead of one job per gap, each woken by the poster. A job that
-/// starts and finds nothing ends, so an idle lane costs one empty job, never a spin; and a job for
+/// starts and finds nothing ends, so an idle mailbox costs one empty job, never a spin; and a job for
 /// a lone post (one batch) ends at once, so lone posts keep their drains in the order of the
-/// posts' scans. Before a job that the target runs again takes the lane's lock, ``BurstGauge``
+/// posts' scans. Before a job that the target runs again takes the mailbox's lock, ``BurstGauge``
 /// may send it back once more while the poster is still adding items.
 ///
 /// ## Mailbox policies
-/// A lane with a ``NotificationBufferingPolicy`` other than `unbounded` removes items that are
+/// A mailbox with a ``NotificationBufferingPolicy`` other than `unbounded` removes items that are
 /// still in it (``remove(at:)``) before it appends a new one: the item a newer one replaces, or
-/// the oldest when the lane is full. Items a drain has taken are never removed. A `.latest`
+/// the oldest when the mailbox is full. Items a drain has taken are never removed. A `.latest`
 /// mailbox takes one batch per job (``oneBatchPerJob``): what was pending when the job started.
 ///
 /// ## Asynchronous handlers
-/// A lane whose handler is `async` takes one item per batch (``batchLimit`` 1). When the drain
-/// has started the handler's task it *suspends* the lane (``suspend()``): the drain ends and gives
+/// A mailbox whose handler is `async` takes one item per batch (``batchLimit`` 1). When the drain
+/// has started the handler's task it *suspends* the mailbox (``suspend()``): the drain ends and gives
 /// the target back, and no other drain starts until the task finishes and ``resume()`` is called.
 /// So one observer's async calls never overlap and run in the order of its items, while its
 /// target runs other work during the suspension.
-struct LaneStateMachine: Sendable {
+struct MailboxStateMachine: Sendable {
     /// The most items a drain job runs before it gives its target back.
     static let sliceLimit = 128
 
@@ -82,11 +82,11 @@ struct LaneStateMachine: Sendable {
     private(set) var runner: Runner?
     /// Items the running job may still take in its slice.
     private var sliceRemaining = 0
-    /// Whether the lane has been closed: it accepts nothing more.
+    /// Whether the mailbox has been closed: it accepts nothing more.
     private(set) var isClosed = false
-    /// The most items one batch takes: 1 for an async handler, which suspends the lane after each.
+    /// The most items one batch takes: 1 for an async handler, which suspends the mailbox after each.
     var batchLimit = Int.max
-    /// Whether a job that finds the lane empty while a poster is at work is handed to the target
+    /// Whether a job that finds the mailbox empty while a poster is at work is handed to the target
     /// once more (see "Lingering").
     var lingers = false
     /// Whether a job runs only the items that were ready when it started: what arrives during
@@ -99,14 +99,14 @@ struct LaneStateMachine: Sendable {
     /// Whether the pending job is a lingering one.
     private var jobIsLingering = false
 
-    /// Whether the lane has work left: items, a job with the target, a drain running, or an async
+    /// Whether the mailbox has work left: items, a job with the target, a drain running, or an async
     /// handler that has not finished.
     var isBusy: Bool { count > 0 || isJobPending || runner != nil }
 
-    /// Whether the lane waits only for its target to run the job it was handed.
+    /// Whether the mailbox waits only for its target to run the job it was handed.
     var waitsForTarget: Bool { isJobPending && runner == nil }
 
-    /// Items in the lane, held or not.
+    /// Items in the mailbox, held or not.
     var count: Int { appendedCount - takenCount }
 
     /// Items a drain may take now: those before the first held one.
@@ -118,7 +118,7 @@ struct LaneStateMachine: Sendable {
     // MARK: Appending
 
     enum AppendAction: Equatable {
-        /// The lane is closed; the item must not be stored.
+        /// The mailbox is closed; the item must not be stored.
         case reject
         /// Store the item.
         case store
@@ -138,7 +138,7 @@ struct LaneStateMachine: Sendable {
         return claimJob() ? .storeAndSchedule : .store
     }
 
-    /// A post has reached every lane: its hold on this lane ends.
+    /// A post has reached every mailbox: its hold on this mailbox ends.
     ///
     /// - Returns: Whether the caller must hand a drain job to the target.
     mutating func release(hold: UInt) -> Bool {
@@ -147,11 +147,11 @@ struct LaneStateMachine: Sendable {
         return claimJob()
     }
 
-    /// A mailbox policy removes an item that is still in the lane, `offset` items from its front:
+    /// A mailbox policy removes an item that is still in the mailbox, `offset` items from its front:
     /// it was replaced by a newer one or dropped. Its hold, if any, goes with it, and the items
     /// behind it move up.
     mutating func remove(at offset: Int) {
-        precondition(offset >= 0 && offset < count, "Herald: a lane removed an item it does not hold")
+        precondition(offset >= 0 && offset < count, "Herald: a mailbox removed an item it does not hold")
         let position = takenCount + offset
         if offset == 0 {
             // The front item: as if a drain took it.
@@ -180,7 +180,7 @@ struct LaneStateMachine: Sendable {
     // MARK: Draining
 
     enum DrainAction: Equatable {
-        /// Take the given number of items from the front of the lane and run them.
+        /// Take the given number of items from the front of the mailbox and run them.
         case run(Int)
         /// Give the target back and hand the job to it again.
         case reschedule
@@ -192,9 +192,9 @@ struct LaneStateMachine: Sendable {
     ///
     /// - Parameter posterPaused: Whether the job, handed back to the target, saw that nothing
     ///   arrived since it last looked (see ``BurstGauge``): it then does not linger once it has
-    ///   emptied the lane, as a job for a lone post does not.
+    ///   emptied the mailbox, as a job for a lone post does not.
     mutating func jobStarted(on thread: UInt, posterPaused: Bool = false) -> DrainAction {
-        precondition(isJobPending, "Herald: a lane job started that was not scheduled")
+        precondition(isJobPending, "Herald: a mailbox job started that was not scheduled")
         let isLingering = jobIsLingering
         jobIsLingering = false
         guard runner == nil, !isClosed, readyCount > 0 else {
@@ -210,7 +210,7 @@ struct LaneStateMachine: Sendable {
 
     /// The job ran the items it took.
     mutating func jobRanBatch() -> DrainAction {
-        precondition(runner?.isJob == true, "Herald: a lane batch ended outside its job")
+        precondition(runner?.isJob == true, "Herald: a mailbox batch ended outside its job")
         if sliceRemaining == 0 && !isClosed && readyCount > 0 {
             runner = nil
             return .reschedule  // still pending
@@ -250,7 +250,7 @@ struct LaneStateMachine: Sendable {
         return .run(count)
     }
 
-    /// A thread that is on the target wants to drain the lane itself.
+    /// A thread that is on the target wants to drain the mailbox itself.
     ///
     /// - Returns: How many items to run, or `nil` if another drain runs or nothing is ready.
     mutating func inlineStarted(on thread: UInt) -> Int? {
@@ -277,10 +277,10 @@ struct LaneStateMachine: Sendable {
 
     // MARK: Suspending
 
-    /// The drain that is running started an async handler: the drain ends, and the lane waits
+    /// The drain that is running started an async handler: the drain ends, and the mailbox waits
     /// for ``resume()``.
     mutating func suspend() {
-        precondition(runner != nil && runner != .suspended, "Herald: a lane suspended outside a drain")
+        precondition(runner != nil && runner != .suspended, "Herald: a mailbox suspended outside a drain")
         if runner?.isJob == true { isJobPending = false }
         runner = .suspended
     }
@@ -289,7 +289,7 @@ struct LaneStateMachine: Sendable {
     ///
     /// - Returns: Whether the caller must hand a drain job to the target.
     mutating func resume() -> Bool {
-        precondition(runner == .suspended, "Herald: a lane resumed that was not suspended")
+        precondition(runner == .suspended, "Herald: a mailbox resumed that was not suspended")
         runner = nil
         return claimJob()
     }
@@ -298,7 +298,7 @@ struct LaneStateMachine: Sendable {
 
     /// The observation ended, or its target refused the job: nothing more is accepted.
     ///
-    /// - Returns: The number of items to drop, all of them in the lane.
+    /// - Returns: The number of items to drop, all of them in the mailbox.
     mutating func close() -> Int {
         let dropped = count
         isClosed = true
@@ -314,7 +314,7 @@ struct LaneStateMachine: Sendable {
     }
 }
 
-extension LaneStateMachine.Runner {
+extension MailboxStateMachine.Runner {
     fileprivate var isJob: Bool {
         if case .job = self { return true }
         return false
