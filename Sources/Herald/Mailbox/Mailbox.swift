@@ -3,9 +3,12 @@ import Synchronization
 /// The mailbox of one observer on an asynchronous target: its items, the decisions of its
 /// ``MailboxStateMachine``, and the effects of those decisions.
 ///
-/// Everything the state machine decides is decided under the mailbox's lock; everything it asks for
-/// (handing a job to the target, running handlers, destroying dropped items) happens after
-/// unlocking. Items are copied in on append and moved out, in batches, by the drain.
+/// The mailbox decides nothing itself. Under its one lock (private to this file) it gives each
+/// input to its ``MailboxStateMachine`` (whose state is private to that file) and moves items as
+/// the returned action says; everything else the action asks for (handing a job to the target,
+/// running handlers, starting an async call, destroying discarded items) happens after unlocking.
+/// Items are copied in on append and moved out, in batches, by the drain; their layout is
+/// ``ItemQueue/Layout``'s.
 ///
 /// It also carries the rarely used parts of an observer: its target, its filters and a contextual
 /// handler. Posting-thread observers without filters or a contextual handler have no mailbox.
@@ -36,7 +39,9 @@ final class Mailbox<N: TypedNotification>: Sendable {
     /// every notification (see ``Family``).
     let family: AnyFamily?
 
-    private let locked = Lock(MailboxStorage())
+    /// The state machine, the items, the drained handler and the helpers, behind the one lock of
+    /// the mailbox. Nothing outside this file takes it.
+    private let locked: Lock<MailboxStorage>
     /// How a lingering drain tells a poster at work without taking the lock; `nil` for mailboxes that
     /// do not linger (see ``BurstGauge``).
     private let gauge: BurstGauge?
@@ -59,17 +64,8 @@ final class Mailbox<N: TypedNotification>: Sendable {
         self.contextual = contextual
         let lingers = !isAsync && stream == nil && target.drainMayLinger
         gauge = lingers ? BurstGauge() : nil
-        if let handler {
-            locked.withLock { $0.handler = DrainedHandler(handler) }
-        }
-        if isAsync {
-            locked.withLock { $0.machine.batchLimit = 1 }
-        } else if lingers {
-            locked.withLock { $0.machine.lingers = true }
-        }
-        if case .latest = policy?.rule {
-            locked.withLock { $0.machine.oneBatchPerJob = true }
-        }
+        let machine = MailboxStateMachine(batchLimit: isAsync ? 1 : .max, lingers: lingers, rule: policy?.rule)
+        locked = Lock(MailboxStorage(machine: machine, handler: handler.map { DrainedHandler($0) }))
     }
 
     // MARK: Appending
@@ -135,40 +131,39 @@ final class Mailbox<N: TypedNotification>: Sendable {
 
     // MARK: Mailbox policies
 
-    /// Appends a copy of `notification` under the mailbox's policy: it may replace a pending item,
-    /// push out the oldest, or be dropped itself. Only mailboxes with a policy call it.
+    /// Appends a copy of `notification` under the mailbox's policy (``policy``, which the mailbox
+    /// must have): it may replace a pending item, push out the oldest, or be dropped itself.
     ///
-    /// A removed item is moved into `slot` (room for one item of ``layout``), so that its payload
-    /// is destroyed after unlocking: its `deinit` is user code.
+    /// A removed item's payload is destroyed and its waiting post told after unlocking: its
+    /// `deinit` is user code, and a dropped waiting post completes at once.
+    ///
+    /// - Returns: Whether the item was stored and whether a drain job must be handed to the target,
+    ///   and what the policy displaced (already finished).
     func appendUnderPolicy(
-        _ notification: UnsafePointer<N>, subject: AnyObject?, group: WaitGroup?, hold: UInt,
-        policy: MailboxPolicy, displacingInto slot: UnsafeMutableRawPointer
+        _ notification: UnsafePointer<N>, subject: AnyObject?, group: WaitGroup?, hold: UInt
     ) -> (action: MailboxStateMachine.AppendAction, displacement: MailboxPolicy.Displacement) {
-        locked.withLock { locked in
-            append(
-                notification, subjectID: subject.map(ObjectIdentifier.init), subject: subject, group: group,
-                hold: hold, under: policy, displacingInto: slot, in: &locked)
+        let policy = self.policy.unsafelyUnwrapped
+        let layout = self.layout
+        return withUnsafeTemporaryAllocation(byteCount: layout.stride, alignment: layout.alignment) { buffer in
+            let slot = buffer.baseAddress.unsafelyUnwrapped
+            let (action, displacement) = locked.withLock { locked in
+                append(
+                    notification, subjectID: subject.map(ObjectIdentifier.init), subject: subject, group: group,
+                    hold: hold, under: policy, displacingInto: slot, in: &locked)
+            }
+            // After the mailbox's lock.
+            switch displacement {
+            case .none: break
+            case .rejectedNew: group?.leave(.dropped)
+            case .removed: layout.destroy(slot, as: N.self, leaving: .dropped)
+            }
+            return (action, displacement)
         }
     }
 
-    /// Finishes what ``appendUnderPolicy(_:subjectID:group:hold:policy:displacingInto:)`` left, outside
-    /// the mailbox's lock: destroys a removed item's payload and tells the waiting posts that lost
-    /// their notification.
-    func finish(
-        _ displacement: MailboxPolicy.Displacement, in slot: UnsafeMutableRawPointer, newGroup group: WaitGroup?
-    ) {
-        switch displacement {
-        case .none:
-            return
-        case .rejectedNew:
-            group?.leave(.dropped)
-        case .removed:
-            layout.destroy(slot, as: N.self, leaving: .dropped)
-        }
-    }
-
-    /// The body of ``appendUnderPolicy(_:subject:group:hold:policy:displacingInto:)``. Call under
-    /// the mailbox's lock.
+    /// The body of ``appendUnderPolicy(_:subject:group:hold:)``: does what the state machine
+    /// decides, moving a removed item into `slot` (room for one item of ``layout``) for the caller to
+    /// finish after unlocking. Call under the mailbox's lock.
     ///
     /// - Parameter subject: The post's subject, alive for the length of the call, or `nil` when
     ///   only its identity is known (a replayed value).
@@ -177,46 +172,50 @@ final class Mailbox<N: TypedNotification>: Sendable {
         hold: UInt, under policy: MailboxPolicy, displacingInto slot: UnsafeMutableRawPointer,
         in locked: inout MailboxStorage
     ) -> (action: MailboxStateMachine.AppendAction, displacement: MailboxPolicy.Displacement) {
-        if locked.machine.isClosed { return (.reject, .none) }
-        var displacement = MailboxPolicy.Displacement.none
-        var storedGroup = group
-        switch policy.rule {
-        case .latest(let perSubject):
-            // Per subject, a pending item is replaced only by a post of the same live object: a
-            // new object at a dead one's address has the same identity bits but is another subject.
-            let isSameSubject = !perSubject || policy.subjects.isSame(subjectID, subject)
-            if isSameSubject, let index = pendingIndex(subjectID, matchingSubject: perSubject, in: locked.items) {
-                removeItem(at: index, into: slot, from: &locked)
-                displacement = .removed
-                // The replaced post's wait moves to the new item: it completes with the new one.
-                if let oldGroup = layout.takeGroup(slot) {
-                    storedGroup = WaitGroup(relaying: group, replaced: oldGroup)
-                }
-                policy.noteReplaced()
-            }
-            if perSubject { policy.subjects.record(subjectID, subject) }
-        case .dropOldest(let limit):
-            if locked.machine.count >= limit {
-                removeItem(at: 0, into: slot, from: &locked)
-                displacement = .removed
-                policy.noteDropped()
-            }
-        case .dropNewest(let limit):
-            if locked.machine.count >= limit {
-                policy.noteDropped()
-                return (.store, .rejectedNew)
+        let decision: MailboxStateMachine.PolicyAppendAction
+        do {
+            let items = locked.items
+            decision = locked.machine.append(hold: hold) {
+                // Per subject, a pending item is replaced only by a post of the same live object: a
+                // new object at a dead one's address has the same identity bits but is another
+                // subject.
+                guard policy.subjects.claim(subjectID, subject) else { return nil }
+                return lastIndex(of: subjectID, in: items)
             }
         }
-        let action = locked.machine.append(hold: hold)
+        var storedGroup = group
+        let schedule: Bool
+        let displacement: MailboxPolicy.Displacement
+        switch decision {
+        case .reject:
+            return (.reject, .none)
+        case .dropNew:
+            policy.noteDropped()
+            return (.store, .rejectedNew)
+        case .store(let scheduling):
+            schedule = scheduling
+            displacement = .none
+        case .replace(let index, let scheduling):
+            removeItem(at: index, into: slot, from: &locked.items)
+            // The replaced post's wait moves to the new item: it completes with the new one.
+            if let oldGroup = layout.takeGroup(slot) {
+                storedGroup = WaitGroup(relaying: group, replaced: oldGroup)
+            }
+            policy.noteReplaced()
+            schedule = scheduling
+            displacement = .removed
+        case .dropOldest(let scheduling):
+            removeItem(at: 0, into: slot, from: &locked.items)
+            policy.noteDropped()
+            schedule = scheduling
+            displacement = .removed
+        }
         store(notification, subjectID: subjectID, group: storedGroup, in: &locked.items)
-        return (action, displacement)
+        return (schedule ? .storeAndSchedule : .store, displacement)
     }
 
-    /// The index of the pending item a new one replaces: the one of `subjectID` if
-    /// `matchingSubject`, otherwise the only one.
-    private func pendingIndex(_ subjectID: ObjectIdentifier?, matchingSubject: Bool, in items: ItemQueue) -> Int? {
-        guard !items.isEmpty else { return nil }
-        guard matchingSubject else { return items.count - 1 }
+    /// The position from the front of the newest item of `subjectID`.
+    private func lastIndex(of subjectID: ObjectIdentifier?, in items: ItemQueue) -> Int? {
         let bits = ItemQueue.Layout.bits(of: subjectID)
         let layout = self.layout
         var index = items.count - 1
@@ -227,12 +226,12 @@ final class Mailbox<N: TypedNotification>: Sendable {
         return nil
     }
 
-    /// Moves the item at `index` out of the mailbox into `slot`. Call under the mailbox's lock.
-    private func removeItem(at index: Int, into slot: UnsafeMutableRawPointer, from locked: inout MailboxStorage) {
+    /// Moves the item at `index` out of `items` into `slot`, as the state machine has removed it.
+    /// Call under the mailbox's lock.
+    private func removeItem(at index: Int, into slot: UnsafeMutableRawPointer, from items: inout ItemQueue) {
         let layout = self.layout
-        layout.move(N.self, from: locked.items.item(index, layout), to: slot, count: 1)
-        locked.items.removeMoved(at: index, layout) { layout.move(N.self, from: $0, to: $1, count: $2) }
-        locked.machine.remove(at: index)
+        layout.move(N.self, from: items.item(index, layout), to: slot, count: 1)
+        items.removeMoved(at: index, layout) { layout.move(N.self, from: $0, to: $1, count: $2) }
     }
 
     /// What the policy has discarded so far: notifications replaced by newer ones, and
@@ -392,11 +391,7 @@ final class Mailbox<N: TypedNotification>: Sendable {
         while case .run = action {
             let launch = prepareAsyncBatch(&batch) { prepare($0, handler) }
             action = locked.withLock { locked in
-                if launch != nil {
-                    locked.machine.suspend()
-                    return .stop
-                }
-                let action = locked.machine.jobRanBatch()
+                let action = locked.machine.jobRanAsyncBatch(startedCall: launch != nil)
                 take(action, from: &locked.items, into: &batch)
                 return action
             }
@@ -414,11 +409,7 @@ final class Mailbox<N: TypedNotification>: Sendable {
         while count != nil {
             let launch = prepareAsyncBatch(&batch) { prepare($0, handler) }
             count = locked.withLock { locked in
-                if launch != nil {
-                    locked.machine.suspend()
-                    return nil
-                }
-                let count = locked.machine.inlineRanBatch()
+                let count = locked.machine.inlineRanAsyncBatch(startedCall: launch != nil)
                 take(count.map(MailboxStateMachine.DrainAction.run) ?? .stop, from: &locked.items, into: &batch)
                 return count
             }
@@ -497,10 +488,7 @@ final class Mailbox<N: TypedNotification>: Sendable {
     /// - Returns: Whether the mailbox holds items, which nothing will ever run now; `false` for a
     ///   lingering job that found the mailbox empty (the next post's job will be refused in turn).
     func jobRefused() -> Bool {
-        locked.withLock { locked in
-            locked.machine.jobRefused()
-            return locked.machine.count > 0
-        }
+        locked.withLock { $0.machine.jobRefused() }
     }
 
     // MARK: Closing

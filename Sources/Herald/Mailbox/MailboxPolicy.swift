@@ -83,21 +83,19 @@ final class SubjectIdentities: Sendable {
     private let table = Lock(Table())
 
     /// Whether the newest pending item with identity `id` was posted by `subject` itself, which
-    /// the caller keeps alive. `true` without a subject, or when only the identity is known (a
-    /// replayed value).
-    func isSame(_ id: ObjectIdentifier?, _ subject: AnyObject?) -> Bool {
+    /// the caller keeps alive; `subject` is then remembered as the poster of the newest item of
+    /// that identity. `true` without a subject, or when only the identity is known (a replayed
+    /// value), which is not remembered.
+    func claim(_ id: ObjectIdentifier?, _ subject: AnyObject?) -> Bool {
         guard let id, let subject else { return true }
-        return table.withLock { $0.entries[id]?.subject === subject }
-    }
-
-    /// `subject`, with identity `id`, posted the newest item of that identity.
-    func record(_ id: ObjectIdentifier?, _ subject: AnyObject?) {
-        guard let id, let subject else { return }
-        table.withLock { table in
+        return table.withLock { table in
+            let isSame = table.entries[id]?.subject === subject
             table.entries[id] = Entry(subject: subject)
-            guard table.entries.count > table.pruneAt else { return }
-            table.entries = table.entries.filter { $0.value.subject != nil }
-            table.pruneAt = Swift.max(64, table.entries.count * 2)
+            if table.entries.count > table.pruneAt {
+                table.entries = table.entries.filter { $0.value.subject != nil }
+                table.pruneAt = Swift.max(64, table.entries.count * 2)
+            }
+            return isSame
         }
     }
 

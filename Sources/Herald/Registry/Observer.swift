@@ -520,19 +520,8 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         if let stream {
             return stream.push(notification.pointee, hold: hold) ? .queued : .refused
         }
-        guard let mailbox = extras, let policy = mailbox.policy else { return .refused }
-        let layout = mailbox.layout
-        let (action, displacement) = withUnsafeTemporaryAllocation(
-            byteCount: layout.stride, alignment: layout.alignment
-        ) { buffer in
-            let slot = buffer.baseAddress.unsafelyUnwrapped
-            let (action, displacement) = mailbox.appendUnderPolicy(
-                notification, subject: subject, group: group, hold: hold, policy: policy, displacingInto: slot)
-            // After the mailbox's lock: a removed payload's `deinit` is user code, and a dropped
-            // waiting post completes at once.
-            mailbox.finish(displacement, in: slot, newGroup: group)
-            return (action, displacement)
-        }
+        guard let mailbox = extras, mailbox.policy != nil else { return .refused }
+        let (action, displacement) = mailbox.appendUnderPolicy(notification, subject: subject, group: group, hold: hold)
         switch action {
         case .reject:
             return .refused
