@@ -254,8 +254,12 @@ struct MailboxStateMachine: Sendable {
     /// - Parameter hold: The poster's hold token, or 0 for an item a drain may take at once.
     @inline(__always)
     mutating func append(hold: UInt) -> AppendAction {
-        guard changeQueue({ $0.add(hold: hold) }) != nil else { return .reject }
-        return claimJobIfIdle() ? .storeAndSchedule : .store
+        let claimed = changeQueue {
+            $0.add(hold: hold)
+            return true
+        }
+        guard let claimed else { return .reject }
+        return claimed ? .storeAndSchedule : .store
     }
 
     /// What a mailbox with a policy does with a new item.
@@ -311,12 +315,12 @@ struct MailboxStateMachine: Sendable {
     ///
     /// - Returns: Whether the caller must hand a drain job to the target.
     mutating func release(hold: UInt) -> Bool {
-        let released = changeQueue { queue in
+        let claimed = changeQueue { queue in
             guard let index = queue.holds.firstIndex(where: { $0.token == hold }) else { return false }
             queue.holds.remove(at: index)
             return true
         }
-        return released == true && claimJobIfIdle()
+        return claimed == true
     }
 
     /// Removes an item that is still in the mailbox, `offset` items from its front: a policy
@@ -325,57 +329,65 @@ struct MailboxStateMachine: Sendable {
     /// of ``append(hold:pendingItemOfSubject:)``.)
     mutating func remove(at offset: Int) {
         precondition(offset >= 0 && offset < count, "Herald: a mailbox removed an item it does not hold")
-        changeQueue { $0.remove(at: offset) }
+        changeQueue {
+            $0.remove(at: offset)
+            return false
+        }
     }
 
-    /// Applies `change` to the queue of an open mailbox, in place: the state is emptied while the
-    /// queue changes, so that the holds it shares with the state are not copied.
+    /// Moves the state out, leaving a placeholder: the caller decides and stores the new state, and
+    /// the queue's holds are neither retained nor copied on the way. Every path of the caller
+    /// stores a state or stops the process.
+    @inline(__always)
+    private mutating func takeState() -> State {
+        var current = State.idle(Queue())
+        swap(&current, &state)
+        return current
+    }
+
+    /// Applies `change` to the queue of an open mailbox, in place, then, if `change` returned
+    /// `true` and the mailbox is idle with items ready, claims a job. The state is moved out while
+    /// the queue changes, so that the holds are neither retained nor copied.
     ///
-    /// - Returns: What `change` returned, or `nil` when the mailbox is closed.
+    /// - Returns: Whether a job was claimed (the caller must hand it to the target), or `nil` when
+    ///   the mailbox is closed.
     @inline(__always)
     @discardableResult
-    private mutating func changeQueue<Result>(_ change: (inout Queue) -> Result) -> Result? {
-        let result: Result
-        switch state {
-        case .closed:
+    private mutating func changeQueue(_ change: (inout Queue) -> Bool) -> Bool? {
+        switch takeState() {
+        case .closed(let remains):
+            state = .closed(remains)
             return nil
         case .idle(var queue):
-            state = .idle(Queue())
-            result = change(&queue)
+            let mayClaim = change(&queue)
+            if mayClaim && queue.ready > 0 {
+                state = .scheduled(queue, .fresh)
+                return true
+            }
             state = .idle(queue)
         case .scheduled(var queue, let pending):
-            state = .idle(Queue())
-            result = change(&queue)
+            _ = change(&queue)
             state = .scheduled(queue, pending)
         case .draining(var queue, let drain):
-            state = .idle(Queue())
-            result = change(&queue)
+            _ = change(&queue)
             state = .draining(queue, drain)
         case .suspended(var queue, let pending):
-            state = .idle(Queue())
-            result = change(&queue)
+            _ = change(&queue)
             state = .suspended(queue, pending: pending)
         }
-        return result
-    }
-
-    /// Hands a job to the target when one is needed: when the mailbox is idle (no job, no drain,
-    /// no async call) and items are ready.
-    ///
-    /// - Returns: Whether the caller must hand the job to the target.
-    @inline(__always)
-    private mutating func claimJobIfIdle() -> Bool {
-        guard case .idle(let queue) = state, queue.ready > 0 else { return false }
-        state = .scheduled(queue, .fresh)
-        return true
+        return false
     }
 
     /// Stores the queue of a mailbox that has no job and no drain, with a job when items are ready.
     ///
     /// - Returns: Whether the caller must hand the job to the target.
     private mutating func claimJob(_ queue: Queue) -> Bool {
-        state = .idle(queue)
-        return claimJobIfIdle()
+        guard queue.ready > 0 else {
+            state = .idle(queue)
+            return false
+        }
+        state = .scheduled(queue, .fresh)
+        return true
     }
 
     // MARK: Draining
@@ -395,7 +407,7 @@ struct MailboxStateMachine: Sendable {
     ///   arrived since it last looked (see ``BurstGauge``): it then does not linger once it has
     ///   emptied the mailbox, as a job for a lone post does not.
     mutating func jobStarted(on thread: UInt, posterPaused: Bool = false) -> DrainAction {
-        switch state {
+        switch takeState() {
         case .scheduled(let queue, let pending):
             guard queue.ready > 0 else {
                 state = .idle(queue)
@@ -421,7 +433,7 @@ struct MailboxStateMachine: Sendable {
 
     /// The job ran the items it took.
     mutating func jobRanBatch() -> DrainAction {
-        switch state {
+        switch takeState() {
         case .draining(let queue, .job(let thread, let sliceRemaining, let batches)):
             if sliceRemaining == 0 && queue.ready > 0 {
                 state = .scheduled(queue, .fresh)
@@ -449,8 +461,9 @@ struct MailboxStateMachine: Sendable {
     }
 
     /// The running job takes its next batch, or ends.
-    private mutating func takeForJob(_ queue: Queue, thread: UInt, sliceRemaining: Int, batches: Int) -> DrainAction {
-        var queue = queue
+    private mutating func takeForJob(
+        _ queue: consuming Queue, thread: UInt, sliceRemaining: Int, batches: Int
+    ) -> DrainAction {
         let count = min(queue.ready, sliceRemaining, configuration.batchLimit)
         guard count > 0 else {
             if configuration.lingers && batches >= 2 {
@@ -469,15 +482,24 @@ struct MailboxStateMachine: Sendable {
     ///
     /// - Returns: How many items to run, or `nil` if another drain runs or nothing is ready.
     mutating func inlineStarted(on thread: UInt) -> Int? {
+        var queue: Queue
         let pending: PendingJob
-        switch state {
-        case .idle: pending = .none
-        case .scheduled(_, let scheduled): pending = scheduled
-        case .draining, .suspended, .closed: return nil
+        switch takeState() {
+        case .idle(let idle):
+            queue = idle
+            pending = .none
+        case .scheduled(let scheduled, let job):
+            queue = scheduled
+            pending = job
+        case let other:
+            state = other
+            return nil
         }
-        var queue = queue
         let count = min(queue.ready, configuration.batchLimit)
-        guard count > 0 else { return nil }
+        guard count > 0 else {
+            state = pending == .none ? .idle(queue) : .scheduled(queue, pending)
+            return nil
+        }
         queue.taken += count
         state = .draining(queue, .inline(thread: thread, pending: pending))
         return count
@@ -487,7 +509,7 @@ struct MailboxStateMachine: Sendable {
     ///
     /// - Returns: How many more items to run, or `nil` when the drain ends.
     mutating func inlineRanBatch() -> Int? {
-        switch state {
+        switch takeState() {
         case .draining(var queue, .inline(let thread, let pending)):
             let count = min(queue.ready, configuration.batchLimit)
             guard count > 0 else {
