@@ -25,7 +25,7 @@ struct BurstGaugeTests {
     @Test("A continued job takes at once when a slice has piled up since its last batch")
     func takesAFullSlice() {
         let gauge = BurstGauge()
-        for _ in 0..<LaneStateMachine.sliceLimit { gauge.noteAppended() }
+        for _ in 0..<MailboxStateMachine.sliceLimit { gauge.noteAppended() }
         #expect(gauge.look() == .take(posterPaused: false))
         // After a take, the count starts again from there.
         gauge.noteTaken()

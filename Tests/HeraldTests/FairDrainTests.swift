@@ -7,7 +7,7 @@ import Testing
 /// the target queued meanwhile; inline drains are never sliced.
 @Suite("Fair drains")
 struct FairDrainTests {
-    static let slice = LaneStateMachine.sliceLimit
+    static let slice = MailboxStateMachine.sliceLimit
 
     @Test("A drain job runs one slice, then lets work queued meanwhile run, while the mailbox keeps being refilled")
     func drainGivesTheExecutorBack() {

@@ -27,7 +27,7 @@ struct MailboxBlockTests {
     @Test("A backlog of many blocks drains in order, slice by slice, with every payload released once")
     func backlogAcrossBlocks() {
         let layout = ItemQueue.Layout(of: Big.self)
-        #expect(layout.blockItems < LaneStateMachine.sliceLimit)  // slices straddle blocks
+        #expect(layout.blockItems < MailboxStateMachine.sliceLimit)  // slices straddle blocks
         let live = Tracked.live.load(ordering: .relaxed)
         let hub = NotificationHub()
         let executor = ManualExecutor()

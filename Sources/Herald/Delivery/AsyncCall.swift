@@ -1,4 +1,4 @@
-/// The body of an observer's `async` handler as the lane calls it: the notification, and a check
+/// The body of an observer's `async` handler as the mailbox calls it: the notification, and a check
 /// that the observation is still live. The body runs the check on the handler's own isolation
 /// (the main actor, the actor, or the target's executor) right before it calls the user's
 /// handler, so a `cancel()` made there before the call starts always wins.
@@ -82,7 +82,7 @@ final class TargetTaskExecutor: TaskExecutor {
         let executor = asUnownedTaskExecutor()
         if target.trySchedule({ job.runSynchronously(on: executor) }) != nil {
             // A target that runs no more work (a shut-down DeliveryThread): the task finishes on
-            // the global executor rather than never, so its lane and its waiting posts end.
+            // the global executor rather than never, so its mailbox and its waiting posts end.
             globalConcurrentExecutor.enqueue(ExecutorJob(job))
         }
     }
@@ -90,7 +90,7 @@ final class TargetTaskExecutor: TaskExecutor {
 
 /// The task of the `async` call an observer is running, so that `cancel()` can cancel it.
 ///
-/// The lane starts one call at a time, so there is at most one task here. The task's body first
+/// The mailbox starts one call at a time, so there is at most one task here. The task's body first
 /// waits until ``launch(_:)`` has stored it (``armed()``), so that a `cancel()` made once the
 /// handler has started always finds the task and cancels it before returning.
 final class AsyncCallSlot: Sendable {

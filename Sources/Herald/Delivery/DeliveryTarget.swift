@@ -120,8 +120,8 @@ public struct DeliveryTarget: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    /// Whether a drain job that found its lane empty may go back to this target once more, in
-    /// case the poster is still at work (see ``LaneStateMachine/lingers``): a queue or thread
+    /// Whether a drain job that found its mailbox empty may go back to this target once more, in
+    /// case the poster is still at work (see ``MailboxStateMachine/lingers``): a queue or thread
     /// of Herald's own knowing, where handing over a job from the target itself wakes no thread.
     /// Never the main queue, which other work must get at, nor executors and actors, whose cost
     /// Herald does not know.

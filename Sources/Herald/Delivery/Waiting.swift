@@ -167,7 +167,7 @@ final class WaitGroup: Sendable {
     /// For a relay (see ``init(relaying:replaced:)``): the groups it passes outcomes on to.
     private let relay: Relay?
 
-    /// The groups of one lane item that replaced others: its own post's group, if that post waits,
+    /// The groups of one mailbox item that replaced others: its own post's group, if that post waits,
     /// and the groups of the waiting posts whose items it replaced.
     struct Relay: Sendable {
         let primary: WaitGroup?
@@ -184,12 +184,12 @@ final class WaitGroup: Sendable {
         semaphore?.release()
     }
 
-    /// A group that stands in a lane item for several waiting posts: the item's own (`primary`)
+    /// A group that stands in a mailbox item for several waiting posts: the item's own (`primary`)
     /// and those whose items it replaced. The item's outcome goes to `primary`; each replaced post
     /// learns that its notification was replaced, once the replacement's handler has returned (or
     /// that it was skipped, if the replacement never ran).
     ///
-    /// A relay is made and held by one lane item only; it counts nothing itself.
+    /// A relay is made and held by one mailbox item only; it counts nothing itself.
     init(relaying primary: WaitGroup?, replaced: WaitGroup) {
         var groups: [WaitGroup] = []
         if let relay = replaced.relay {

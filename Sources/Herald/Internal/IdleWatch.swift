@@ -1,7 +1,7 @@
 import Dispatch
 import Synchronization
 
-/// Wakes the tasks waiting for a hub to become idle whenever one of its lanes may have become
+/// Wakes the tasks waiting for a hub to become idle whenever one of its mailboxes may have become
 /// idle. Costs one relaxed load per drain while nobody waits.
 final class IdleWatch: Sendable {
     private struct State {
@@ -14,8 +14,8 @@ final class IdleWatch: Sendable {
     /// The number of tasks inside ``NotificationHub/waitUntilIdle(timeout:isolation:)``.
     private let watchers = Atomic<Int>(0)
 
-    /// A lane finished a drain, an async handler or closed. Call after the lane's lock: a watcher
-    /// registers before it reads the lanes, under their locks, so it either sees the lane idle or
+    /// A mailbox finished a drain, an async handler or closed. Call after the mailbox's lock: a watcher
+    /// registers before it reads the mailboxes, under their locks, so it either sees the mailbox idle or
     /// is woken here.
     @inline(__always)
     func noteProgress() {
@@ -42,7 +42,7 @@ final class IdleWatch: Sendable {
         return try await body()
     }
 
-    /// The current generation; read it before reading the lanes.
+    /// The current generation; read it before reading the mailboxes.
     var generation: UInt64 {
         state.withLock { $0.generation }
     }

@@ -7,7 +7,7 @@
 /// allocates no snapshot at all.
 class AnyBucket: @unchecked Sendable {  // Mutated only under `Registry.state`'s lock.
     // Only touched under the registry lock, so the exclusivity checks are left out.
-    /// Observers with a lane or a stream, in registration order.
+    /// Observers with a mailbox or a stream, in registration order.
     @exclusivity(unchecked) private var queued = ObserverList()
     /// Posting-thread observers, in registration order.
     @exclusivity(unchecked) private var posting = ObserverList()

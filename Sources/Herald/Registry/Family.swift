@@ -2,7 +2,7 @@
 ///
 /// A family observer (see `observe(every:from:on:priority:bufferingPolicy:fileID:line:_:)`
 /// and ``NotificationHub/observeAll(on:priority:bufferingPolicy:fileID:line:_:)``) is an ordinary
-/// observer of this type: one lane, one handler. What a post of a concrete type hands it is
+/// observer of this type: one mailbox, one handler. What a post of a concrete type hands it is
 /// converted into this value on the way in (see ``Member``).
 struct FamilyDelivery<Value: Sendable>: TypedNotification, FamilyDeliveryProtocol {
     static var familyName: String {
@@ -25,7 +25,7 @@ protocol FamilyDeliveryProtocol {
 /// The type-independent side of a family: which posted types belong to it, and the adapters that
 /// bring their posts to a family observer.
 ///
-/// Every family observer's lane holds one (see ``Lane/family``). The registry asks it, once per
+/// Every family observer's mailbox holds one (see ``Mailbox/family``). The registry asks it, once per
 /// concrete notification type, whether that type belongs to the family, and caches the answer in
 /// the type's bucket (see ``AnyBucket/members``).
 class AnyFamily: @unchecked Sendable {  // Immutable.
@@ -82,9 +82,9 @@ final class Family<Value: Sendable>: AnyFamily, @unchecked Sendable {  // Immuta
 
 /// A family observer's stand-in among the observers of one concrete type `N`: posts of `N` scan
 /// it like any of their observers, and it converts each notification into a
-/// ``FamilyDelivery`` for the family observer's lane or handler.
+/// ``FamilyDelivery`` for the family observer's mailbox or handler.
 ///
-/// It holds nothing of its own: cancellation, filters, target, lane and priority are the family
+/// It holds nothing of its own: cancellation, filters, target, mailbox and priority are the family
 /// observer's. The registry makes one per family observer and member type, and drops it when the
 /// family observer's registration ends.
 final class Member<N: TypedNotification, Value: Sendable>: AnyObserver, @unchecked Sendable {  // Immutable.

@@ -110,9 +110,9 @@ extension HubCore {
 
     /// Registers `observer` and replays the retained values it matches, before any live post.
     ///
-    /// - An observer with a lane or a stream gets the replayed values in its lane or buffer before
+    /// - An observer with a mailbox or a stream gets the replayed values in its mailbox or buffer before
     ///   it becomes visible to posts, in the same critical section, so they come first.
-    /// - A posting-thread observer has no lane: the replay runs right here, on the registering
+    /// - A posting-thread observer has no mailbox: the replay runs right here, on the registering
     ///   thread. To keep it ahead of live posts, the observer becomes visible only once a check
     ///   under the lock shows that nothing was retained since the last values it replayed; values
     ///   retained meanwhile are replayed in another round (a value already replaced by then is

@@ -4,7 +4,7 @@ import Synchronization
 ///
 /// Posts scan snapshots of `AnyObserver` (see ``ObserverSnapshot``) with code that is not generic,
 /// so an unspecialised post asks the runtime for no generic metadata. Only the final step, handing
-/// the notification to the handler, lane or stream, is a call into the generic ``Observer``.
+/// the notification to the handler, mailbox or stream, is a call into the generic ``Observer``.
 @usableFromInline
 class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the atomic state.
     // An observer is the largest block a registration allocates, so its fields are packed: the
@@ -44,7 +44,7 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
         static let isContextual: UInt8 = 1 << 3
         static let isStream: UInt8 = 1 << 4
         static let isAsync: UInt8 = 1 << 5
-        /// The lane has a mailbox policy other than unbounded (see ``MailboxPolicy``).
+        /// The mailbox has a mailbox policy other than unbounded (see ``MailboxPolicy``).
         static let hasPolicy: UInt8 = 1 << 6
         /// A tap's stand-in among a type's observers: what it receives is not counted as
         /// observed, and waiting posts do not wait for it.
@@ -203,7 +203,7 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
     enum EnqueueOutcome: Equatable {
         /// Nothing: the observation has ended.
         case refused
-        /// The notification is in the lane or stream.
+        /// The notification is in the mailbox or stream.
         case queued
         /// The observer's mailbox policy dropped it at once; its waiting post, if any, has been
         /// told. It reached the observer, but nothing is left to run or wait for.
@@ -211,7 +211,7 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
     }
 
     /// Appends a copy of the notification at `payload`, posted with `subject`, to the observer's
-    /// lane or stream, held under `hold` unless it is 0 (see ``LaneStateMachine``).
+    /// mailbox or stream, held under `hold` unless it is 0 (see ``MailboxStateMachine``).
     func enqueue(
         _ payload: UnsafeRawPointer, subject: AnyObject?, group: WaitGroup?, hold: UInt
     )
@@ -229,33 +229,33 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
     /// A new, empty bucket for the observer's notification type.
     func makeBucket() -> AnyBucket { AnyBucket() }
 
-    /// The thread draining the lane right now, or 0.
+    /// The thread draining the mailbox right now, or 0.
     var drainerThread: UInt { 0 }
 
-    /// Drains the lane on the calling thread, which must be on the target, unless another drain
+    /// Drains the mailbox on the calling thread, which must be on the target, unless another drain
     /// runs. Never sliced.
     func drainInline() {}
 
-    /// Offers every drain of the lane to `waiter` until ``detach(helper:)`` (see ``Lane/addHelper(_:)``).
+    /// Offers every drain of the mailbox to `waiter` until ``detach(helper:)`` (see ``Mailbox/addHelper(_:)``).
     func attach(helper waiter: Waiter) {}
 
     /// Ends ``attach(helper:)``.
     func detach(helper waiter: Waiter) {}
 
-    /// What the observer's lane still holds or runs, or `nil` when it is idle.
+    /// What the observer's mailbox still holds or runs, or `nil` when it is idle.
     var pendingDelivery: PendingDelivery? { nil }
 }
 
 /// One registration: a handler and, for asynchronous targets, filters or a contextual handler,
-/// a ``Lane``; or the feed of a ``NotificationSequence``.
+/// a ``Mailbox``; or the feed of a ``NotificationSequence``.
 @usableFromInline
 final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  // Immutable; see AnyObserver.
     /// The handler of a synchronous posting-thread observer; unused when `extras` holds a
-    /// contextual one, for a stream, and for an observer whose deliveries a drain runs, whose lane
+    /// contextual one, for a stream, and for an observer whose deliveries a drain runs, whose mailbox
     /// holds its handler (see ``DrainedHandler``) so that cancelling releases it at once.
     @usableFromInline let handler: @Sendable (N) throws -> Void
     /// Target, filters, contextual handler and mailbox; `nil` for a plain posting-thread observer.
-    private let extras: Lane<N>?
+    private let extras: Mailbox<N>?
     /// The buffer of the ``NotificationSequence`` this observer feeds, if it feeds one.
     var stream: NotificationSequence<N>.Storage? {
         flags & Flags.isStream == 0 ? nil : extras?.stream
@@ -278,21 +278,21 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
             self.extras =
                 filters == nil && priority == 0 && family == nil
                 ? nil
-                : Lane(
+                : Mailbox(
                     target: target, filters: filters, contextual: nil, policy: policy, priority: priority,
                     family: family)
         case .contextual(let body) where target.isPosting:
             flags |= Flags.isPosting | Flags.isContextual
             self.handler = { _ in }
-            self.extras = Lane(
+            self.extras = Mailbox(
                 target: target, filters: filters, contextual: body, policy: policy, priority: priority, family: family)
         case .plain, .contextual, .async:
             // A drain runs the deliveries (even on the posting thread, an async handler has a
-            // lane: it orders the calls), and the lane holds the handler.
+            // mailbox: it orders the calls), and the mailbox holds the handler.
             if handler.isAsync { flags |= Flags.isAsync }
             if case .contextual = handler { flags |= Flags.isContextual }
             self.handler = { _ in }
-            self.extras = Lane(
+            self.extras = Mailbox(
                 target: target, filters: filters, contextual: nil, drained: handler, policy: policy,
                 priority: priority, family: family)
         }
@@ -307,7 +307,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         var flags = Flags.isStream
         if filters != nil { flags |= Flags.hasFilters }
         self.handler = { _ in }
-        self.extras = Lane(target: .posting, filters: filters, contextual: nil, stream: stream, family: family)
+        self.extras = Mailbox(target: .posting, filters: filters, contextual: nil, stream: stream, family: family)
         super.init(core: core, location: location, flags: flags)
     }
 
@@ -323,7 +323,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     /// The `from:` subject and `owner:`, if any.
     var filters: Filters? { extras?.filters }
     /// The mailbox, for an observer on an asynchronous target.
-    var lane: Lane<N>? { flags & (Flags.isPosting | Flags.isStream) != 0 ? nil : extras }
+    var mailbox: Mailbox<N>? { flags & (Flags.isPosting | Flags.isStream) != 0 ? nil : extras }
 
     override var filtersAreDead: Bool { extras?.filters?.isDead ?? false }
 
@@ -344,10 +344,10 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
             core.remove(self)
         }
         if let stream { stream.finish() }
-        guard let lane else { return 0 }
-        lane.asyncCalls?.cancel()
-        var (dropped, handler) = lane.close()
-        let count = lane.drop(&dropped, leaving: outcome)  // outside the lane's lock
+        guard let mailbox else { return 0 }
+        mailbox.asyncCalls?.cancel()
+        var (dropped, handler) = mailbox.close()
+        let count = mailbox.drop(&dropped, leaving: outcome)  // outside the mailbox's lock
         withExtendedLifetime(handler) {}  // the handler and its captures go here, outside the lock
         core.idleWatch.noteProgress()
         return count
@@ -485,7 +485,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         }
     }
 
-    // MARK: The lane or stream
+    // MARK: The mailbox or stream
 
     override func enqueue(
         _ payload: UnsafeRawPointer, subject: AnyObject?, group: WaitGroup?, hold: UInt
@@ -498,7 +498,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         }
         let subjectID = subject.map(ObjectIdentifier.init)
         guard flags & Flags.isPosting == 0 else { return .refused }
-        // Optional chaining borrows the lane: a `guard let` would retain and release it on every
+        // Optional chaining borrows the mailbox: a `guard let` would retain and release it on every
         // post, a write to a reference count that the drain on another thread shares.
         switch extras?.append(notification, subjectID: subjectID, group: group, hold: hold) {
         case nil, .reject:
@@ -511,8 +511,8 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         }
     }
 
-    /// ``enqueue(_:subjectID:group:hold:)`` for a stream, or a lane with a mailbox policy; kept out
-    /// of the path of an unbounded lane.
+    /// ``enqueue(_:subjectID:group:hold:)`` for a stream, or a mailbox with a mailbox policy; kept out
+    /// of the path of an unbounded mailbox.
     @inline(never)
     private func enqueueRarely(
         _ notification: UnsafePointer<N>, subject: AnyObject?, group: WaitGroup?, hold: UInt
@@ -520,19 +520,8 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         if let stream {
             return stream.push(notification.pointee, hold: hold) ? .queued : .refused
         }
-        guard let lane = extras, let policy = lane.policy else { return .refused }
-        let layout = lane.layout
-        let (action, displacement) = withUnsafeTemporaryAllocation(
-            byteCount: layout.stride, alignment: layout.alignment
-        ) { buffer in
-            let slot = buffer.baseAddress.unsafelyUnwrapped
-            let (action, displacement) = lane.appendUnderPolicy(
-                notification, subject: subject, group: group, hold: hold, policy: policy, displacingInto: slot)
-            // After the lane's lock: a removed payload's `deinit` is user code, and a dropped
-            // waiting post completes at once.
-            lane.finish(displacement, in: slot, newGroup: group)
-            return (action, displacement)
-        }
+        guard let mailbox = extras, mailbox.policy != nil else { return .refused }
+        let (action, displacement) = mailbox.appendUnderPolicy(notification, subject: subject, group: group, hold: hold)
         switch action {
         case .reject:
             return .refused
@@ -561,12 +550,12 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
             stream.release(hold: hold)
             return
         }
-        if let lane, lane.release(hold: hold) {
+        if let mailbox, mailbox.release(hold: hold) {
             scheduleDrain()
         }
     }
 
-    /// Puts replayed values into the lane or stream of an observer that posts cannot see yet.
+    /// Puts replayed values into the mailbox or stream of an observer that posts cannot see yet.
     ///
     /// Called under the registry lock, before the observer is added, so the items come before any
     /// live post. It never calls out.
@@ -578,15 +567,15 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         if let stream {
             return (false, stream.preload(items.map(\.notification)))
         }
-        guard let lane else { return (false, []) }
-        let (mustSchedule, discarded) = lane.append(items)
+        guard let mailbox else { return (false, []) }
+        let (mustSchedule, discarded) = mailbox.append(items)
         return (mustSchedule, discarded)
     }
 
-    /// Hands the drain job to the target, once the lane's state machine asked for it.
+    /// Hands the drain job to the target, once the mailbox's state machine asked for it.
     ///
     /// A target that will never run work again (a ``DeliveryThread`` that was shut down) rejects
-    /// the job. Nothing would ever drain the lane then, so the observation ends and what the lane
+    /// the job. Nothing would ever drain the mailbox then, so the observation ends and what the mailbox
     /// holds is dropped and reported at once (see ``targetRefused(_:)``).
     ///
     /// - Parameter continued: Whether the drain job hands itself back (a slice ended, or a burst
@@ -600,11 +589,11 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
             job = { [self] in runJob(continued: false) }
         }
         if let refusal = core.schedulingTarget(for: target).trySchedule(job) {
-            if lane?.jobRefused() == true { targetRefused(refusal) }
+            if mailbox?.jobRefused() == true { targetRefused(refusal) }
             return
         }
         // A blocked waiter that occupies the target would otherwise wait for this job forever.
-        guard let helpers = lane?.helpers, !helpers.isEmpty else { return }
+        guard let helpers = mailbox?.helpers, !helpers.isEmpty else { return }
         let request = HelpRequest(target: target) { [self] in drainInline() }
         for helper in helpers {
             helper.offer(request)
@@ -612,58 +601,59 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     }
 
     override func attach(helper waiter: Waiter) {
-        lane?.addHelper(waiter)
+        mailbox?.addHelper(waiter)
     }
 
     override func detach(helper waiter: Waiter) {
-        lane?.removeHelper(waiter)
+        mailbox?.removeHelper(waiter)
     }
 
-    /// The thread draining the lane right now, or 0.
+    /// The thread draining the mailbox right now, or 0.
     override var drainerThread: UInt {
-        lane?.drainerThread ?? 0
+        mailbox?.drainerThread ?? 0
     }
 
     /// The drain job handed to the target: one slice, then, if items are left, the job goes back
     /// to the target behind whatever it queued meanwhile.
     private func runJob(continued: Bool) {
-        guard let lane else { return }
+        guard let mailbox else { return }
         if isAsync {
-            let again = lane.runAsyncJob(on: currentThreadID()) { item, handler in
-                prepareAsync(item, handler, lane.layout)
+            let again = mailbox.runAsyncJob(on: currentThreadID()) { item, handler in
+                prepareAsync(item, handler, mailbox.layout)
             }
             if again { scheduleDrain(continued: true) } else { core.idleWatch.noteProgress() }
             return
         }
-        let layout = lane.layout
-        let again = lane.runJob(on: currentThreadID(), continued: continued) { item, handler in
+        let layout = mailbox.layout
+        let again = mailbox.runJob(on: currentThreadID(), continued: continued) { item, handler in
             run(item, handler, layout)
         }
         if again { scheduleDrain(continued: true) } else { core.idleWatch.noteProgress() }
     }
 
     override func drainInline() {
-        guard let lane else { return }
+        guard let mailbox else { return }
         if isAsync {
-            lane.runAsyncInline(on: currentThreadID()) { item, handler in prepareAsync(item, handler, lane.layout) }
+            mailbox.runAsyncInline(on: currentThreadID()) { item, handler in prepareAsync(item, handler, mailbox.layout)
+            }
             return
         }
-        let layout = lane.layout
-        lane.runInline(on: currentThreadID()) { item, handler in run(item, handler, layout) }
+        let layout = mailbox.layout
+        mailbox.runInline(on: currentThreadID()) { item, handler in run(item, handler, layout) }
         core.idleWatch.noteProgress()
     }
 
     // MARK: Async handlers
 
-    /// Consumes one item of an async lane and prepares the handler's task for it.
+    /// Consumes one item of an async mailbox and prepares the handler's task for it.
     ///
-    /// - Returns: What starts the task, to be called once the lane is suspended; `nil` when the
+    /// - Returns: What starts the task, to be called once the mailbox is suspended; `nil` when the
     ///   observation has ended.
     private func prepareAsync(
         _ item: UnsafeMutableRawPointer, _ handler: DrainedHandler<N>?, _ layout: ItemQueue.Layout
     ) -> (() -> Void)? {
-        let payload = (item + layout.payloadOffset).assumingMemoryBound(to: N.self)
-        let (_, group) = Lane<N>.takeHeader(item)
+        let payload = layout.payload(item, as: N.self)
+        let (_, group) = layout.takeHeader(item)
         let notification = payload.move()
         guard !isCancelled, case .async(let asyncHandler)? = handler?.handler, let calls = extras?.asyncCalls else {
             group?.leave(.skipped)
@@ -692,7 +682,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     }
 
     /// Calls the async handler, unless the observation ended before the call started (checked on
-    /// the handler's own isolation), then lets the lane go on.
+    /// the handler's own isolation), then lets the mailbox go on.
     private func callAsync(
         _ asyncHandler: AsyncHandler<N>, with notification: N, group: WaitGroup?, calls: AsyncCallSlot
     ) async {
@@ -704,15 +694,15 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
             group?.leave(.failed(failure))
         }
         calls.finished()
-        if lane?.resume() == true {
+        if mailbox?.resume() == true {
             scheduleDrain()
         }
         core.idleWatch.noteProgress()
     }
 
     override var pendingDelivery: PendingDelivery? {
-        guard let lane else { return nil }
-        let state = lane.pendingState
+        guard let mailbox else { return nil }
+        let state = mailbox.pendingState
         guard state.isBusy else { return nil }
         let location = self.location
         return PendingDelivery(
@@ -724,8 +714,8 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     /// Runs one item and consumes it (its payload is destroyed, its group released).
     @inline(__always)
     private func run(_ item: UnsafeMutableRawPointer, _ handler: DrainedHandler<N>?, _ layout: ItemQueue.Layout) {
-        let payload = (item + layout.payloadOffset).assumingMemoryBound(to: N.self)
-        let (subjectID, group) = Lane<N>.takeHeader(item)
+        let payload = layout.payload(item, as: N.self)
+        let (subjectID, group) = layout.takeHeader(item)
         if group == nil, let plain = handler?.plain {
             // The common case: the handler reads the notification where it lies in the batch.
             if !isCancelled {

@@ -1,5 +1,5 @@
 /// The observers of one notification type at one moment, in registration order: first those
-/// with a lane or a stream, then the posting-thread observers.
+/// with a mailbox or a stream, then the posting-thread observers.
 ///
 /// Immutable. A registration or cancellation publishes a new snapshot instead of changing one,
 /// and a post retains the snapshot it found for as long as it scans it, so observers added
@@ -7,7 +7,7 @@
 /// owns one reference to each observer, so a scan touches no reference count but the snapshot's.
 final class ObserverSnapshot: @unchecked Sendable {  // Immutable once made.
     private let elements: UnsafeMutablePointer<Unmanaged<AnyObserver>>
-    /// The observers with a lane or a stream; they come first.
+    /// The observers with a mailbox or a stream; they come first.
     private let queuedCount: Int
     /// All observers.
     let count: Int
@@ -32,7 +32,7 @@ final class ObserverSnapshot: @unchecked Sendable {  // Immutable once made.
         }
     }
 
-    /// Runs `body` with the observers with a lane or stream, then the posting-thread ones.
+    /// Runs `body` with the observers with a mailbox or stream, then the posting-thread ones.
     @inline(__always)
     func withObservers<R>(
         _ body: (UnsafeBufferPointer<Unmanaged<AnyObserver>>, UnsafeBufferPointer<Unmanaged<AnyObserver>>) throws -> R

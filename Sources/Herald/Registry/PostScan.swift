@@ -52,17 +52,17 @@ extension HubCore {
     /// The one scan behind every post: hands the notification at `payload` to the observers of
     /// `snapshot`.
     ///
-    /// 1. It appends the notification to every lane and stream that accepts it. When there are
-    ///    several, each item is *held* (see ``LaneStateMachine``): no drain may take it yet.
-    /// 2. Once every lane and stream has it, it releases the holds; that is when drains are
+    /// 1. It appends the notification to every mailbox and stream that accepts it. When there are
+    ///    several, each item is *held* (see ``MailboxStateMachine``): no drain may take it yet.
+    /// 2. Once every mailbox and stream has it, it releases the holds; that is when drains are
     ///    handed to their targets. So no handler can react to this post (and post an effect)
-    ///    before every lane has this post, and an effect always comes after its cause.
+    ///    before every mailbox has this post, and an effect always comes after its cause.
     /// 3. Then the posting-thread observers run, in registration order.
     ///
     /// A waiting post drains or offers the observers it waits for only after the scan (see
     /// ``NotificationHub``'s waiting posts), so after the release.
     ///
-    /// No lock is held while it appends, releases or calls a handler; only the lanes' own locks
+    /// No lock is held while it appends, releases or calls a handler; only the mailboxes' own locks
     /// for the length of an append or release.
     ///
     /// - Returns: Whether the post reached at least one observer.
@@ -115,7 +115,7 @@ extension HubCore {
         }
     }
 
-    /// Appends the notification to one observer's lane or stream, if it accepts it.
+    /// Appends the notification to one observer's mailbox or stream, if it accepts it.
     ///
     /// - Returns: Whether it was appended.
     @inline(__always)

@@ -3,8 +3,8 @@ import Synchronization
 extension NotificationSequence {
     /// The buffer shared by the hub's observer and the consumers.
     ///
-    /// A post appends to the buffer *held* while it still reaches other lanes and streams (see
-    /// ``LaneStateMachine``): a consumer takes only the elements before the first held one, so it
+    /// A post appends to the buffer *held* while it still reaches other mailboxes and streams (see
+    /// ``MailboxStateMachine``): a consumer takes only the elements before the first held one, so it
     /// cannot react to a post before every other observer has it. Whatever the buffer lets go of
     /// (a value pushed out by the policy, the rest of the buffer when the sequence ends) is
     /// released after its lock.
@@ -136,7 +136,7 @@ extension NotificationSequence {
             return dropped
         }
 
-        /// The post that appended under `hold` has reached every lane and stream.
+        /// The post that appended under `hold` has reached every mailbox and stream.
         func release(hold: UInt) {
             let matched = state.withLock { state -> [(CheckedContinuation<N?, Never>, N)] in
                 guard let index = state.holds.firstIndex(where: { $0.token == hold }) else { return [] }

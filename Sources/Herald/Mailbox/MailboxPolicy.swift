@@ -1,11 +1,11 @@
 import Synchronization
 
-/// The buffering policy of one observer's lane, when it is not unbounded, and what it discarded.
+/// The buffering policy of one observer's mailbox, when it is not unbounded, and what it discarded.
 ///
-/// Only lanes with a policy have one, so an unbounded lane pays one pointer for it, and its
+/// Only mailboxes with a policy have one, so an unbounded mailbox pays one pointer for it, and its
 /// appends never look at it (see ``Observer``'s `hasPolicy` flag).
 ///
-/// The counts change under the lane's lock, together with the items, and are read without it.
+/// The counts change under the mailbox's lock, together with the items, and are read without it.
 final class MailboxPolicy: Sendable {
     enum Rule: Sendable, Equatable {
         /// Keep the newest pending item, of each subject if `perSubject`.
@@ -17,12 +17,12 @@ final class MailboxPolicy: Sendable {
     }
 
     /// What an append under a mailbox policy left for the caller to finish after unlocking.
-    /// (The lane's, not generic: the append under a policy asks the runtime for no metadata.)
+    /// (The mailbox's, not generic: the append under a policy asks the runtime for no metadata.)
     enum Displacement: Equatable {
         /// Nothing was removed.
         case none
         /// A pending item was removed and moved into the caller's slot: destroy it, and tell its
-        /// waiting post, if it still has one there, that it was dropped (see ``Lane/finish(_:in:newGroup:)``).
+        /// waiting post, if it still has one there, that it was dropped (see ``Mailbox/finish(_:in:newGroup:)``).
         case removed
         /// The new notification was not stored: tell its waiting post, if any, that it was dropped.
         case rejectedNew
@@ -36,10 +36,10 @@ final class MailboxPolicy: Sendable {
     /// Items dropped by a bounded rule: pushed out, or never stored.
     let droppedCount = Atomic<Int>(0)
     /// For ``Rule/latest(perSubject:)`` with `perSubject`: which live object each subject identity
-    /// in the lane stands for.
+    /// in the mailbox stands for.
     let subjects = SubjectIdentities()
 
-    /// The policy of a lane, or `nil` for an unbounded one.
+    /// The policy of a mailbox, or `nil` for an unbounded one.
     init?(_ policy: NotificationBufferingPolicy) {
         switch policy {
         case .unbounded: return nil
@@ -50,22 +50,22 @@ final class MailboxPolicy: Sendable {
         self.policy = policy
     }
 
-    /// Counts one replaced item. Call under the lane's lock.
+    /// Counts one replaced item. Call under the mailbox's lock.
     func noteReplaced() {
         replacedCount.wrappingAdd(1, ordering: .relaxed)
     }
 
-    /// Counts one dropped item. Call under the lane's lock.
+    /// Counts one dropped item. Call under the mailbox's lock.
     func noteDropped() {
         droppedCount.wrappingAdd(1, ordering: .relaxed)
     }
 }
 
-/// The live object behind each subject identity of a `.latest(perSubject: true)` lane, so that a
+/// The live object behind each subject identity of a `.latest(perSubject: true)` mailbox, so that a
 /// pending value is replaced only by a post of the same object: a new object allocated at a
 /// deallocated one's address has the same `ObjectIdentifier` but is another subject.
 ///
-/// Called under the lane's lock only; its own lock makes it `Sendable`. Entries are weak, and
+/// Called under the mailbox's lock only; its own lock makes it `Sendable`. Entries are weak, and
 /// those of deallocated subjects are pruned once the table has doubled since the last pruning, so
 /// churning short-lived subjects keeps it small.
 final class SubjectIdentities: Sendable {
@@ -83,21 +83,19 @@ final class SubjectIdentities: Sendable {
     private let table = Lock(Table())
 
     /// Whether the newest pending item with identity `id` was posted by `subject` itself, which
-    /// the caller keeps alive. `true` without a subject, or when only the identity is known (a
-    /// replayed value).
-    func isSame(_ id: ObjectIdentifier?, _ subject: AnyObject?) -> Bool {
+    /// the caller keeps alive; `subject` is then remembered as the poster of the newest item of
+    /// that identity. `true` without a subject, or when only the identity is known (a replayed
+    /// value), which is not remembered.
+    func claim(_ id: ObjectIdentifier?, _ subject: AnyObject?) -> Bool {
         guard let id, let subject else { return true }
-        return table.withLock { $0.entries[id]?.subject === subject }
-    }
-
-    /// `subject`, with identity `id`, posted the newest item of that identity.
-    func record(_ id: ObjectIdentifier?, _ subject: AnyObject?) {
-        guard let id, let subject else { return }
-        table.withLock { table in
+        return table.withLock { table in
+            let isSame = table.entries[id]?.subject === subject
             table.entries[id] = Entry(subject: subject)
-            guard table.entries.count > table.pruneAt else { return }
-            table.entries = table.entries.filter { $0.value.subject != nil }
-            table.pruneAt = Swift.max(64, table.entries.count * 2)
+            if table.entries.count > table.pruneAt {
+                table.entries = table.entries.filter { $0.value.subject != nil }
+                table.pruneAt = Swift.max(64, table.entries.count * 2)
+            }
+            return isSame
         }
     }
 

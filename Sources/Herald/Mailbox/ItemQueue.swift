@@ -1,20 +1,21 @@
-/// The items of a lane: notifications of one type, each with its subject and wait group, stored
-/// in one raw buffer, first in, first out.
+/// The items of a ``Mailbox``: notifications of one type, each with its subject and wait group,
+/// stored in one raw buffer, first in, first out.
 ///
 /// The buffer is not generic, so the code that appends and drains it asks the runtime for no
 /// generic metadata when it runs unspecialised (as library code called from an app does). The
-/// caller supplies the notification type's layout and moves payloads with the type's own value
-/// witnesses (see ``Lane``).
+/// caller supplies the notification type's ``Layout``, which moves payloads with the type's own
+/// value witnesses.
 ///
-/// Each item is a 16-byte header followed by the payload:
+/// Each item is a 16-byte header followed by the payload (see ``Layout``, the only code that
+/// reads or writes an item's parts):
 /// `[subject identity or 0][retained WaitGroup or 0][payload, aligned]`.
 ///
 /// Items live in fixed-size blocks of at most 1 KiB, so an append never copies the items already
-/// queued: a lane that a flood fills with millions of items grows by one block at a time, and the
-/// lane's lock, which a drain on the main queue needs for its next batch, is never held for a copy
-/// of the whole mailbox. The live items are positions `head..<end`, counted from the start of the
-/// first block; blocks the drains have emptied are freed as the head leaves them.
-struct ItemQueue: @unchecked Sendable {  // Owned by one lane, under its lock, or by one drain.
+/// queued: a mailbox that a flood fills with millions of items grows by one block at a time, and
+/// the mailbox's lock, which a drain on the main queue needs for its next batch, is never held for
+/// a copy of the whole mailbox. The live items are positions `head..<end`, counted from the start
+/// of the first block; blocks the drains have emptied are freed as the head leaves them.
+struct ItemQueue: @unchecked Sendable {  // Owned by one mailbox, under its lock, or by one drain.
     /// Moves `count` items from the first address to the second (raw memory, not overlapping).
     typealias Move = (UnsafeMutableRawPointer, UnsafeMutableRawPointer, Int) -> Void
 
@@ -30,8 +31,24 @@ struct ItemQueue: @unchecked Sendable {  // Owned by one lane, under its lock, o
     /// The number of blocks allocated.
     var blockCount: Int { blocks.count - firstBlock }
 
-    /// The layout of one item for a payload type.
+    /// The layout of one item for a payload type, and every access to an item's parts.
+    ///
+    /// An item is `[subject][group][payload]`:
+    /// - at ``subjectOffset``, the bits of the post's subject's `ObjectIdentifier`, or 0 for none;
+    /// - at ``groupOffset``, the address of the post's ``WaitGroup``, retained by the item, or 0;
+    /// - at ``payloadOffset``, the notification, initialised, aligned for its type.
+    ///
+    /// Whoever takes an item out of the queue owns it: it must take the header
+    /// (``takeHeader(_:)``, which passes the group's reference on) and move or destroy the payload
+    /// exactly once.
     struct Layout: Sendable {
+        /// Where the subject's identity bits lie.
+        static let subjectOffset = 0
+        /// Where the retained wait group's address lies.
+        static let groupOffset = MemoryLayout<UInt>.size
+        /// The bytes before the payload's aligned start.
+        static let headerSize = 2 * MemoryLayout<UInt>.size
+
         let payloadOffset: Int
         let stride: Int
         let alignment: Int
@@ -40,11 +57,11 @@ struct ItemQueue: @unchecked Sendable {  // Owned by one lane, under its lock, o
 
         init<N>(of type: N.Type) {
             let alignment = max(MemoryLayout<N>.alignment, MemoryLayout<UInt>.alignment)
-            payloadOffset = (16 + alignment - 1) & ~(alignment - 1)
+            payloadOffset = (Self.headerSize + alignment - 1) & ~(alignment - 1)
             stride = (payloadOffset + MemoryLayout<N>.size + alignment - 1) & ~(alignment - 1)
             self.alignment = alignment
             // The largest power of two of items that fits in 1 KiB, between 1 and 64: small enough
-            // for the allocator's per-thread caches, so that a lane that holds one item at a time
+            // for the allocator's per-thread caches, so that a mailbox that holds one item at a time
             // (a round trip) allocates and frees its block cheaply.
             let fitting = max(1, Self.blockBudget / stride)
             blockShift = min(6, Int.bitWidth - 1 - fitting.leadingZeroBitCount)
@@ -55,6 +72,90 @@ struct ItemQueue: @unchecked Sendable {  // Owned by one lane, under its lock, o
 
         var blockItems: Int { 1 << blockShift }
         var blockBytes: Int { stride << blockShift }
+
+        // MARK: Items
+
+        /// The bits an item stores for `subjectID`.
+        @inline(__always)
+        static func bits(of subjectID: ObjectIdentifier?) -> UInt {
+            subjectID.map { UInt(bitPattern: $0) } ?? 0
+        }
+
+        /// Initialises the item at `item` with a copy of `notification`; the item retains `group`.
+        @inline(__always)
+        func initialize<N>(
+            _ item: UnsafeMutableRawPointer, with notification: UnsafePointer<N>, subjectID: ObjectIdentifier?,
+            group: WaitGroup?
+        ) {
+            item.storeBytes(of: Self.bits(of: subjectID), toByteOffset: Self.subjectOffset, as: UInt.self)
+            let groupBits = group.map { UInt(bitPattern: Unmanaged.passRetained($0).toOpaque()) } ?? 0
+            item.storeBytes(of: groupBits, toByteOffset: Self.groupOffset, as: UInt.self)
+            payload(item, as: N.self).initialize(to: notification.pointee)
+        }
+
+        /// The payload of the item at `item`.
+        @inline(__always)
+        func payload<N>(_ item: UnsafeMutableRawPointer, as type: N.Type) -> UnsafeMutablePointer<N> {
+            (item + payloadOffset).assumingMemoryBound(to: N.self)
+        }
+
+        /// The subject identity bits of the item at `item` (0 for none).
+        @inline(__always)
+        func subjectBits(_ item: UnsafeRawPointer) -> UInt {
+            item.load(fromByteOffset: Self.subjectOffset, as: UInt.self)
+        }
+
+        /// The subject identity and wait group of the item at `item`; the group's reference passes
+        /// to the caller, and the item must not be read for it again.
+        @inline(__always)
+        func takeHeader(_ item: UnsafeMutableRawPointer) -> (ObjectIdentifier?, WaitGroup?) {
+            let subjectBits = subjectBits(item)
+            let subjectID = subjectBits == 0 ? nil : unsafeBitCast(subjectBits, to: ObjectIdentifier.self)
+            return (subjectID, loadGroup(item))
+        }
+
+        /// Takes the wait group out of the item at `item`, leaving none there: its reference
+        /// passes to the caller, and the item, destroyed later, releases no group.
+        @inline(__always)
+        func takeGroup(_ item: UnsafeMutableRawPointer) -> WaitGroup? {
+            defer { item.storeBytes(of: 0, toByteOffset: Self.groupOffset, as: UInt.self) }
+            return loadGroup(item)
+        }
+
+        /// The wait group of the item at `item`, with the reference the item held.
+        @inline(__always)
+        private func loadGroup(_ item: UnsafeMutableRawPointer) -> WaitGroup? {
+            let groupBits = item.load(fromByteOffset: Self.groupOffset, as: UInt.self)
+            return UnsafeRawPointer(bitPattern: groupBits).map {
+                Unmanaged<WaitGroup>.fromOpaque($0).takeRetainedValue()
+            }
+        }
+
+        /// Destroys the item at `item` without running it: its payload is deinitialised, and its
+        /// waiting post, if any, told `outcome`. Call outside every lock: a payload's `deinit` is
+        /// user code.
+        @inline(__always)
+        func destroy<N>(_ item: UnsafeMutableRawPointer, as type: N.Type, leaving outcome: DeliveryOutcome) {
+            payload(item, as: N.self).deinitialize(count: 1)
+            loadGroup(item)?.leave(outcome)
+        }
+
+        /// Moves `count` items of payload type `N` between two buffers that do not overlap.
+        @inline(__always)
+        func move<N>(
+            _ type: N.Type, from source: UnsafeMutableRawPointer, to destination: UnsafeMutableRawPointer, count: Int
+        ) {
+            if _isBitwiseTakable(N.self) {
+                destination.copyMemory(from: source, byteCount: count * stride)
+                return
+            }
+            for index in 0..<count {
+                let from = source + index * stride
+                let to = destination + index * stride
+                to.copyMemory(from: from, byteCount: Self.headerSize)
+                payload(to, as: N.self).moveInitialize(from: payload(from, as: N.self), count: 1)
+            }
+        }
     }
 
     /// The address of the item at `index`, counted from the front.
@@ -78,7 +179,7 @@ struct ItemQueue: @unchecked Sendable {  // Owned by one lane, under its lock, o
 
     private mutating func addBlock(_ layout: Layout) {
         if firstBlock > 0 && firstBlock * 2 >= blocks.count {
-            // Drop the freed blocks' slots, so the table does not grow with the lane's history.
+            // Drop the freed blocks' slots, so the table does not grow with the mailbox's history.
             blocks.removeFirst(firstBlock)
             head -= firstBlock << layout.blockShift
             end -= firstBlock << layout.blockShift
@@ -104,7 +205,7 @@ struct ItemQueue: @unchecked Sendable {  // Owned by one lane, under its lock, o
     /// When `n` is every item, the two queues are swapped, so a drain that takes everything moves
     /// no item at all.
     mutating func moveFront(_ n: Int, into batch: inout ItemQueue, _ layout: Layout, move: Move) {
-        precondition(batch.isEmpty && n <= count, "Herald: bad lane batch")
+        precondition(batch.isEmpty && n <= count, "Herald: bad mailbox batch")
         guard n > 0 else { return }
         if n == count {
             swap(&self, &batch)
@@ -131,7 +232,7 @@ struct ItemQueue: @unchecked Sendable {  // Owned by one lane, under its lock, o
     ///
     /// - Complexity: O(1) for the front item; O(*n*) in the items behind `index` otherwise.
     mutating func removeMoved(at index: Int, _ layout: Layout, move: Move) {
-        precondition(index >= 0 && index < count, "Herald: bad lane index")
+        precondition(index >= 0 && index < count, "Herald: bad mailbox index")
         if index == 0 {
             head += 1
             freeConsumedBlocks(layout)

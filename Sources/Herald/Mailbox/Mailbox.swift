@@ -1,0 +1,556 @@
+import Synchronization
+
+/// The mailbox of one observer on an asynchronous target: its items, the decisions of its
+/// ``MailboxStateMachine``, and the effects of those decisions.
+///
+/// The mailbox decides nothing itself. Under its one lock (private to this file) it gives each
+/// input to its ``MailboxStateMachine`` (whose state is private to that file) and moves items as
+/// the returned action says; everything else the action asks for (handing a job to the target,
+/// running handlers, starting an async call, destroying discarded items) happens after unlocking.
+/// Items are copied in on append and moved out, in batches, by the drain; their layout is
+/// ``ItemQueue/Layout``'s.
+///
+/// It also carries the rarely used parts of an observer: its target, its filters and a contextual
+/// handler. Posting-thread observers without filters or a contextual handler have no mailbox.
+///
+/// The handler of an observer whose deliveries a drain runs (on an asynchronous target, or any
+/// `async` handler) lives here, under the mailbox's lock, as a ``DrainedHandler``: each drain takes
+/// it when it starts, and ``close()`` takes it out, so that cancelling releases the handler and
+/// what it captures at once, even while a drain job still waits on the target. A drain running at
+/// that moment keeps its own reference until it ends.
+final class Mailbox<N: TypedNotification>: Sendable {
+    let target: DeliveryTarget
+    let filters: Filters?
+    /// The contextual handler of a posting-thread observer (a drained one's is in its
+    /// ``DrainedHandler``).
+    let contextual: (@Sendable (N, DeliveryContext) throws -> Void)?
+    /// The buffer of the ``NotificationSequence`` a stream observer feeds; the rest of the mailbox is
+    /// unused then.
+    let stream: NotificationSequence<N>.Storage?
+    /// The task of the `async` call running now, for an observer with an `async` handler.
+    let asyncCalls: AsyncCallSlot?
+    /// The layout of one queued item of type `N`.
+    let layout = ItemQueue.Layout(of: N.self)
+    /// The mailbox policy and its counts; `nil` for an unbounded mailbox.
+    let policy: MailboxPolicy?
+    /// The observer's priority: among the observers of a post, higher ones come first.
+    let priority: Int
+    /// The family the observer receives, for an observer of a protocol, a class hierarchy or
+    /// every notification (see ``Family``).
+    let family: AnyFamily?
+
+    /// The state machine, the items, the drained handler and the helpers, behind the one lock of
+    /// the mailbox. Nothing outside this file takes it.
+    private let locked: Lock<MailboxStorage>
+    /// How a lingering drain tells a poster at work without taking the lock; `nil` for mailboxes that
+    /// do not linger (see ``BurstGauge``).
+    private let gauge: BurstGauge?
+    /// The number of waiters in `locked.helpers`, read without the lock by ``helpers``.
+    private let helperCount = Atomic<Int>(0)
+
+    init(
+        target: DeliveryTarget, filters: Filters?, contextual: (@Sendable (N, DeliveryContext) throws -> Void)?,
+        stream: NotificationSequence<N>.Storage? = nil, drained handler: Handler<N>? = nil,
+        policy: MailboxPolicy? = nil, priority: Int = 0, family: AnyFamily? = nil
+    ) {
+        let isAsync = handler?.isAsync == true
+        self.policy = policy
+        self.priority = priority
+        self.family = family
+        self.stream = stream
+        self.asyncCalls = isAsync ? AsyncCallSlot() : nil
+        self.target = target
+        self.filters = filters
+        self.contextual = contextual
+        let lingers = !isAsync && stream == nil && target.drainMayLinger
+        gauge = lingers ? BurstGauge() : nil
+        let machine = MailboxStateMachine(batchLimit: isAsync ? 1 : .max, lingers: lingers, rule: policy?.rule)
+        locked = Lock(MailboxStorage(machine: machine, handler: handler.map { DrainedHandler($0) }))
+    }
+
+    // MARK: Appending
+
+    /// Appends a copy of `notification`, held under `hold` unless it is 0.
+    @inline(__always)
+    func append(
+        _ notification: UnsafePointer<N>, subjectID: ObjectIdentifier?, group: WaitGroup?, hold: UInt
+    ) -> MailboxStateMachine.AppendAction {
+        locked.withLock { locked in
+            let action = locked.machine.append(hold: hold)
+            if action != .reject {
+                store(notification, subjectID: subjectID, group: group, in: &locked.items)
+            }
+            return action
+        }
+    }
+
+    /// Appends copies of `items`, which a drain may take at once (replayed values), under the
+    /// mailbox's policy if it has one.
+    ///
+    /// - Returns: Whether the caller must hand a drain job to the target, and the notifications
+    ///   the policy discarded, to release after every lock.
+    func append(_ items: [QueuedItem<N>]) -> (mustSchedule: Bool, discarded: [N]) {
+        locked.withLock { locked in
+            var mustSchedule = false
+            var discarded: [N] = []
+            for item in items {
+                if let policy {
+                    // Replayed items have no wait group: only payloads are left to release.
+                    let action = withUnsafeTemporaryAllocation(byteCount: layout.stride, alignment: layout.alignment) {
+                        buffer in
+                        let slot = buffer.baseAddress.unsafelyUnwrapped
+                        let (action, displacement) = withUnsafePointer(to: item.notification) {
+                            append(
+                                $0, subjectID: item.subjectID, subject: nil, group: nil, hold: 0, under: policy,
+                                displacingInto: slot, in: &locked)
+                        }
+                        if displacement == .removed {
+                            discarded.append(layout.payload(slot, as: N.self).move())
+                        }
+                        return action
+                    }
+                    switch action {
+                    case .reject: return (false, discarded)
+                    case .store: break
+                    case .storeAndSchedule: mustSchedule = true
+                    }
+                    continue
+                }
+                switch locked.machine.append(hold: 0) {
+                case .reject: return (false, discarded)
+                case .store: break
+                case .storeAndSchedule: mustSchedule = true
+                }
+                withUnsafePointer(to: item.notification) {
+                    store($0, subjectID: item.subjectID, group: item.group, in: &locked.items)
+                }
+            }
+            return (mustSchedule, discarded)
+        }
+    }
+
+    // MARK: Mailbox policies
+
+    /// Appends a copy of `notification` under the mailbox's policy (``policy``, which the mailbox
+    /// must have): it may replace a pending item, push out the oldest, or be dropped itself.
+    ///
+    /// A removed item's payload is destroyed and its waiting post told after unlocking: its
+    /// `deinit` is user code, and a dropped waiting post completes at once.
+    ///
+    /// - Returns: Whether the item was stored and whether a drain job must be handed to the target,
+    ///   and what the policy displaced (already finished).
+    func appendUnderPolicy(
+        _ notification: UnsafePointer<N>, subject: AnyObject?, group: WaitGroup?, hold: UInt
+    ) -> (action: MailboxStateMachine.AppendAction, displacement: MailboxPolicy.Displacement) {
+        let policy = self.policy.unsafelyUnwrapped
+        let layout = self.layout
+        return withUnsafeTemporaryAllocation(byteCount: layout.stride, alignment: layout.alignment) { buffer in
+            let slot = buffer.baseAddress.unsafelyUnwrapped
+            let (action, displacement) = locked.withLock { locked in
+                append(
+                    notification, subjectID: subject.map(ObjectIdentifier.init), subject: subject, group: group,
+                    hold: hold, under: policy, displacingInto: slot, in: &locked)
+            }
+            // After the mailbox's lock.
+            switch displacement {
+            case .none: break
+            case .rejectedNew: group?.leave(.dropped)
+            case .removed: layout.destroy(slot, as: N.self, leaving: .dropped)
+            }
+            return (action, displacement)
+        }
+    }
+
+    /// The body of ``appendUnderPolicy(_:subject:group:hold:)``: does what the state machine
+    /// decides, moving a removed item into `slot` (room for one item of ``layout``) for the caller to
+    /// finish after unlocking. Call under the mailbox's lock.
+    ///
+    /// - Parameter subject: The post's subject, alive for the length of the call, or `nil` when
+    ///   only its identity is known (a replayed value).
+    private func append(
+        _ notification: UnsafePointer<N>, subjectID: ObjectIdentifier?, subject: AnyObject?, group: WaitGroup?,
+        hold: UInt, under policy: MailboxPolicy, displacingInto slot: UnsafeMutableRawPointer,
+        in locked: inout MailboxStorage
+    ) -> (action: MailboxStateMachine.AppendAction, displacement: MailboxPolicy.Displacement) {
+        let decision: MailboxStateMachine.PolicyAppendAction
+        do {
+            let items = locked.items
+            decision = locked.machine.append(hold: hold) {
+                // Per subject, a pending item is replaced only by a post of the same live object: a
+                // new object at a dead one's address has the same identity bits but is another
+                // subject.
+                guard policy.subjects.claim(subjectID, subject) else { return nil }
+                return lastIndex(of: subjectID, in: items)
+            }
+        }
+        var storedGroup = group
+        let schedule: Bool
+        let displacement: MailboxPolicy.Displacement
+        switch decision {
+        case .reject:
+            return (.reject, .none)
+        case .dropNew:
+            policy.noteDropped()
+            return (.store, .rejectedNew)
+        case .store(let scheduling):
+            schedule = scheduling
+            displacement = .none
+        case .replace(let index, let scheduling):
+            removeItem(at: index, into: slot, from: &locked.items)
+            // The replaced post's wait moves to the new item: it completes with the new one.
+            if let oldGroup = layout.takeGroup(slot) {
+                storedGroup = WaitGroup(relaying: group, replaced: oldGroup)
+            }
+            policy.noteReplaced()
+            schedule = scheduling
+            displacement = .removed
+        case .dropOldest(let scheduling):
+            removeItem(at: 0, into: slot, from: &locked.items)
+            policy.noteDropped()
+            schedule = scheduling
+            displacement = .removed
+        }
+        store(notification, subjectID: subjectID, group: storedGroup, in: &locked.items)
+        return (schedule ? .storeAndSchedule : .store, displacement)
+    }
+
+    /// The position from the front of the newest item of `subjectID`.
+    private func lastIndex(of subjectID: ObjectIdentifier?, in items: ItemQueue) -> Int? {
+        let bits = ItemQueue.Layout.bits(of: subjectID)
+        let layout = self.layout
+        var index = items.count - 1
+        while index >= 0 {
+            if layout.subjectBits(items.item(index, layout)) == bits { return index }
+            index -= 1
+        }
+        return nil
+    }
+
+    /// Moves the item at `index` out of `items` into `slot`, as the state machine has removed it.
+    /// Call under the mailbox's lock.
+    private func removeItem(at index: Int, into slot: UnsafeMutableRawPointer, from items: inout ItemQueue) {
+        let layout = self.layout
+        layout.move(N.self, from: items.item(index, layout), to: slot, count: 1)
+        items.removeMoved(at: index, layout) { layout.move(N.self, from: $0, to: $1, count: $2) }
+    }
+
+    /// What the policy has discarded so far: notifications replaced by newer ones, and
+    /// notifications dropped.
+    var discardedCounts: (replaced: Int, dropped: Int) {
+        guard let policy else { return (0, 0) }
+        return (policy.replacedCount.load(ordering: .relaxed), policy.droppedCount.load(ordering: .relaxed))
+    }
+
+    /// Ends the hold of a post that has reached every mailbox.
+    ///
+    /// - Returns: Whether the caller must hand a drain job to the target.
+    @inline(__always)
+    func release(hold: UInt) -> Bool {
+        locked.withLock { $0.machine.release(hold: hold) }
+    }
+
+    /// Copies an item to the back of `items`. Call under the mailbox's lock.
+    @inline(__always)
+    private func store(
+        _ notification: UnsafePointer<N>, subjectID: ObjectIdentifier?, group: WaitGroup?, in items: inout ItemQueue
+    ) {
+        gauge?.noteAppended()
+        let layout = self.layout
+        let slot = items.appendSlot(layout) { layout.move(N.self, from: $0, to: $1, count: $2) }
+        layout.initialize(slot, with: notification, subjectID: subjectID, group: group)
+    }
+
+    // MARK: Draining
+
+    /// The thread draining the mailbox right now, or 0.
+    var drainerThread: UInt {
+        locked.withLock { $0.machine.runner?.thread ?? 0 }
+    }
+
+    /// Runs the drain job handed to the target: at most one slice of items, each consumed by
+    /// `run` outside the lock.
+    ///
+    /// - Returns: Whether the job must be handed to the target again.
+    func runJob(
+        on thread: UInt, continued: Bool, _ run: (UnsafeMutableRawPointer, DrainedHandler<N>?) -> Void
+    ) -> Bool {
+        var posterPaused = false
+        if continued, let gauge {
+            switch gauge.look() {
+            case .gather: return true  // the job stays pending: posts meanwhile only append
+            case .take(let paused): posterPaused = paused
+            }
+        }
+        var batch = ItemQueue()
+        defer { batch.deallocate() }
+        let (firstAction, handler) = startJob(on: thread, posterPaused: posterPaused, into: &batch)
+        var action = firstAction
+        while case .run = action {
+            runBatch(&batch) { run($0, handler) }
+            action = locked.withLock { locked in
+                let action = locked.machine.jobRanBatch()
+                take(action, from: &locked.items, into: &batch)
+                Self.recycle(&batch, into: &locked.items)
+                return action
+            }
+        }
+        return action == .reschedule
+    }
+
+    /// Drains every ready item on the calling thread, which is on the target, unless another
+    /// drain runs. Never sliced.
+    func runInline(on thread: UInt, _ run: (UnsafeMutableRawPointer, DrainedHandler<N>?) -> Void) {
+        var batch = ItemQueue()
+        defer { batch.deallocate() }
+        let (firstCount, handler) = startInline(on: thread, into: &batch)
+        var count = firstCount
+        while count != nil {
+            runBatch(&batch) { run($0, handler) }
+            count = locked.withLock { locked in
+                let count = locked.machine.inlineRanBatch()
+                take(count.map(MailboxStateMachine.DrainAction.run) ?? .stop, from: &locked.items, into: &batch)
+                Self.recycle(&batch, into: &locked.items)
+                return count
+            }
+        }
+    }
+
+    /// Starts the drain of the job handed to the target: its first action, with the items it takes
+    /// moved into `batch`, and the handler that runs them (`nil` once the mailbox is closed).
+    private func startJob(
+        on thread: UInt, posterPaused: Bool = false, into batch: inout ItemQueue
+    ) -> (MailboxStateMachine.DrainAction, DrainedHandler<N>?) {
+        let (action, handler) = locked.withLock { locked in
+            let action = locked.machine.jobStarted(on: thread, posterPaused: posterPaused)
+            take(action, from: &locked.items, into: &batch)
+            return (action, action == .stop ? nil : locked.handler)
+        }
+        return (action, handler.map { unsafeDowncast($0, to: DrainedHandler<N>.self) })
+    }
+
+    /// Starts an inline drain: how many items it runs first, moved into `batch`, or `nil` if
+    /// another drain runs or nothing is ready; and the handler that runs them.
+    private func startInline(on thread: UInt, into batch: inout ItemQueue) -> (Int?, DrainedHandler<N>?) {
+        let (count, handler) = locked.withLock { locked in
+            let count = locked.machine.inlineStarted(on: thread)
+            take(count.map(MailboxStateMachine.DrainAction.run) ?? .stop, from: &locked.items, into: &batch)
+            return (count, count == nil ? nil : locked.handler)
+        }
+        return (count, handler.map { unsafeDowncast($0, to: DrainedHandler<N>.self) })
+    }
+
+    /// Moves the items a drain action takes into `batch`. Call under the mailbox's lock.
+    @inline(__always)
+    private func take(
+        _ action: MailboxStateMachine.DrainAction, from items: inout ItemQueue, into batch: inout ItemQueue
+    ) {
+        guard case .run(let count) = action else { return }
+        gauge?.noteTaken()
+        let layout = self.layout
+        items.moveFront(count, into: &batch, layout) { layout.move(N.self, from: $0, to: $1, count: $2) }
+    }
+
+    /// Gives the block of a drained batch to the mailbox, if the mailbox is empty and has none, so that
+    /// the next post reuses it instead of allocating one: the block then stays with the mailbox
+    /// rather than being allocated by the posting thread and freed by the draining one at each
+    /// burst or round trip. Call under the mailbox's lock.
+    private static func recycle(_ batch: inout ItemQueue, into items: inout ItemQueue) {
+        guard batch.isEmpty, batch.blockCount > 0, items.isEmpty, items.blockCount == 0 else { return }
+        swap(&batch, &items)
+    }
+
+    /// Runs and consumes every item of `batch`, outside the lock.
+    @inline(__always)
+    private func runBatch(_ batch: inout ItemQueue, _ run: (UnsafeMutableRawPointer) -> Void) {
+        let layout = self.layout
+        var index = 0
+        while index < batch.count {  // a while loop: `for in` over a range costs witness calls here
+            run(batch.item(index, layout))
+            index += 1
+        }
+        // One block is kept, so that a drain that runs several batches does not allocate for each.
+        batch.removeAllMoved(keepingCapacity: true)
+    }
+
+    // MARK: Async handlers
+
+    /// Runs the drain handed to the target for a mailbox whose handler is `async`: it takes one item
+    /// at a time and gives it to `prepare`, which consumes it and returns the start of the
+    /// handler's task, or `nil` when no call is due (the observation has ended). The mailbox is
+    /// suspended before that task starts, so it cannot finish before the mailbox is suspended, and the
+    /// drain ends; ``resume()`` goes on once the call has returned.
+    ///
+    /// - Returns: Whether the job must be handed to the target again.
+    func runAsyncJob(
+        on thread: UInt, _ prepare: (UnsafeMutableRawPointer, DrainedHandler<N>?) -> (() -> Void)?
+    ) -> Bool {
+        var batch = ItemQueue()
+        defer { batch.deallocate() }
+        let (firstAction, handler) = startJob(on: thread, into: &batch)
+        var action = firstAction
+        while case .run = action {
+            let launch = prepareAsyncBatch(&batch) { prepare($0, handler) }
+            action = locked.withLock { locked in
+                let action = locked.machine.jobRanAsyncBatch(startedCall: launch != nil)
+                take(action, from: &locked.items, into: &batch)
+                return action
+            }
+            launch?()
+        }
+        return action == .reschedule
+    }
+
+    /// ``runInline(on:_:)`` for a mailbox whose handler is `async`: it starts at most one call.
+    func runAsyncInline(on thread: UInt, _ prepare: (UnsafeMutableRawPointer, DrainedHandler<N>?) -> (() -> Void)?) {
+        var batch = ItemQueue()
+        defer { batch.deallocate() }
+        let (firstCount, handler) = startInline(on: thread, into: &batch)
+        var count = firstCount
+        while count != nil {
+            let launch = prepareAsyncBatch(&batch) { prepare($0, handler) }
+            count = locked.withLock { locked in
+                let count = locked.machine.inlineRanAsyncBatch(startedCall: launch != nil)
+                take(count.map(MailboxStateMachine.DrainAction.run) ?? .stop, from: &locked.items, into: &batch)
+                return count
+            }
+            launch?()
+        }
+    }
+
+    /// Gives the item of `batch` (an async mailbox takes one at a time) to `prepare`, outside the lock.
+    ///
+    /// - Returns: The start of the handler's task, if a call is due.
+    private func prepareAsyncBatch(
+        _ batch: inout ItemQueue, _ prepare: (UnsafeMutableRawPointer) -> (() -> Void)?
+    ) -> (() -> Void)? {
+        let layout = self.layout
+        var launch: (() -> Void)?
+        var index = 0
+        while index < batch.count {
+            if let next = prepare(batch.item(index, layout)) { launch = next }
+            index += 1
+        }
+        batch.removeAllMoved(keepingCapacity: true)
+        return launch
+    }
+
+    /// The async handler started by the last drain has finished.
+    ///
+    /// - Returns: Whether the caller must hand a drain job to the target.
+    func resume() -> Bool {
+        locked.withLock { $0.machine.resume() }
+    }
+
+    // MARK: Quiescence
+
+    /// What the mailbox still has to do: whether it has items, a job with its target, a drain
+    /// running or an async handler that has not finished (`isBusy`); how many items it holds; and
+    /// whether it waits only for its target to run its job.
+    var pendingState: (isBusy: Bool, count: Int, waitsForTarget: Bool, isSuspended: Bool) {
+        locked.withLock { locked in
+            let machine = locked.machine
+            return (machine.isBusy, machine.count, machine.waitsForTarget, machine.runner == .suspended)
+        }
+    }
+
+    // MARK: Helpers
+
+    /// Registers a blocked waiter that may occupy the target and waits for items of this mailbox:
+    /// whenever a drain job is handed to the target, the waiter is offered the drain too, so
+    /// that it runs items that became ready while it was blocked (an item held by another post,
+    /// released after the waiter's own drain found it held).
+    func addHelper(_ waiter: Waiter) {
+        locked.withLock { locked in
+            locked.helpers.append(waiter)
+            helperCount.store(locked.helpers.count, ordering: .relaxed)
+        }
+    }
+
+    /// Ends a registration made by ``addHelper(_:)``.
+    func removeHelper(_ waiter: Waiter) {
+        locked.withLock { locked in
+            if let index = locked.helpers.firstIndex(where: { $0 === waiter }) {
+                locked.helpers.remove(at: index)
+            }
+            helperCount.store(locked.helpers.count, ordering: .relaxed)
+        }
+    }
+
+    /// The registered helpers. Without the lock while there are none: a waiter registers before it
+    /// drains, and a post that made items ready before that registration left them for that drain.
+    var helpers: [Waiter] {
+        guard helperCount.load(ordering: .relaxed) > 0 else { return [] }
+        return locked.withLock { $0.helpers }
+    }
+
+    /// The job the target refused is no longer pending.
+    ///
+    /// - Returns: Whether the mailbox holds items, which nothing will ever run now; `false` for a
+    ///   lingering job that found the mailbox empty (the next post's job will be refused in turn).
+    func jobRefused() -> Bool {
+        locked.withLock { $0.machine.jobRefused() }
+    }
+
+    // MARK: Closing
+
+    /// Closes the mailbox and takes out every item, for the caller to drop outside the lock, and the
+    /// handler, for the caller to release outside the lock.
+    func close() -> (items: ItemQueue, handler: (any AnyObject & Sendable)?) {
+        locked.withLock { locked in
+            _ = locked.machine.close()
+            defer {
+                locked.items = ItemQueue()
+                locked.handler = nil
+            }
+            return (locked.items, locked.handler)
+        }
+    }
+
+    /// Destroys `items`, taken out of the mailbox, without running them, telling each waiting post
+    /// `outcome`. Call outside the mailbox's lock: destroying a payload can run any `deinit`.
+    ///
+    /// - Returns: The number of items dropped.
+    @discardableResult
+    func drop(_ items: inout ItemQueue, leaving outcome: DeliveryOutcome = .skipped) -> Int {
+        let count = items.count
+        for index in 0..<count {
+            layout.destroy(items.item(index, layout), as: N.self, leaving: outcome)
+        }
+        items.deallocate()
+        return count
+    }
+
+    deinit {
+        // Items left when the last reference goes (a target that never ran the drain job), and
+        // the block an empty mailbox keeps for its next post (see `recycle`).
+        var items = locked.withLock { locked in
+            defer { locked.items = ItemQueue() }
+            return locked.items
+        }
+        drop(&items)
+    }
+}
+
+/// The state of a mailbox behind its lock: the decisions and the items. Not generic, so that an
+/// unspecialised mailbox asks the runtime for no generic metadata to lock it.
+private struct MailboxStorage: Sendable {
+    var machine = MailboxStateMachine()
+    var items = ItemQueue()
+    /// Blocked waiters offered each drain (see ``Mailbox/addHelper(_:)``).
+    var helpers: [Waiter] = []
+    /// The ``DrainedHandler`` of the mailbox's observer until the mailbox closes; `nil` for a mailbox whose
+    /// handler runs on the posting thread, or that feeds a stream.
+    var handler: (any AnyObject & Sendable)?
+}
+
+/// The handler of an observer whose deliveries a drain runs, held by its mailbox (see ``Mailbox``).
+final class DrainedHandler<N: TypedNotification>: Sendable {
+    let handler: Handler<N>
+    /// The closure of a `.plain` handler, read once per item by the drain's common path.
+    let plain: (@Sendable (N) throws -> Void)?
+
+    init(_ handler: Handler<N>) {
+        self.handler = handler
+        if case .plain(let body) = handler { plain = body } else { plain = nil }
+    }
+}

@@ -1,0 +1,662 @@
+/// The decisions of one ``Mailbox``: which items a drain may take, when a drain job must be handed
+/// to the target, and what a mailbox policy does with a new item. It holds counts, never items,
+/// and has no effects: ``Mailbox`` stores the items and acts on what each input returns, after
+/// unlocking.
+///
+/// Its whole state is one ``State`` value, changed only by the `mutating` inputs below, each of
+/// which returns what the mailbox must do:
+///
+/// | State | Items (``Queue``) | Job with the target | Drain running |
+/// |---|---|---|---|
+/// | `idle` | yes | no | no |
+/// | `scheduled` | yes | yes, maybe lingering | no |
+/// | `draining` | yes | for a job's drain; maybe, for an inline one | a job's or an inline one |
+/// | `suspended` | yes | maybe (a job that found the suspension ends) | no: an async call runs |
+/// | `closed` | none, and none accepted | maybe | maybe, until it ends |
+///
+/// ## Items
+/// Items are numbered in the order they are appended. A post that reaches several mailboxes
+/// appends its item to each of them *held*, under a hold token of its own, and releases the holds
+/// once every mailbox has the item. A drain takes only the items before the first held one, so no
+/// handler can react to a post before the post has reached every mailbox: an effect posted by
+/// that handler is appended behind the cause in every mailbox.
+///
+/// ## Drains
+/// - A *job* is the drain handed to the target. It takes at most ``sliceLimit`` items, then gives
+///   the target back and is handed to it again, behind whatever the target queued meanwhile.
+/// - An *inline* drain runs on a thread that is already on the target (a waiting post on its own
+///   target, or a blocked waiter helping). It is never sliced: it takes every ready item, because
+///   the thread that runs it would otherwise wait for a job queued behind itself.
+/// - At most one drain runs at a time, and at most one job is with the target at a time.
+///
+/// ## Lingering
+/// On a target where handing a job back is cheap (a serial queue, a ``DeliveryThread``), a job
+/// runs one batch and, if more items are ready by then, hands itself back to the target instead
+/// of taking them (``Configuration/lingers``): a drain that keeps up with a poster would otherwise
+/// take one or two items at a time, and the two threads would pass the mailbox's lock back and
+/// forth at every post. A job that empties the mailbox while a poster is at work also goes back to
+/// the target once more instead of ending. A poster is at work when items arrived while the job ran
+/// (it took a second batch), or when a lingering job found items. A burst is then drained by a
+/// chain of jobs that the target hands itself, instead of one job per gap, each woken by the
+/// poster. A job that starts and finds nothing ends, so an idle mailbox costs one empty job, never
+/// a spin; and a job for a lone post (one batch) ends at once, so lone posts keep their drains in
+/// the order of the posts' scans. Before a job that the target runs again takes the mailbox's
+/// lock, ``BurstGauge`` may send it back once more while the poster is still adding items.
+///
+/// ## Mailbox policies
+/// A mailbox with a ``MailboxPolicy`` decides here, in ``append(hold:pendingItemOfSubject:)``,
+/// what a new item does: replace a pending one (`.latest`), push out the oldest or be dropped
+/// itself when the mailbox is full. Items a drain has taken are never removed. A `.latest` mailbox
+/// takes one batch per job (``Configuration/oneBatchPerJob``): what was pending when the job
+/// started.
+///
+/// ## Asynchronous handlers
+/// A mailbox whose handler is `async` takes one item per batch (``Configuration/batchLimit`` 1).
+/// When the drain has started the handler's task it *suspends* the mailbox (``suspend()``): the
+/// drain ends and gives the target back, and no other drain starts until the task finishes and
+/// ``resume()`` is called. So one observer's async calls never overlap and run in the order of
+/// its items, while its target runs other work during the suspension.
+struct MailboxStateMachine: Sendable {
+    /// The most items a drain job runs before it gives its target back.
+    static let sliceLimit = 128
+
+    /// What a mailbox is set up with; it never changes.
+    struct Configuration: Sendable, Equatable {
+        /// The most items one batch takes: 1 for an async handler, which suspends the mailbox
+        /// after each.
+        var batchLimit = Int.max
+        /// Whether a job that finds the mailbox empty while a poster is at work is handed to the
+        /// target once more (see "Lingering").
+        var lingers = false
+        /// The mailbox policy's rule, or `nil` for an unbounded mailbox.
+        var rule: MailboxPolicy.Rule?
+
+        /// Whether a job runs only the items that were ready when it started: what arrives during
+        /// its batch waits for the next job, so other work on the target runs in between. Set for a
+        /// `.latest` mailbox, which then runs at most one call per pending value (per subject) in
+        /// one job, rather than following the posting rate for a whole slice.
+        var oneBatchPerJob: Bool {
+            if case .latest = rule { return true }
+            return false
+        }
+    }
+
+    /// A post's hold on one item.
+    struct Hold: Sendable, Equatable {
+        let token: UInt
+        /// The item's number.
+        var sequence: Int
+    }
+
+    /// The items of an open mailbox, counted: every state but `closed` carries one.
+    struct Queue: Sendable, Equatable {
+        /// Items appended so far.
+        var appended = 0
+        /// Items taken out so far, by drains or by a policy.
+        var taken = 0
+        /// The items still held, oldest first.
+        var holds: [Hold] = []
+
+        /// Items in the mailbox, held or not.
+        var count: Int { appended - taken }
+        /// Items a drain may take now: those before the first held one.
+        var ready: Int { (holds.first?.sequence ?? appended) - taken }
+    }
+
+    /// Whether a job is with the target while no job's drain runs.
+    enum PendingJob: Sendable, Equatable {
+        case none
+        /// A job handed to the target by a post, a release or a resumed handler.
+        case fresh
+        /// A job that handed itself back (see "Lingering").
+        case lingering
+    }
+
+    /// A drain that runs.
+    enum Drain: Sendable, Equatable {
+        /// The job handed to the target, on `thread`: the items it may still take in its slice, and
+        /// the batches it has taken (a lingering job starts at 1).
+        case job(thread: UInt, sliceRemaining: Int, batches: Int)
+        /// A thread that is on the target already, outside any job, while `pending` may be with
+        /// the target.
+        case inline(thread: UInt, pending: PendingJob)
+    }
+
+    /// What is left of a closed mailbox: a job still with the target, and the drain or async call
+    /// that was running when it closed, until they end.
+    struct Remains: Sendable, Equatable {
+        var isJobPending: Bool
+        var runner: Runner?
+    }
+
+    /// The state of a mailbox.
+    enum State: Sendable, Equatable {
+        /// No job, no drain.
+        case idle(Queue)
+        /// A job is with the target and no drain runs.
+        case scheduled(Queue, PendingJob)
+        /// A drain runs.
+        case draining(Queue, Drain)
+        /// The drain that ran started an async call, which has not returned; `pending` is a job
+        /// that was with the target when an inline drain suspended the mailbox.
+        case suspended(Queue, pending: PendingJob)
+        /// The observation ended, or its target refused the job: nothing more is accepted.
+        case closed(Remains)
+    }
+
+    /// Who drains right now.
+    enum Runner: Sendable, Equatable {
+        /// The job handed to the target, on the given thread.
+        case job(thread: UInt)
+        /// A thread that is on the target already, outside any job.
+        case inline(thread: UInt)
+        /// No thread: an async handler started by a drain has not finished yet.
+        case suspended
+
+        var thread: UInt {
+            switch self {
+            case .job(let thread), .inline(let thread): return thread
+            case .suspended: return 0
+            }
+        }
+    }
+
+    let configuration: Configuration
+    private var state: State
+
+    init(_ configuration: Configuration = Configuration(), state: State = .idle(Queue())) {
+        self.configuration = configuration
+        self.state = state
+    }
+
+    init(batchLimit: Int = .max, lingers: Bool = false, rule: MailboxPolicy.Rule? = nil) {
+        self.init(Configuration(batchLimit: batchLimit, lingers: lingers, rule: rule))
+    }
+
+    // MARK: Reading the state
+
+    /// The state now, for tests and diagnostics.
+    var current: State { state }
+
+    /// The items of an open mailbox; an empty queue once it is closed.
+    private var queue: Queue {
+        switch state {
+        case .idle(let queue), .scheduled(let queue, _), .draining(let queue, _), .suspended(let queue, _):
+            return queue
+        case .closed:
+            return Queue()
+        }
+    }
+
+    /// Items in the mailbox, held or not.
+    var count: Int { queue.count }
+
+    /// Items a drain may take now: those before the first held one.
+    var readyCount: Int { queue.ready }
+
+    /// Items still held.
+    var heldCount: Int { queue.holds.count }
+
+    /// Whether the mailbox accepts nothing more.
+    var isClosed: Bool {
+        if case .closed = state { return true }
+        return false
+    }
+
+    /// Whether a drain job has been handed to the target and has not finished.
+    var isJobPending: Bool {
+        switch state {
+        case .idle: return false
+        case .scheduled: return true
+        case .draining(_, .job): return true
+        case .draining(_, .inline(_, let pending)), .suspended(_, let pending): return pending != .none
+        case .closed(let remains): return remains.isJobPending
+        }
+    }
+
+    /// The drain running now, or `.suspended` while an async call runs; `nil` otherwise.
+    var runner: Runner? {
+        switch state {
+        case .idle, .scheduled: return nil
+        case .draining(_, .job(let thread, _, _)): return .job(thread: thread)
+        case .draining(_, .inline(let thread, _)): return .inline(thread: thread)
+        case .suspended: return .suspended
+        case .closed(let remains): return remains.runner
+        }
+    }
+
+    /// Whether the mailbox has work left: items, a job with the target, a drain running, or an
+    /// async handler that has not finished.
+    var isBusy: Bool {
+        switch state {
+        case .idle(let queue): return queue.count > 0
+        case .scheduled, .draining, .suspended: return true
+        case .closed(let remains): return remains.isJobPending || remains.runner != nil
+        }
+    }
+
+    /// Whether the mailbox waits only for its target to run the job it was handed.
+    var waitsForTarget: Bool { isJobPending && runner == nil }
+
+    // MARK: Appending
+
+    enum AppendAction: Sendable, Equatable {
+        /// The mailbox is closed; the item must not be stored.
+        case reject
+        /// Store the item.
+        case store
+        /// Store the item, then hand a drain job to the target.
+        case storeAndSchedule
+    }
+
+    /// An item arrives, in a mailbox without a policy.
+    ///
+    /// - Parameter hold: The poster's hold token, or 0 for an item a drain may take at once.
+    @inline(__always)
+    mutating func append(hold: UInt) -> AppendAction {
+        let claimed = changeQueue {
+            $0.add(hold: hold)
+            return true
+        }
+        guard let claimed else { return .reject }
+        return claimed ? .storeAndSchedule : .store
+    }
+
+    /// What a mailbox with a policy does with a new item.
+    enum PolicyAppendAction: Sendable, Equatable {
+        /// The mailbox is closed; the item must not be stored.
+        case reject
+        /// Store the item, then hand a drain job to the target if `schedule`.
+        case store(schedule: Bool)
+        /// Move the pending item `index` items from the front out of the storage (a newer one
+        /// replaces it: its waiting post now waits for the new item), then store the new item, and
+        /// hand a drain job to the target if `schedule`.
+        case replace(index: Int, schedule: Bool)
+        /// Move the front item out of the storage (the mailbox is full: it is dropped), then store
+        /// the new item, and hand a drain job to the target if `schedule`.
+        case dropOldest(schedule: Bool)
+        /// Store nothing: the mailbox is full and the new item is dropped.
+        case dropNew
+    }
+
+    /// An item arrives in a mailbox with a policy (``Configuration/rule``).
+    ///
+    /// - Parameters:
+    ///   - hold: The poster's hold token, or 0 for an item a drain may take at once.
+    ///   - pendingItemOfSubject: For `.latest(perSubject: true)`: the position from the front of
+    ///     the newest pending item that the new one's subject posted, if any. The mailbox looks it
+    ///     up in its storage (and notes the subject as the newest of its identity); it is asked
+    ///     only when an open mailbox needs it.
+    mutating func append(hold: UInt, pendingItemOfSubject: () -> Int?) -> PolicyAppendAction {
+        if case .closed = state { return .reject }
+        return appendUnderPolicy(hold: hold, pendingItemOfSubject: pendingItemOfSubject)
+    }
+
+    private mutating func appendUnderPolicy(hold: UInt, pendingItemOfSubject: () -> Int?) -> PolicyAppendAction {
+        switch configuration.rule {
+        case nil:
+            return .store(schedule: append(hold: hold) == .storeAndSchedule)
+        case .latest(let perSubject):
+            let index = perSubject ? pendingItemOfSubject() : (count > 0 ? count - 1 : nil)
+            guard let index else { return .store(schedule: append(hold: hold) == .storeAndSchedule) }
+            remove(at: index)
+            return .replace(index: index, schedule: append(hold: hold) == .storeAndSchedule)
+        case .dropOldest(let limit):
+            guard count >= limit else { return .store(schedule: append(hold: hold) == .storeAndSchedule) }
+            remove(at: 0)
+            return .dropOldest(schedule: append(hold: hold) == .storeAndSchedule)
+        case .dropNewest(let limit):
+            guard count >= limit else { return .store(schedule: append(hold: hold) == .storeAndSchedule) }
+            return .dropNew
+        }
+    }
+
+    /// A post has reached every mailbox: its hold on this mailbox ends.
+    ///
+    /// - Returns: Whether the caller must hand a drain job to the target.
+    mutating func release(hold: UInt) -> Bool {
+        let claimed = changeQueue { queue in
+            guard let index = queue.holds.firstIndex(where: { $0.token == hold }) else { return false }
+            queue.holds.remove(at: index)
+            return true
+        }
+        return claimed == true
+    }
+
+    /// Removes an item that is still in the mailbox, `offset` items from its front: a policy
+    /// replaced it with a newer one or dropped it. Its hold, if any, goes with it, and the items
+    /// behind it move up. It claims no job: the append that comes with every removal does. (A step
+    /// of ``append(hold:pendingItemOfSubject:)``.)
+    mutating func remove(at offset: Int) {
+        precondition(offset >= 0 && offset < count, "Herald: a mailbox removed an item it does not hold")
+        changeQueue {
+            $0.remove(at: offset)
+            return false
+        }
+    }
+
+    /// Moves the state out, leaving a placeholder: the caller decides and stores the new state, and
+    /// the queue's holds are neither retained nor copied on the way. Every path of the caller
+    /// stores a state or stops the process.
+    @inline(__always)
+    private mutating func takeState() -> State {
+        var current = State.idle(Queue())
+        swap(&current, &state)
+        return current
+    }
+
+    /// Applies `change` to the queue of an open mailbox, in place, then, if `change` returned
+    /// `true` and the mailbox is idle with items ready, claims a job. The state is moved out while
+    /// the queue changes, so that the holds are neither retained nor copied.
+    ///
+    /// - Returns: Whether a job was claimed (the caller must hand it to the target), or `nil` when
+    ///   the mailbox is closed.
+    @inline(__always)
+    @discardableResult
+    private mutating func changeQueue(_ change: (inout Queue) -> Bool) -> Bool? {
+        switch takeState() {
+        case .closed(let remains):
+            state = .closed(remains)
+            return nil
+        case .idle(var queue):
+            let mayClaim = change(&queue)
+            if mayClaim && queue.ready > 0 {
+                state = .scheduled(queue, .fresh)
+                return true
+            }
+            state = .idle(queue)
+        case .scheduled(var queue, let pending):
+            _ = change(&queue)
+            state = .scheduled(queue, pending)
+        case .draining(var queue, let drain):
+            _ = change(&queue)
+            state = .draining(queue, drain)
+        case .suspended(var queue, let pending):
+            _ = change(&queue)
+            state = .suspended(queue, pending: pending)
+        }
+        return false
+    }
+
+    /// Stores the queue of a mailbox that has no job and no drain, with a job when items are ready.
+    ///
+    /// - Returns: Whether the caller must hand the job to the target.
+    private mutating func claimJob(_ queue: Queue) -> Bool {
+        guard queue.ready > 0 else {
+            state = .idle(queue)
+            return false
+        }
+        state = .scheduled(queue, .fresh)
+        return true
+    }
+
+    // MARK: Draining
+
+    enum DrainAction: Sendable, Equatable {
+        /// Take the given number of items from the front of the mailbox and run them.
+        case run(Int)
+        /// Give the target back and hand the job to it again.
+        case reschedule
+        /// Stop.
+        case stop
+    }
+
+    /// The job handed to the target starts on `thread`.
+    ///
+    /// - Parameter posterPaused: Whether the job, handed back to the target, saw that nothing
+    ///   arrived since it last looked (see ``BurstGauge``): it then does not linger once it has
+    ///   emptied the mailbox, as a job for a lone post does not.
+    mutating func jobStarted(on thread: UInt, posterPaused: Bool = false) -> DrainAction {
+        switch takeState() {
+        case .scheduled(let queue, let pending):
+            guard queue.ready > 0 else {
+                state = .idle(queue)
+                return .stop
+            }
+            let batches = pending == .lingering && !posterPaused ? 1 : 0
+            return takeForJob(queue, thread: thread, sliceRemaining: Self.sliceLimit, batches: batches)
+        case .draining(let queue, .inline(let inlineThread, let pending)) where pending != .none:
+            // An inline drain runs, and takes what comes.
+            state = .draining(queue, .inline(thread: inlineThread, pending: .none))
+            return .stop
+        case .suspended(let queue, let pending) where pending != .none:
+            state = .suspended(queue, pending: .none)
+            return .stop
+        case .closed(var remains) where remains.isJobPending:
+            remains.isJobPending = false
+            state = .closed(remains)
+            return .stop
+        case .idle, .draining, .suspended, .closed:
+            preconditionFailure("Herald: a mailbox job started that was not scheduled")
+        }
+    }
+
+    /// The job ran the items it took.
+    mutating func jobRanBatch() -> DrainAction {
+        switch takeState() {
+        case .draining(let queue, .job(let thread, let sliceRemaining, let batches)):
+            if sliceRemaining == 0 && queue.ready > 0 {
+                state = .scheduled(queue, .fresh)
+                return .reschedule
+            }
+            if configuration.oneBatchPerJob {
+                guard queue.ready > 0 else {
+                    state = .idle(queue)
+                    return .stop
+                }
+                state = .scheduled(queue, .fresh)
+                return .reschedule  // behind what the target queued meanwhile
+            }
+            if configuration.lingers && queue.ready > 0 {
+                state = .scheduled(queue, .lingering)
+                return .reschedule
+            }
+            return takeForJob(queue, thread: thread, sliceRemaining: sliceRemaining, batches: batches)
+        case .closed(let remains) where remains.runner?.isJob == true:
+            state = .closed(Remains(isJobPending: false, runner: nil))
+            return .stop
+        case .idle, .scheduled, .draining, .suspended, .closed:
+            preconditionFailure("Herald: a mailbox batch ended outside its job")
+        }
+    }
+
+    /// The running job takes its next batch, or ends.
+    private mutating func takeForJob(
+        _ queue: consuming Queue, thread: UInt, sliceRemaining: Int, batches: Int
+    ) -> DrainAction {
+        let count = min(queue.ready, sliceRemaining, configuration.batchLimit)
+        guard count > 0 else {
+            if configuration.lingers && batches >= 2 {
+                state = .scheduled(queue, .lingering)
+                return .reschedule  // the job stays pending; it ends if it then finds nothing
+            }
+            state = .idle(queue)
+            return .stop
+        }
+        queue.taken += count
+        state = .draining(queue, .job(thread: thread, sliceRemaining: sliceRemaining - count, batches: batches + 1))
+        return .run(count)
+    }
+
+    /// A thread that is on the target wants to drain the mailbox itself.
+    ///
+    /// - Returns: How many items to run, or `nil` if another drain runs or nothing is ready.
+    mutating func inlineStarted(on thread: UInt) -> Int? {
+        var queue: Queue
+        let pending: PendingJob
+        switch takeState() {
+        case .idle(let idle):
+            queue = idle
+            pending = .none
+        case .scheduled(let scheduled, let job):
+            queue = scheduled
+            pending = job
+        case let other:
+            state = other
+            return nil
+        }
+        let count = min(queue.ready, configuration.batchLimit)
+        guard count > 0 else {
+            state = pending == .none ? .idle(queue) : .scheduled(queue, pending)
+            return nil
+        }
+        queue.taken += count
+        state = .draining(queue, .inline(thread: thread, pending: pending))
+        return count
+    }
+
+    /// The inline drain ran the items it took.
+    ///
+    /// - Returns: How many more items to run, or `nil` when the drain ends.
+    mutating func inlineRanBatch() -> Int? {
+        switch takeState() {
+        case .draining(var queue, .inline(let thread, let pending)):
+            let count = min(queue.ready, configuration.batchLimit)
+            guard count > 0 else {
+                state = pending == .none ? .idle(queue) : .scheduled(queue, pending)
+                return nil
+            }
+            queue.taken += count
+            state = .draining(queue, .inline(thread: thread, pending: pending))
+            return count
+        case .closed(var remains) where remains.runner?.isInline == true:
+            remains.runner = nil
+            state = .closed(remains)
+            return nil
+        case .idle, .scheduled, .draining, .suspended, .closed:
+            preconditionFailure("Herald: an inline batch ended outside its drain")
+        }
+    }
+
+    // MARK: Suspending
+
+    /// The drain that is running started an async handler: the drain ends, and the mailbox waits
+    /// for ``resume()``.
+    mutating func suspend() {
+        switch state {
+        case .draining(let queue, .job):
+            state = .suspended(queue, pending: .none)
+        case .draining(let queue, .inline(_, let pending)):
+            state = .suspended(queue, pending: pending)
+        case .closed(var remains) where remains.runner != nil && remains.runner != .suspended:
+            if remains.runner?.isJob == true { remains.isJobPending = false }
+            remains.runner = .suspended
+            state = .closed(remains)
+        case .idle, .scheduled, .suspended, .closed:
+            preconditionFailure("Herald: a mailbox suspended outside a drain")
+        }
+    }
+
+    /// The batch of an async drain has run: if it started a call (`startedCall`), the mailbox
+    /// suspends and the drain ends; otherwise the job goes on.
+    mutating func jobRanAsyncBatch(startedCall: Bool) -> DrainAction {
+        guard startedCall else { return jobRanBatch() }
+        suspend()
+        return .stop
+    }
+
+    /// The batch of an async inline drain has run: if it started a call (`startedCall`), the
+    /// mailbox suspends and the drain ends; otherwise it goes on.
+    ///
+    /// - Returns: How many more items to run, or `nil` when the drain ends.
+    mutating func inlineRanAsyncBatch(startedCall: Bool) -> Int? {
+        guard startedCall else { return inlineRanBatch() }
+        suspend()
+        return nil
+    }
+
+    /// The async handler finished.
+    ///
+    /// - Returns: Whether the caller must hand a drain job to the target.
+    mutating func resume() -> Bool {
+        switch state {
+        case .suspended(let queue, let pending):
+            guard pending == .none else {
+                state = .scheduled(queue, pending)
+                return false
+            }
+            return claimJob(queue)
+        case .closed(var remains) where remains.runner == .suspended:
+            remains.runner = nil
+            state = .closed(remains)
+            return false
+        case .idle, .scheduled, .draining, .closed:
+            preconditionFailure("Herald: a mailbox resumed that was not suspended")
+        }
+    }
+
+    // MARK: Closing
+
+    /// The observation ended, or its target refused the job: nothing more is accepted.
+    ///
+    /// - Returns: The number of items to drop, all of them in the mailbox.
+    mutating func close() -> Int {
+        let dropped = count
+        state = .closed(Remains(isJobPending: isJobPending, runner: runner))
+        return dropped
+    }
+
+    /// The job the target refused is no longer pending.
+    ///
+    /// - Returns: Whether the mailbox holds items, which nothing will ever run now; `false` for a
+    ///   lingering job that found the mailbox empty (the next post's job will be refused in turn).
+    mutating func jobRefused() -> Bool {
+        switch state {
+        case .idle, .draining(_, .job):
+            break
+        case .scheduled(let queue, _):
+            state = .idle(queue)
+        case .draining(let queue, .inline(let thread, _)):
+            state = .draining(queue, .inline(thread: thread, pending: .none))
+        case .suspended(let queue, _):
+            state = .suspended(queue, pending: .none)
+        case .closed(var remains):
+            remains.isJobPending = false
+            state = .closed(remains)
+        }
+        return count > 0
+    }
+}
+
+extension MailboxStateMachine.Queue {
+    /// Counts a new item, held under `hold` unless it is 0.
+    @inline(__always)
+    fileprivate mutating func add(hold: UInt) {
+        if hold != 0 {
+            holds.append(MailboxStateMachine.Hold(token: hold, sequence: appended))
+        }
+        appended += 1
+    }
+
+    /// Forgets the item `offset` items from the front, and its hold.
+    fileprivate mutating func remove(at offset: Int) {
+        let position = taken + offset
+        if offset == 0 {
+            // The front item: as if a drain took it.
+            taken += 1
+            if holds.first?.sequence == position { holds.removeFirst() }
+            return
+        }
+        appended -= 1
+        if let index = holds.firstIndex(where: { $0.sequence >= position }) {
+            if holds[index].sequence == position {
+                holds.remove(at: index)
+            }
+            for later in index..<holds.count {
+                holds[later].sequence -= 1
+            }
+        }
+    }
+}
+
+extension MailboxStateMachine.Runner {
+    fileprivate var isJob: Bool {
+        if case .job = self { return true }
+        return false
+    }
+
+    fileprivate var isInline: Bool {
+        if case .inline = self { return true }
+        return false
+    }
+}
