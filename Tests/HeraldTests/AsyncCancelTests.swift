@@ -230,6 +230,7 @@ struct AsyncTargetConfinementTests {
             log.append(probe.isCurrent())
             _ = await elsewhere.visit()
             log.append(probe.isCurrent())
+            // The suspension under test (issue #27 names `Task.sleep`), not synchronisation.
             try? await Task.sleep(for: .milliseconds(1))
             log.append(probe.isCurrent())
             _ = await awayFromTheTarget()

@@ -495,6 +495,12 @@ struct MailboxStateMachine: Sendable {
             state = other
             return nil
         }
+        return takeInlineBatch(from: queue, on: thread, pending: pending)
+    }
+
+    /// Takes the inline drain's next batch from `queue`, or ends the drain when nothing is ready.
+    private mutating func takeInlineBatch(from queue: Queue, on thread: UInt, pending: PendingJob) -> Int? {
+        var queue = queue
         let count = min(queue.ready, configuration.batchLimit)
         guard count > 0 else {
             state = pending == .none ? .idle(queue) : .scheduled(queue, pending)
@@ -510,15 +516,8 @@ struct MailboxStateMachine: Sendable {
     /// - Returns: How many more items to run, or `nil` when the drain ends.
     mutating func inlineRanBatch() -> Int? {
         switch takeState() {
-        case .draining(var queue, .inline(let thread, let pending)):
-            let count = min(queue.ready, configuration.batchLimit)
-            guard count > 0 else {
-                state = pending == .none ? .idle(queue) : .scheduled(queue, pending)
-                return nil
-            }
-            queue.taken += count
-            state = .draining(queue, .inline(thread: thread, pending: pending))
-            return count
+        case .draining(let queue, .inline(let thread, let pending)):
+            return takeInlineBatch(from: queue, on: thread, pending: pending)
         case .closed(var remains) where remains.runner?.isInline == true:
             remains.runner = nil
             state = .closed(remains)
