@@ -190,11 +190,7 @@ extension NotificationHub {
         register(
             target: target, subject: subject, owner: owner, fileID: fileID, line: line,
             bufferingPolicy: bufferingPolicy, priority: priority, replayLatest: replayLatest,
-            handler: .async(
-                AsyncCall.nonisolated { [weak owner] note in
-                    guard let owner else { return }
-                    try await handler(owner, note)
-                }))
+            handler: .async(AsyncCall.nonisolated(AsyncCall.owned(by: owner, handler))))
     }
 
     /// Observes notifications of type `N` on the main actor with an `async` `@MainActor` handler,
@@ -238,10 +234,6 @@ extension NotificationHub {
         register(
             target: .mainQueue, subject: subject, owner: owner, fileID: fileID, line: line,
             bufferingPolicy: bufferingPolicy, priority: priority, replayLatest: replayLatest,
-            handler: .async(
-                AsyncCall.mainActor { @MainActor [weak owner] note in
-                    guard let owner else { return }
-                    try await handler(owner, note)
-                }))
+            handler: .async(AsyncCall.mainActor(AsyncCall.owned(by: owner, handler))))
     }
 }

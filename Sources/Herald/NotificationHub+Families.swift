@@ -81,8 +81,7 @@ extension NotificationHub {
     ) -> ObservationToken {
         registerFamily(
             Family.self, target: target, subject: subject, owner: nil, priority: priority,
-            bufferingPolicy: bufferingPolicy, fileID: fileID, line: line, direct: target.isPosting ? handler : nil,
-            handler: .plain { delivery in try handler(delivery.value) })
+            bufferingPolicy: bufferingPolicy, fileID: fileID, line: line, handler: .plain(handler))
     }
 
     /// Observes every notification of a family (a protocol or a class) on the main actor, with a
@@ -120,7 +119,7 @@ extension NotificationHub {
         registerFamily(
             Family.self, target: .mainQueue, subject: subject, owner: nil, priority: priority,
             bufferingPolicy: bufferingPolicy, fileID: fileID, line: line,
-            handler: .plain { delivery in try MainActor.assumeIsolated { try handler(delivery.value) } })
+            handler: .plain(Adapt.onMainActor(handler)))
     }
 
     /// Observes every notification of a family (a protocol or a class) on an actor, with a handler
@@ -150,7 +149,7 @@ extension NotificationHub {
         registerFamily(
             Family.self, target: DeliveryTarget(kind: .actor(actor)), subject: subject, owner: nil, priority: priority,
             bufferingPolicy: bufferingPolicy, fileID: fileID, line: line,
-            handler: .plain { delivery in try actor.assumeIsolated { actor in try handler(actor, delivery.value) } })
+            handler: .plain(Adapt.on(actor, handler)))
     }
 
     /// Observes every notification of a family (a protocol or a class) for as long as `owner`
@@ -186,10 +185,7 @@ extension NotificationHub {
         registerFamily(
             Family.self, target: target, subject: subject, owner: owner, priority: priority,
             bufferingPolicy: bufferingPolicy, fileID: fileID, line: line,
-            handler: .plain { [weak owner] delivery in
-                guard let owner else { return }
-                try handler(owner, delivery.value)
-            })
+            handler: .plain(Adapt.owned(by: owner, handler)))
     }
 
     /// Observes every notification of a family (a protocol or a class) on the main actor for as
@@ -222,10 +218,7 @@ extension NotificationHub {
         registerFamily(
             Family.self, target: .mainQueue, subject: subject, owner: owner, priority: priority,
             bufferingPolicy: bufferingPolicy, fileID: fileID, line: line,
-            handler: .plain { [weak owner] delivery in
-                guard let owner else { return }
-                try MainActor.assumeIsolated { try handler(owner, delivery.value) }
-            })
+            handler: .plain(Adapt.owned(by: owner, Adapt.onMainActor(handler))))
     }
 
     /// Observes every notification of a family (a protocol or a class) with an `async` handler,
@@ -264,7 +257,7 @@ extension NotificationHub {
         registerFamily(
             Family.self, target: target, subject: subject, owner: nil, priority: priority,
             bufferingPolicy: bufferingPolicy, fileID: fileID, line: line,
-            handler: .async(AsyncCall.nonisolated { delivery in try await handler(delivery.value) }))
+            handler: .async(AsyncCall.nonisolated(handler)))
     }
 
     /// Observes every notification of a family (a protocol or a class) on the main actor, with an
@@ -294,7 +287,7 @@ extension NotificationHub {
         registerFamily(
             Family.self, target: .mainQueue, subject: subject, owner: nil, priority: priority,
             bufferingPolicy: bufferingPolicy, fileID: fileID, line: line,
-            handler: .async(AsyncCall.mainActor { @MainActor delivery in try await handler(delivery.value) }))
+            handler: .async(AsyncCall.mainActor(handler)))
     }
 
     // MARK: - Taps: every notification
@@ -340,10 +333,9 @@ extension NotificationHub {
         line: UInt = #line,
         _ handler: @escaping @Sendable (PostedNotification) throws -> Void
     ) -> ObservationToken {
-        registerFamily(
-            (any TypedNotification).self, isTap: true, target: target, subject: subject, owner: nil,
-            priority: priority, bufferingPolicy: bufferingPolicy, fileID: fileID, line: line,
-            handler: .plain { delivery in try handler(PostedNotification(delivery)) })
+        registerTap(
+            target: target, subject: subject, priority: priority, bufferingPolicy: bufferingPolicy, fileID: fileID, line: line,
+            handler: .plain(handler))
     }
 
     /// Taps every notification posted to this hub on the main actor, with a `@MainActor` handler.
@@ -370,13 +362,9 @@ extension NotificationHub {
         line: UInt = #line,
         _ handler: @escaping @MainActor @Sendable (PostedNotification) throws -> Void
     ) -> ObservationToken {
-        registerFamily(
-            (any TypedNotification).self, isTap: true, target: .mainQueue, subject: subject, owner: nil,
-            priority: priority, bufferingPolicy: bufferingPolicy, fileID: fileID, line: line,
-            handler: .plain { delivery in
-                let posted = PostedNotification(delivery)
-                try MainActor.assumeIsolated { try handler(posted) }
-            })
+        registerTap(
+            target: .mainQueue, subject: subject, priority: priority, bufferingPolicy: bufferingPolicy, fileID: fileID, line: line,
+            handler: .plain(Adapt.onMainActor(handler)))
     }
 
     /// Taps every notification posted to this hub on an actor, with a handler isolated to it.
@@ -403,13 +391,9 @@ extension NotificationHub {
         line: UInt = #line,
         _ handler: @escaping @Sendable (isolated A, PostedNotification) throws -> Void
     ) -> ObservationToken {
-        registerFamily(
-            (any TypedNotification).self, isTap: true, target: DeliveryTarget(kind: .actor(actor)), subject: subject,
-            owner: nil, priority: priority, bufferingPolicy: bufferingPolicy, fileID: fileID, line: line,
-            handler: .plain { delivery in
-                let posted = PostedNotification(delivery)
-                try actor.assumeIsolated { actor in try handler(actor, posted) }
-            })
+        registerTap(
+            target: DeliveryTarget(kind: .actor(actor)), subject: subject, priority: priority, bufferingPolicy: bufferingPolicy, fileID: fileID, line: line,
+            handler: .plain(Adapt.on(actor, handler)))
     }
 
     /// Taps every notification posted to this hub with an `async` handler, one call at a time, in
@@ -440,16 +424,14 @@ extension NotificationHub {
         line: UInt = #line,
         _ handler: @escaping @Sendable (PostedNotification) async throws -> Void
     ) -> ObservationToken {
-        registerFamily(
-            (any TypedNotification).self, isTap: true, target: target, subject: subject, owner: nil,
-            priority: priority, bufferingPolicy: bufferingPolicy, fileID: fileID, line: line,
-            handler: .async(AsyncCall.nonisolated { delivery in try await handler(PostedNotification(delivery)) }))
+        registerTap(
+            target: target, subject: subject, priority: priority, bufferingPolicy: bufferingPolicy, fileID: fileID, line: line,
+            handler: .async(AsyncCall.nonisolated(handler)))
     }
 
     /// Registers an observer of the family `Family`.
     func registerFamily<Family: Sendable>(
         _ family: Family.Type,
-        isTap: Bool = false,
         target: DeliveryTarget,
         subject: AnyObject?,
         owner: AnyObject?,
@@ -457,16 +439,51 @@ extension NotificationHub {
         bufferingPolicy: NotificationBufferingPolicy,
         fileID: StaticString,
         line: UInt,
-        direct: (@Sendable (Family) throws -> Void)? = nil,
-        handler: Handler<FamilyDelivery<Family>>
+        handler: Handler<Family>
     ) -> ObservationToken {
         if refusesFamily(Family.self, fileID: fileID, line: line) { return .refused() }
+        // A plain posting-thread family observer's stand-ins call its closure with the cast value
+        // (see ``Family/direct``).
+        var direct: (@Sendable (Family) throws -> Void)?
+        if case .plain(let body) = handler, target.isPosting { direct = body }
+        return register(
+            Herald.Family<Family>(direct: direct), target: target, subject: subject, owner: owner, priority: priority,
+            bufferingPolicy: bufferingPolicy, fileID: fileID, line: line, handler: handler.pullback(\.value))
+    }
+
+    /// Registers a tap: an observer of every notification (see
+    /// ``observeAll(from:on:priority:bufferingPolicy:fileID:line:_:)``).
+    func registerTap(
+        target: DeliveryTarget,
+        subject: AnyObject?,
+        priority: Int,
+        bufferingPolicy: NotificationBufferingPolicy,
+        fileID: StaticString,
+        line: UInt,
+        handler: Handler<PostedNotification>
+    ) -> ObservationToken {
+        register(
+            Herald.Family<any TypedNotification>(isTap: true), target: target, subject: subject, owner: nil,
+            priority: priority, bufferingPolicy: bufferingPolicy, fileID: fileID, line: line,
+            handler: handler.pullback(PostedNotification.init))
+    }
+
+    private func register<Family: Sendable>(
+        _ family: Herald.Family<Family>,
+        target: DeliveryTarget,
+        subject: AnyObject?,
+        owner: AnyObject?,
+        priority: Int,
+        bufferingPolicy: NotificationBufferingPolicy,
+        fileID: StaticString,
+        line: UInt,
+        handler: Handler<FamilyDelivery<Family>>
+    ) -> ObservationToken {
         let filters = subject == nil && owner == nil ? nil : Filters(subject: subject, owner: owner)
         let observer = Observer<FamilyDelivery<Family>>(
             core: core, target: target, filters: filters,
             location: SourceLocation(fileID: fileID, line: UInt32(clamping: line)), handler: handler,
-            bufferingPolicy: bufferingPolicy, priority: priority,
-            family: Herald.Family<Family>(isTap: isTap, direct: direct))
+            bufferingPolicy: bufferingPolicy, priority: priority, family: family)
         core.addFamily(observer)
         noteMainActorRegistration(on: target)
         return ObservationToken(registration: observer, cancelsOnDeinit: owner == nil)

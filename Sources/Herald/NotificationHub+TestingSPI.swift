@@ -71,7 +71,7 @@ extension NotificationHub {
         registerFamily(
             family, target: target, subject: subject, owner: nil, priority: 0, bufferingPolicy: bufferingPolicy,
             fileID: fileID, line: line,
-            handler: .contextual { delivery, context in try handler(delivery.value, context) })
+            handler: .contextual(handler))
     }
 
     /// The per-type registry entries that registrations and cancellations on this hub have
@@ -119,9 +119,9 @@ extension NotificationHub {
         line: UInt = #line,
         _ handler: @escaping @Sendable (PostedNotification, DeliveryContext) throws -> Void
     ) -> ObservationToken {
-        registerFamily(
-            (any TypedNotification).self, isTap: true, target: target, subject: subject, owner: nil, priority: 0,
+        registerTap(
+            target: target, subject: subject, priority: 0,
             bufferingPolicy: bufferingPolicy, fileID: fileID, line: line,
-            handler: .contextual { delivery, context in try handler(PostedNotification(delivery), context) })
+            handler: .contextual(handler))
     }
 }

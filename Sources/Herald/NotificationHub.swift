@@ -129,7 +129,7 @@ public final class NotificationHub: Sendable {
         register(
             target: .mainQueue, subject: subject, owner: nil, fileID: fileID, line: line,
             bufferingPolicy: bufferingPolicy, priority: priority, replayLatest: replayLatest,
-            handler: .plain { note in try MainActor.assumeIsolated { try handler(note) } }
+            handler: .plain(Adapt.onMainActor(handler))
         )
     }
 
@@ -174,7 +174,7 @@ public final class NotificationHub: Sendable {
         register(
             target: DeliveryTarget(kind: .actor(actor)), subject: subject, owner: nil, fileID: fileID, line: line,
             bufferingPolicy: bufferingPolicy, priority: priority, replayLatest: replayLatest,
-            handler: .plain { note in try actor.assumeIsolated { actor in try handler(actor, note) } }
+            handler: .plain(Adapt.on(actor, handler))
         )
     }
 
@@ -226,10 +226,7 @@ public final class NotificationHub: Sendable {
         register(
             target: target, subject: subject, owner: owner, fileID: fileID, line: line,
             bufferingPolicy: bufferingPolicy, priority: priority, replayLatest: replayLatest,
-            handler: .plain { [weak owner] note in
-                guard let owner else { return }
-                try handler(owner, note)
-            }
+            handler: .plain(Adapt.owned(by: owner, handler))
         )
     }
 
@@ -270,10 +267,7 @@ public final class NotificationHub: Sendable {
         register(
             target: .mainQueue, subject: subject, owner: owner, fileID: fileID, line: line,
             bufferingPolicy: bufferingPolicy, priority: priority, replayLatest: replayLatest,
-            handler: .plain { [weak owner] note in
-                guard let owner else { return }
-                try MainActor.assumeIsolated { try handler(owner, note) }
-            }
+            handler: .plain(Adapt.owned(by: owner, Adapt.onMainActor(handler)))
         )
     }
 

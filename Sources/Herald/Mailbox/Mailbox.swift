@@ -546,11 +546,8 @@ private struct MailboxStorage: Sendable {
 /// The handler of an observer whose deliveries a drain runs, held by its mailbox (see ``Mailbox``).
 final class DrainedHandler<N: TypedNotification>: Sendable {
     let handler: Handler<N>
-    /// The closure of a `.plain` handler, read once per item by the drain's common path.
-    let plain: (@Sendable (N) throws -> Void)?
 
     init(_ handler: Handler<N>) {
         self.handler = handler
-        if case .plain(let body) = handler { plain = body } else { plain = nil }
     }
 }

@@ -125,9 +125,9 @@ final class Member<N: TypedNotification, Value: Sendable>: AnyObserver, @uncheck
     override func filtersMatch(_ subject: AnyObject?) -> Bool { observer.filtersMatch(subject) }
     override func cancel() { observer.cancel() }
 
-    override func deliver(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) {
-        guard let delivery = delivery(payload, subjectID: subjectID) else { return }
-        withUnsafePointer(to: delivery) { observer.deliver(UnsafeRawPointer($0), subjectID: subjectID) }
+    override func deliver(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) -> ObserverFailure? {
+        guard let delivery = delivery(payload, subjectID: subjectID) else { return nil }
+        return withUnsafePointer(to: delivery) { observer.deliver(UnsafeRawPointer($0), subjectID: subjectID) }
     }
 
     override func deliverIfAccepted(_ payload: UnsafeRawPointer, subject: AnyObject?) -> Bool {
@@ -135,11 +135,13 @@ final class Member<N: TypedNotification, Value: Sendable>: AnyObserver, @uncheck
             return false
         }
         if let direct = link.direct {
+            // The posting-thread loop's form for a plain family observer: the cast value goes straight
+            // to the handler, without a `FamilyDelivery` and the family cast (see ``Family/direct``).
             do { try direct(value) } catch { observer.reportThrown(error) }
         } else {
             let subjectID = subject.map(ObjectIdentifier.init)
             let delivery = FamilyDelivery(value: value, type: N.self, subjectID: subjectID)
-            withUnsafePointer(to: delivery) { observer.deliver(UnsafeRawPointer($0), subjectID: subjectID) }
+            _ = withUnsafePointer(to: delivery) { observer.deliver(UnsafeRawPointer($0), subjectID: subjectID) }
         }
         return flags & Flags.isTap == 0
     }
@@ -153,11 +155,6 @@ final class Member<N: TypedNotification, Value: Sendable>: AnyObserver, @uncheck
     ) -> Bool {
         guard let first = observers.baseAddress else { return false }
         return N._heraldDeliver(UnsafeRawPointer(first), count: observers.count, payload: payload, subject: subject)
-    }
-
-    override func deliverReporting(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) -> ObserverFailure? {
-        guard let delivery = delivery(payload, subjectID: subjectID) else { return nil }
-        return withUnsafePointer(to: delivery) { observer.deliverReporting(UnsafeRawPointer($0), subjectID: subjectID) }
     }
 
     override func enqueue(

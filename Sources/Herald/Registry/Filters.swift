@@ -1,28 +1,3 @@
-/// What a contextual handler learns about the delivery besides the notification.
-///
-/// Exposed as SPI for `HeraldTesting`'s recorder; not public API.
-@_spi(Testing)
-public struct DeliveryContext: Sendable {
-    /// The identity of the post's subject, if it had one.
-    public let subjectID: ObjectIdentifier?
-    /// The target the delivery runs on.
-    public let target: DeliveryTarget
-}
-
-/// The handler of one observer.
-enum Handler<N: TypedNotification>: Sendable {
-    case plain(@Sendable (N) throws -> Void)
-    case contextual(@Sendable (N, DeliveryContext) throws -> Void)
-    /// An `async` handler: one call at a time, each started on a task of its own (see
-    /// ``AsyncCall``).
-    case async(AsyncHandler<N>)
-
-    var isAsync: Bool {
-        if case .async = self { return true }
-        return false
-    }
-}
-
 /// The optional `from:` subject and `owner:` of an observer, both held weakly.
 ///
 /// Both references are written once, in `init`, and only read afterwards; the Swift runtime makes

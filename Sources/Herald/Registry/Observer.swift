@@ -173,9 +173,12 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
 
     // MARK: Type-erased delivery
 
-    /// Calls the handler with the notification at `payload`, on the calling thread; a failure is
-    /// reported to the hub's error handler.
-    func deliver(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) {}
+    /// Calls the handler of a posting-thread observer with the notification at `payload`, on the
+    /// calling thread (see ``Observer/invoke(_:_:subjectID:)``).
+    ///
+    /// - Returns: The failure, if the handler threw; it has been reported to the hub.
+    @discardableResult
+    func deliver(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) -> ObserverFailure? { nil }
 
     /// Calls the handler like ``deliver(_:subjectID:)`` if the observer accepts a post with
     /// `subject`; returns whether it did.
@@ -195,9 +198,6 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
     )
         -> Bool
     { false }
-
-    /// Calls the handler like ``deliver(_:subjectID:)`` and returns the failure, if any.
-    func deliverReporting(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) -> ObserverFailure? { nil }
 
     /// What ``enqueue(_:subjectID:group:hold:)`` did with a notification.
     enum EnqueueOutcome: Equatable {
@@ -412,25 +412,10 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         report(error)
     }
 
-    override func deliver(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) {
-        guard flags & Flags.isContextual == 0 else {
-            return deliverContextual(payload, subjectID: subjectID)
-        }
-        do {
-            try N._heraldCall(handler, with: payload)
-        } catch {
-            report(error)
-        }
-    }
-
-    /// ``deliver(_:subjectID:)`` for a contextual handler; kept out of the plain path.
-    @inline(never)
-    private func deliverContextual(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) {
-        _ = invoke(payload.assumingMemoryBound(to: N.self).pointee, subjectID: subjectID)
-    }
-
-    override func deliverReporting(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) -> ObserverFailure? {
-        invoke(payload.assumingMemoryBound(to: N.self).pointee, subjectID: subjectID)
+    override func deliver(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) -> ObserverFailure? {
+        let handler: Handler<N> =
+            flags & Flags.isContextual == 0 ? .plain(handler) : .contextual(extras.unsafelyUnwrapped.contextual.unsafelyUnwrapped)
+        return invoke(handler, payload.assumingMemoryBound(to: N.self), subjectID: subjectID)
     }
 
     /// Reports a handler's error to the hub and returns it as a failure.
@@ -461,23 +446,24 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
 
     // MARK: Calling the handler
 
-    /// Calls the handler of a posting-thread observer, or `drained`, the handler a drain took;
-    /// reports and returns the failure if it throws.
+    /// Calls a synchronous handler with the notification at `payload`.
+    ///
+    /// Every call of an observer's synchronous handler is made here: by a drain, a waiting post, a
+    /// replay, a family's stand-in, a contextual handler's post. Only the posting-thread loop
+    /// (``deliver(to:count:_:subject:)``) calls a plain posting-thread handler itself.
+    ///
+    /// - Returns: The failure, if the handler threw; it has been reported to the hub.
     @inline(__always)
-    func invoke(_ notification: N, subjectID: ObjectIdentifier?, drained: DrainedHandler<N>? = nil) -> ObserverFailure?
-    {
+    func invoke(_ handler: Handler<N>, _ payload: UnsafePointer<N>, subjectID: ObjectIdentifier?) -> ObserverFailure? {
         do {
-            if let drained {
-                switch drained.handler {
-                case .plain(let body): try body(notification)
-                case .contextual(let body):
-                    try body(notification, DeliveryContext(subjectID: subjectID, target: target))
-                case .async: break  // started by `prepareAsync`, never here
-                }
-            } else if let contextual = extras?.contextual {
-                try contextual(notification, DeliveryContext(subjectID: subjectID, target: target))
-            } else {
-                try handler(notification)
+            switch handler {
+            case .plain(let body):
+                // The handler reads the notification where it lies.
+                try N._heraldCall(body, with: UnsafeRawPointer(payload))
+            case .contextual(let body):
+                try body(payload.pointee, DeliveryContext(subjectID: subjectID, target: target))
+            case .async:
+                preconditionFailure("an async handler is called by invokeAsync")
             }
             return nil
         } catch {
@@ -661,7 +647,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         }
         let call: @Sendable () async -> Void = { [self] in
             await calls.armed()
-            await callAsync(asyncHandler, with: notification, group: group, calls: calls)
+            await invokeAsync(asyncHandler, with: notification, group: group, calls: calls)
         }
         return { [self] in
             calls.launch {
@@ -682,8 +668,9 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     }
 
     /// Calls the async handler, unless the observation ended before the call started (checked on
-    /// the handler's own isolation), then lets the mailbox go on.
-    private func callAsync(
+    /// the handler's own isolation), then lets the mailbox go on. Every call of an observer's
+    /// `async` handler is made here.
+    private func invokeAsync(
         _ asyncHandler: AsyncHandler<N>, with notification: N, group: WaitGroup?, calls: AsyncCallSlot
     ) async {
         do {
@@ -716,29 +703,17 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     private func run(_ item: UnsafeMutableRawPointer, _ handler: DrainedHandler<N>?, _ layout: ItemQueue.Layout) {
         let payload = layout.payload(item, as: N.self)
         let (subjectID, group) = layout.takeHeader(item)
-        if group == nil, let plain = handler?.plain {
-            // The common case: the handler reads the notification where it lies in the batch.
-            if !isCancelled {
-                do { try N._heraldCall(plain, with: payload) } catch { report(error) }
+        var outcome = DeliveryOutcome.skipped
+        if let handler, !isCancelled {
+            let failure: ObserverFailure?
+            if let waiter = group?.waiter {
+                failure = Waiter.chain.withValue(waiter) { invoke(handler.handler, payload, subjectID: subjectID) }
+            } else {
+                failure = invoke(handler.handler, payload, subjectID: subjectID)
             }
-            if !_isPOD(N.self) { payload.deinitialize(count: 1) }
-            return
+            outcome = failure.map(DeliveryOutcome.failed) ?? .delivered
         }
-        let notification = payload.move()
-        guard !isCancelled, let handler else {
-            group?.leave(.skipped)
-            return
-        }
-        guard let group else {
-            _ = invoke(notification, subjectID: subjectID, drained: handler)
-            return
-        }
-        let failure: ObserverFailure?
-        if let waiter = group.waiter {
-            failure = Waiter.chain.withValue(waiter) { invoke(notification, subjectID: subjectID, drained: handler) }
-        } else {
-            failure = invoke(notification, subjectID: subjectID, drained: handler)
-        }
-        group.leave(failure.map(DeliveryOutcome.failed) ?? .delivered)
+        if !_isPOD(N.self) { payload.deinitialize(count: 1) }
+        group?.leave(outcome)
     }
 }

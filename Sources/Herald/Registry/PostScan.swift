@@ -99,16 +99,12 @@ extension HubCore {
             for observer in posting {
                 observer._withUnsafeGuaranteedRef { observer in
                     guard observer.accepts(subject), observer.admits(payload) else { return }
-                    if observer.flags & AnyObserver.Flags.isTap != 0 {
-                        // A tap sees the post, but the post neither waits for nor reports it.
-                        observer.deliver(payload, subjectID: subjectID)
-                        return
-                    }
+                    let failure = observer.deliver(payload, subjectID: subjectID)
+                    // A tap sees the post, but the post neither waits for nor reports it.
+                    guard observer.flags & AnyObserver.Flags.isTap == 0 else { return }
                     reached = true
                     wait.pointee.report.deliveredCount += 1
-                    if let failure = observer.deliverReporting(payload, subjectID: subjectID) {
-                        wait.pointee.report.failures.append(failure)
-                    }
+                    if let failure { wait.pointee.report.failures.append(failure) }
                 }
             }
             return reached
