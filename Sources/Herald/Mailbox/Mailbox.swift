@@ -10,35 +10,18 @@ import Synchronization
 /// Items are copied in on append and moved out, in batches, by the drain; their layout is
 /// ``ItemQueue/Layout``'s.
 ///
-/// It also carries the rarely used parts of an observer: its target, its filters and a contextual
-/// handler. Posting-thread observers without filters or a contextual handler have no mailbox.
-///
 /// The handler of an observer whose deliveries a drain runs (on an asynchronous target, or any
 /// `async` handler) lives here, under the mailbox's lock, as a ``DrainedHandler``: each drain takes
 /// it when it starts, and ``close()`` takes it out, so that cancelling releases the handler and
 /// what it captures at once, even while a drain job still waits on the target. A drain running at
 /// that moment keeps its own reference until it ends.
 final class Mailbox<N: TypedNotification>: Sendable {
-    let target: DeliveryTarget
-    let filters: Filters?
-    /// The contextual handler of a posting-thread observer (a drained one's is in its
-    /// ``DrainedHandler``).
-    let contextual: (@Sendable (N, DeliveryContext) throws -> Void)?
-    /// The buffer of the ``NotificationSequence`` a stream observer feeds; the rest of the mailbox is
-    /// unused then.
-    let stream: NotificationSequence<N>.Storage?
     /// The task of the `async` call running now, for an observer with an `async` handler.
     let asyncCalls: AsyncCallSlot?
     /// The layout of one queued item of type `N`.
     let layout = ItemQueue.Layout(of: N.self)
     /// The mailbox policy and its counts; `nil` for an unbounded mailbox.
     let policy: MailboxPolicy?
-    /// The observer's priority: among the observers of a post, higher ones come first.
-    let priority: Int
-    /// The family the observer receives, for an observer of a protocol, a class hierarchy or
-    /// every notification (see ``Family``).
-    let family: AnyFamily?
-
     /// The state machine, the items, the drained handler and the helpers, behind the one lock of
     /// the mailbox. Nothing outside this file takes it.
     private let locked: Lock<MailboxStorage>
@@ -48,24 +31,15 @@ final class Mailbox<N: TypedNotification>: Sendable {
     /// The number of waiters in `locked.helpers`, read without the lock by ``helpers``.
     private let helperCount = Atomic<Int>(0)
 
-    init(
-        target: DeliveryTarget, filters: Filters?, contextual: (@Sendable (N, DeliveryContext) throws -> Void)?,
-        stream: NotificationSequence<N>.Storage? = nil, drained handler: Handler<N>? = nil,
-        policy: MailboxPolicy? = nil, priority: Int = 0, family: AnyFamily? = nil
-    ) {
-        let isAsync = handler?.isAsync == true
+    /// A mailbox whose drains run `handler`, on `target`.
+    init(target: DeliveryTarget, handler: Handler<N>, policy: MailboxPolicy?) {
+        let isAsync = handler.isAsync
         self.policy = policy
-        self.priority = priority
-        self.family = family
-        self.stream = stream
         self.asyncCalls = isAsync ? AsyncCallSlot() : nil
-        self.target = target
-        self.filters = filters
-        self.contextual = contextual
-        let lingers = !isAsync && stream == nil && target.drainMayLinger
+        let lingers = !isAsync && target.drainMayLinger
         gauge = lingers ? BurstGauge() : nil
         let machine = MailboxStateMachine(batchLimit: isAsync ? 1 : .max, lingers: lingers, rule: policy?.rule)
-        locked = Lock(MailboxStorage(machine: machine, handler: handler.map { DrainedHandler($0) }))
+        locked = Lock(MailboxStorage(machine: machine, handler: DrainedHandler(handler)))
     }
 
     // MARK: Appending
@@ -538,8 +512,7 @@ private struct MailboxStorage: Sendable {
     var items = ItemQueue()
     /// Blocked waiters offered each drain (see ``Mailbox/addHelper(_:)``).
     var helpers: [Waiter] = []
-    /// The ``DrainedHandler`` of the mailbox's observer until the mailbox closes; `nil` for a mailbox whose
-    /// handler runs on the posting thread, or that feeds a stream.
+    /// The ``DrainedHandler`` of the mailbox's observer until the mailbox closes.
     var handler: (any AnyObject & Sendable)?
 }
 

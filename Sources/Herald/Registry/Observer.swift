@@ -246,20 +246,18 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
     var pendingDelivery: PendingDelivery? { nil }
 }
 
-/// One registration: a handler and, for asynchronous targets, filters or a contextual handler,
-/// a ``Mailbox``; or the feed of a ``NotificationSequence``.
+/// One registration: a handler, and an ``Extras`` record of what else it has (target,
+/// filters, priority, family, and the ``Mailbox`` of an observer whose deliveries a drain runs, or
+/// the buffer of the ``NotificationSequence`` it feeds).
 @usableFromInline
 final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  // Immutable; see AnyObserver.
-    /// The handler of a synchronous posting-thread observer; unused when `extras` holds a
-    /// contextual one, for a stream, and for an observer whose deliveries a drain runs, whose mailbox
-    /// holds its handler (see ``DrainedHandler``) so that cancelling releases it at once.
+    /// The handler of a plain synchronous posting-thread observer, which the posting-thread loop
+    /// calls. Unused otherwise: a contextual posting-thread handler is in ``Extras``, and
+    /// the handler of an observer whose deliveries a drain runs is in its mailbox (see
+    /// ``DrainedHandler``), so that cancelling releases it at once.
     @usableFromInline let handler: @Sendable (N) throws -> Void
-    /// Target, filters, contextual handler and mailbox; `nil` for a plain posting-thread observer.
-    private let extras: Mailbox<N>?
-    /// The buffer of the ``NotificationSequence`` this observer feeds, if it feeds one.
-    var stream: NotificationSequence<N>.Storage? {
-        flags & Flags.isStream == 0 ? nil : extras?.stream
-    }
+    /// Everything else; `nil` for a plain posting-thread observer without filters, priority or family.
+    private let extras: Extras?
 
     init(
         core: HubCore, target: DeliveryTarget, filters: Filters?, location: SourceLocation, handler: Handler<N>,
@@ -268,34 +266,32 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         var flags: UInt8 = 0
         if filters != nil { flags |= Flags.hasFilters }
         if filters?.hasOwner == true { flags |= Flags.hasOwner }
-        // A synchronous handler on the posting thread has no mailbox, so no policy.
-        let policy = target.isPosting && !handler.isAsync ? nil : MailboxPolicy(bufferingPolicy)
-        if policy != nil { flags |= Flags.hasPolicy }
+        var plain: @Sendable (N) throws -> Void = { _ in }
+        var contextual: (@Sendable (N, DeliveryContext) throws -> Void)?
+        var mailbox: Mailbox<N>?
         switch handler {
         case .plain(let body) where target.isPosting:
             flags |= Flags.isPosting
-            self.handler = body
-            self.extras =
-                filters == nil && priority == 0 && family == nil
-                ? nil
-                : Mailbox(
-                    target: target, filters: filters, contextual: nil, policy: policy, priority: priority,
-                    family: family)
+            plain = body
         case .contextual(let body) where target.isPosting:
             flags |= Flags.isPosting | Flags.isContextual
-            self.handler = { _ in }
-            self.extras = Mailbox(
-                target: target, filters: filters, contextual: body, policy: policy, priority: priority, family: family)
+            contextual = body
         case .plain, .contextual, .async:
             // A drain runs the deliveries (even on the posting thread, an async handler has a
             // mailbox: it orders the calls), and the mailbox holds the handler.
             if handler.isAsync { flags |= Flags.isAsync }
             if case .contextual = handler { flags |= Flags.isContextual }
-            self.handler = { _ in }
-            self.extras = Mailbox(
-                target: target, filters: filters, contextual: nil, drained: handler, policy: policy,
-                priority: priority, family: family)
+            let policy = MailboxPolicy(bufferingPolicy)
+            if policy != nil { flags |= Flags.hasPolicy }
+            mailbox = Mailbox(target: target, handler: handler, policy: policy)
         }
+        self.handler = plain
+        self.extras =
+            flags == Flags.isPosting && priority == 0 && family == nil
+            ? nil
+            : Extras(
+                target: target, filters: filters, priority: priority, family: family, contextual: contextual,
+                mailbox: mailbox)
         super.init(core: core, location: location, flags: flags)
     }
 
@@ -307,7 +303,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         var flags = Flags.isStream
         if filters != nil { flags |= Flags.hasFilters }
         self.handler = { _ in }
-        self.extras = Mailbox(target: .posting, filters: filters, contextual: nil, stream: stream, family: family)
+        self.extras = Extras(target: .posting, filters: filters, family: family, stream: stream)
         super.init(core: core, location: location, flags: flags)
     }
 
@@ -322,8 +318,10 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     }
     /// The `from:` subject and `owner:`, if any.
     var filters: Filters? { extras?.filters }
-    /// The mailbox, for an observer on an asynchronous target.
-    var mailbox: Mailbox<N>? { flags & (Flags.isPosting | Flags.isStream) != 0 ? nil : extras }
+    /// The mailbox of an observer whose deliveries a drain runs.
+    var mailbox: Mailbox<N>? { extras?.mailbox }
+    /// The buffer of the ``NotificationSequence`` this observer feeds, if it feeds one.
+    var stream: NotificationSequence<N>.Storage? { flags & Flags.isStream == 0 ? nil : extras?.stream }
 
     override var filtersAreDead: Bool { extras?.filters?.isDead ?? false }
 
@@ -486,7 +484,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         guard flags & Flags.isPosting == 0 else { return .refused }
         // Optional chaining borrows the mailbox: a `guard let` would retain and release it on every
         // post, a write to a reference count that the drain on another thread shares.
-        switch extras?.append(notification, subjectID: subjectID, group: group, hold: hold) {
+        switch extras?.mailbox?.append(notification, subjectID: subjectID, group: group, hold: hold) {
         case nil, .reject:
             return .refused
         case .store:
@@ -506,7 +504,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         if let stream {
             return stream.push(notification.pointee, hold: hold) ? .queued : .refused
         }
-        guard let mailbox = extras, mailbox.policy != nil else { return .refused }
+        guard let mailbox, mailbox.policy != nil else { return .refused }
         let (action, displacement) = mailbox.appendUnderPolicy(notification, subject: subject, group: group, hold: hold)
         switch action {
         case .reject:
@@ -520,15 +518,15 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     }
 
     override var bufferingPolicy: NotificationBufferingPolicy {
-        flags & Flags.hasPolicy == 0 ? .unbounded : extras?.policy?.policy ?? .unbounded
+        flags & Flags.hasPolicy == 0 ? .unbounded : mailbox?.policy?.policy ?? .unbounded
     }
 
     override var discardedCounts: (replaced: Int, dropped: Int) {
-        extras?.discardedCounts ?? (0, 0)
+        mailbox?.discardedCounts ?? (0, 0)
     }
 
     override var rememberedSubjectCount: Int {
-        extras?.policy?.subjects.count ?? 0
+        mailbox?.policy?.subjects.count ?? 0
     }
 
     override func release(hold: UInt) {
@@ -641,7 +639,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         let payload = layout.payload(item, as: N.self)
         let (_, group) = layout.takeHeader(item)
         let notification = payload.move()
-        guard !isCancelled, case .async(let asyncHandler)? = handler?.handler, let calls = extras?.asyncCalls else {
+        guard !isCancelled, case .async(let asyncHandler)? = handler?.handler, let calls = mailbox?.asyncCalls else {
             group?.leave(.skipped)
             return nil
         }
@@ -715,5 +713,39 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         }
         if !_isPOD(N.self) { payload.deinitialize(count: 1) }
         group?.leave(outcome)
+    }
+
+    /// What a registration has besides a plain posting-thread observer's handler: the observer's
+    /// record of its target, filters, priority and family, and where its deliveries go when they do not
+    /// go to that handler.
+    final class Extras: Sendable {
+        let target: DeliveryTarget
+        let filters: Filters?
+        /// Among the observers of a post, higher priorities come first.
+        let priority: Int
+        /// The family the observer receives, for an observer of a protocol, a class hierarchy or
+        /// every notification (see ``Family``).
+        let family: AnyFamily?
+        /// The handler of a contextual posting-thread observer.
+        let contextual: (@Sendable (N, DeliveryContext) throws -> Void)?
+        /// The mailbox of an observer whose deliveries a drain runs (on an asynchronous target, or an
+        /// `async` handler).
+        let mailbox: Mailbox<N>?
+        /// The buffer of the ``NotificationSequence`` a stream observer feeds.
+        let stream: NotificationSequence<N>.Storage?
+
+        init(
+            target: DeliveryTarget, filters: Filters?, priority: Int = 0, family: AnyFamily?,
+            contextual: (@Sendable (N, DeliveryContext) throws -> Void)? = nil, mailbox: Mailbox<N>? = nil,
+            stream: NotificationSequence<N>.Storage? = nil
+        ) {
+            self.target = target
+            self.filters = filters
+            self.priority = priority
+            self.family = family
+            self.contextual = contextual
+            self.mailbox = mailbox
+            self.stream = stream
+        }
     }
 }
