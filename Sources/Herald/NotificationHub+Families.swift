@@ -448,7 +448,7 @@ extension NotificationHub {
         if case .plain(let body) = handler, target.isPosting { direct = body }
         return register(
             Herald.Family<Family>(direct: direct), target: target, subject: subject, owner: owner, priority: priority,
-            bufferingPolicy: bufferingPolicy, fileID: fileID, line: line, handler: handler.pullback(\.value))
+            bufferingPolicy: bufferingPolicy, fileID: fileID, line: line, handler: handler.pullback { $0.value })
     }
 
     /// Registers a tap: an observer of every notification (see
