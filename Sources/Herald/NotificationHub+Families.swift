@@ -447,8 +447,9 @@ extension NotificationHub {
         var direct: (@Sendable (Family) throws -> Void)?
         if case .plain(let body) = handler, target.isPosting { direct = body }
         return register(
-            Herald.Family<Family>(direct: direct), target: target, subject: subject, owner: owner, priority: priority,
-            bufferingPolicy: bufferingPolicy, fileID: fileID, line: line, handler: handler.pullback { $0.value })
+            target: target, subject: subject, owner: owner, fileID: fileID, line: line,
+            bufferingPolicy: bufferingPolicy, priority: priority, family: Herald.Family<Family>(direct: direct),
+            handler: handler.pullback { (delivery: FamilyDelivery<Family>) in delivery.value })
     }
 
     /// Registers a tap: an observer of every notification (see
@@ -463,30 +464,9 @@ extension NotificationHub {
         handler: Handler<PostedNotification>
     ) -> ObservationToken {
         register(
-            Herald.Family<any TypedNotification>(isTap: true), target: target, subject: subject, owner: nil,
-            priority: priority, bufferingPolicy: bufferingPolicy, fileID: fileID, line: line,
+            target: target, subject: subject, owner: nil, fileID: fileID, line: line,
+            bufferingPolicy: bufferingPolicy, priority: priority, family: Herald.Family<any TypedNotification>(isTap: true),
             handler: handler.pullback(PostedNotification.init))
-    }
-
-    private func register<Family: Sendable>(
-        _ family: Herald.Family<Family>,
-        target: DeliveryTarget,
-        subject: AnyObject?,
-        owner: AnyObject?,
-        priority: Int,
-        bufferingPolicy: NotificationBufferingPolicy,
-        fileID: StaticString,
-        line: UInt,
-        handler: Handler<FamilyDelivery<Family>>
-    ) -> ObservationToken {
-        let filters = subject == nil && owner == nil ? nil : Filters(subject: subject, owner: owner)
-        let observer = Observer<FamilyDelivery<Family>>(
-            core: core, target: target, filters: filters,
-            location: SourceLocation(fileID: fileID, line: UInt32(clamping: line)), handler: handler,
-            bufferingPolicy: bufferingPolicy, priority: priority, family: family)
-        core.addFamily(observer)
-        noteMainActorRegistration(on: target)
-        return ObservationToken(registration: observer, cancelsOnDeinit: owner == nil)
     }
 }
 

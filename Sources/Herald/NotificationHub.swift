@@ -271,6 +271,8 @@ public final class NotificationHub: Sendable {
         )
     }
 
+    /// Registers an observer of `N`, or of `family` when it is given (`N` is then a
+    /// ``FamilyDelivery``), with its handler.
     func register<N: TypedNotification>(
         target: DeliveryTarget,
         subject: AnyObject?,
@@ -280,6 +282,7 @@ public final class NotificationHub: Sendable {
         bufferingPolicy: NotificationBufferingPolicy = .unbounded,
         priority: Int = 0,
         replayLatest: Bool = false,
+        family: AnyFamily? = nil,
         handler: Handler<N>
     ) -> ObservationToken {
         let filters = subject == nil && owner == nil ? nil : Filters(subject: subject, owner: owner)
@@ -289,9 +292,11 @@ public final class NotificationHub: Sendable {
         let observer = observerClass.init(
             core: core, target: target, filters: filters,
             location: SourceLocation(fileID: fileID, line: UInt32(clamping: line)), handler: handler,
-            bufferingPolicy: bufferingPolicy, priority: priority
+            bufferingPolicy: bufferingPolicy, priority: priority, family: family
         )
-        if replayLatest {
+        if family != nil {
+            core.addFamily(observer)
+        } else if replayLatest {
             core.addReplaying(observer)
         } else {
             core.add(observer)

@@ -481,7 +481,6 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
             return enqueueRarely(notification, subject: subject, group: group, hold: hold)
         }
         let subjectID = subject.map(ObjectIdentifier.init)
-        guard flags & Flags.isPosting == 0 else { return .refused }
         // Optional chaining borrows the mailbox: a `guard let` would retain and release it on every
         // post, a write to a reference count that the drain on another thread shares.
         switch extras?.mailbox?.append(notification, subjectID: subjectID, group: group, hold: hold) {
