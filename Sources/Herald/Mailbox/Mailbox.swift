@@ -16,6 +16,8 @@ import Synchronization
 /// what it captures at once, even while a drain job still waits on the target. A drain running at
 /// that moment keeps its own reference until it ends.
 final class Mailbox<N: TypedNotification>: Sendable {
+    /// Where the drains run.
+    let target: DeliveryTarget
     /// The task of the `async` call running now, for an observer with an `async` handler.
     let asyncCalls: AsyncCallSlot?
     /// The layout of one queued item of type `N`.
@@ -34,6 +36,7 @@ final class Mailbox<N: TypedNotification>: Sendable {
     /// A mailbox whose drains run `handler`, on `target`.
     init(target: DeliveryTarget, handler: Handler<N>, policy: MailboxPolicy?) {
         let isAsync = handler.isAsync
+        self.target = target
         self.policy = policy
         self.asyncCalls = isAsync ? AsyncCallSlot() : nil
         let lingers = !isAsync && target.drainMayLinger

@@ -31,6 +31,7 @@ enum Handler<Value: Sendable>: Sendable {
 
     /// The family cast and the tap: this handler, as the handler of values that `view` turns into
     /// this handler's values (a family observer's ``FamilyDelivery``, for example).
+    @inline(__always)  // specialised where it is built: the view is then known to the closure
     func pullback<Source: Sendable>(_ view: @escaping @Sendable (Source) -> Value) -> Handler<Source> {
         switch self {
         case .plain(let body): .plain { try body(view($0)) }

@@ -246,9 +246,9 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
     var pendingDelivery: PendingDelivery? { nil }
 }
 
-/// One registration: a handler, and an ``Extras`` record of what else it has (target,
-/// filters, priority, family, and the ``Mailbox`` of an observer whose deliveries a drain runs, or
-/// the buffer of the ``NotificationSequence`` it feeds).
+/// One registration: a handler, and an ``Extras`` record of what else it has (filters, priority,
+/// family, and the ``Mailbox`` of an observer whose deliveries a drain runs, which knows the target,
+/// or the buffer of the ``NotificationSequence`` it feeds).
 @usableFromInline
 final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  // Immutable; see AnyObserver.
     /// The handler of a plain synchronous posting-thread observer, which the posting-thread loop
@@ -290,7 +290,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
             flags == Flags.isPosting && priority == 0 && family == nil
             ? nil
             : Extras(
-                target: target, filters: filters, priority: priority, family: family, contextual: contextual,
+                filters: filters, priority: priority, family: family, contextual: contextual,
                 mailbox: mailbox)
         super.init(core: core, location: location, flags: flags)
     }
@@ -303,12 +303,12 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         var flags = Flags.isStream
         if filters != nil { flags |= Flags.hasFilters }
         self.handler = { _ in }
-        self.extras = Extras(target: .posting, filters: filters, family: family, stream: stream)
+        self.extras = Extras(filters: filters, family: family, stream: stream)
         super.init(core: core, location: location, flags: flags)
     }
 
     /// Where the handler runs.
-    override var target: DeliveryTarget { extras?.target ?? .posting }
+    override var target: DeliveryTarget { mailbox?.target ?? .posting }
 
     override func makeBucket() -> AnyBucket { Bucket<N>() }
     override var priority: Int { extras?.priority ?? 0 }
@@ -714,11 +714,9 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         group?.leave(outcome)
     }
 
-    /// What a registration has besides a plain posting-thread observer's handler: the observer's
-    /// record of its target, filters, priority and family, and where its deliveries go when they do not
-    /// go to that handler.
+    /// What a registration has besides a plain posting-thread observer's handler: its filters,
+    /// priority and family, and where its deliveries go when they do not go to that handler.
     final class Extras: Sendable {
-        let target: DeliveryTarget
         let filters: Filters?
         /// Among the observers of a post, higher priorities come first.
         let priority: Int
@@ -734,11 +732,10 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         let stream: NotificationSequence<N>.Storage?
 
         init(
-            target: DeliveryTarget, filters: Filters?, priority: Int = 0, family: AnyFamily?,
+            filters: Filters?, priority: Int = 0, family: AnyFamily?,
             contextual: (@Sendable (N, DeliveryContext) throws -> Void)? = nil, mailbox: Mailbox<N>? = nil,
             stream: NotificationSequence<N>.Storage? = nil
         ) {
-            self.target = target
             self.filters = filters
             self.priority = priority
             self.family = family
