@@ -411,9 +411,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     }
 
     override func deliver(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) -> ObserverFailure? {
-        let handler: Handler<N> =
-            flags & Flags.isContextual == 0 ? .plain(handler) : .contextual(extras.unsafelyUnwrapped.contextual.unsafelyUnwrapped)
-        return invoke(handler, payload.assumingMemoryBound(to: N.self), subjectID: subjectID)
+        invoke(nil, payload.assumingMemoryBound(to: N.self), subjectID: subjectID)
     }
 
     /// Reports a handler's error to the hub and returns it as a failure.
@@ -444,7 +442,8 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
 
     // MARK: Calling the handler
 
-    /// Calls a synchronous handler with the notification at `payload`.
+    /// Calls a synchronous handler with the notification at `payload`: `drained`, the handler a
+    /// drain took from the mailbox, or when it is `nil` the posting-thread observer's own.
     ///
     /// Every call of an observer's synchronous handler is made here: by a drain, a waiting post, a
     /// replay, a family's stand-in, a contextual handler's post. Only the posting-thread loop
@@ -452,15 +451,20 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     ///
     /// - Returns: The failure, if the handler threw; it has been reported to the hub.
     @inline(__always)
-    func invoke(_ handler: Handler<N>, _ payload: UnsafePointer<N>, subjectID: ObjectIdentifier?) -> ObserverFailure? {
+    func invoke(_ drained: Handler<N>?, _ payload: UnsafePointer<N>, subjectID: ObjectIdentifier?) -> ObserverFailure? {
         do {
-            switch handler {
-            case .plain(let body):
-                // The handler reads the notification where it lies.
+            // The handler reads the notification where it lies: `_heraldCall` is made for `N`.
+            switch drained {
+            case nil where flags & Flags.isContextual == 0:
+                try N._heraldCall(handler, with: UnsafeRawPointer(payload))
+            case .plain(let body)?:
                 try N._heraldCall(body, with: UnsafeRawPointer(payload))
-            case .contextual(let body):
+            case nil:
+                let body = extras.unsafelyUnwrapped.contextual.unsafelyUnwrapped
                 try body(payload.pointee, DeliveryContext(subjectID: subjectID, target: target))
-            case .async:
+            case .contextual(let body)?:
+                try body(payload.pointee, DeliveryContext(subjectID: subjectID, target: target))
+            case .async?:
                 preconditionFailure("an async handler is called by invokeAsync")
             }
             return nil
