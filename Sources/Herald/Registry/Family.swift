@@ -25,7 +25,7 @@ protocol FamilyDeliveryProtocol {
 /// The type-independent side of a family: which posted types belong to it, and the adapters that
 /// bring their posts to a family observer.
 ///
-/// Every family observer's mailbox holds one (see ``Mailbox/family``). The registry asks it, once per
+/// Every family observer has one (see ``Observer/Extras/family``). The registry asks it, once per
 /// concrete notification type, whether that type belongs to the family, and caches the answer in
 /// the type's bucket (see ``AnyBucket/members``).
 class AnyFamily: @unchecked Sendable {  // Immutable.

@@ -604,30 +604,23 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     /// to the target behind whatever it queued meanwhile.
     private func runJob(continued: Bool) {
         guard let mailbox else { return }
-        if isAsync {
-            let again = mailbox.runAsyncJob(on: currentThreadID()) { item, handler in
-                prepareAsync(item, handler, mailbox.layout)
-            }
-            if again { scheduleDrain(continued: true) } else { core.idleWatch.noteProgress() }
-            return
-        }
         let layout = mailbox.layout
-        let again = mailbox.runJob(on: currentThreadID(), continued: continued) { item, handler in
-            run(item, handler, layout)
-        }
+        let again =
+            isAsync
+            ? mailbox.runAsyncJob(on: currentThreadID()) { item, handler in prepareAsync(item, handler, layout) }
+            : mailbox.runJob(on: currentThreadID(), continued: continued) { item, handler in run(item, handler, layout) }
         if again { scheduleDrain(continued: true) } else { core.idleWatch.noteProgress() }
     }
 
     override func drainInline() {
         guard let mailbox else { return }
-        if isAsync {
-            mailbox.runAsyncInline(on: currentThreadID()) { item, handler in prepareAsync(item, handler, mailbox.layout)
-            }
-            return
-        }
         let layout = mailbox.layout
-        mailbox.runInline(on: currentThreadID()) { item, handler in run(item, handler, layout) }
-        core.idleWatch.noteProgress()
+        if isAsync {
+            mailbox.runAsyncInline(on: currentThreadID()) { item, handler in prepareAsync(item, handler, layout) }
+        } else {
+            mailbox.runInline(on: currentThreadID()) { item, handler in run(item, handler, layout) }
+            core.idleWatch.noteProgress()
+        }
     }
 
     // MARK: Async handlers

@@ -121,13 +121,10 @@ extension HubCore {
     ) -> Bool {
         unmanaged._withUnsafeGuaranteedRef { observer in
             guard observer.accepts(subject) else { return false }
-            if observer.flags & AnyObserver.Flags.isTap != 0 {
+            let isTap = observer.flags & AnyObserver.Flags.isTap != 0
+            guard let wait, !isTap else {
                 // A tap sees the post, but the post is not observed for it, nor waits for it.
-                _ = observer.enqueue(payload, subject: subject, group: nil, hold: hold)
-                return false
-            }
-            guard let wait else {
-                return observer.enqueue(payload, subject: subject, group: nil, hold: hold) != .refused
+                return observer.enqueue(payload, subject: subject, group: nil, hold: hold) != .refused && !isTap
             }
             if observer.isStream {
                 // A stream has its notification once it is buffered; nobody waits for the consumer.
