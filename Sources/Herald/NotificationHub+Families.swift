@@ -148,8 +148,7 @@ extension NotificationHub {
     ) -> ObservationToken {
         registerFamily(
             Family.self, target: DeliveryTarget(kind: .actor(actor)), subject: subject, owner: nil, priority: priority,
-            bufferingPolicy: bufferingPolicy, fileID: fileID, line: line,
-            handler: .plain(Adapt.on(actor, handler)))
+            bufferingPolicy: bufferingPolicy, fileID: fileID, line: line, handler: .plain(Adapt.on(actor, handler)))
     }
 
     /// Observes every notification of a family (a protocol or a class) for as long as `owner`
@@ -334,8 +333,8 @@ extension NotificationHub {
         _ handler: @escaping @Sendable (PostedNotification) throws -> Void
     ) -> ObservationToken {
         registerTap(
-            target: target, subject: subject, priority: priority, bufferingPolicy: bufferingPolicy, fileID: fileID, line: line,
-            handler: .plain(handler))
+            target: target, subject: subject, priority: priority, bufferingPolicy: bufferingPolicy, fileID: fileID,
+            line: line, handler: .plain(handler))
     }
 
     /// Taps every notification posted to this hub on the main actor, with a `@MainActor` handler.
@@ -363,8 +362,8 @@ extension NotificationHub {
         _ handler: @escaping @MainActor @Sendable (PostedNotification) throws -> Void
     ) -> ObservationToken {
         registerTap(
-            target: .mainQueue, subject: subject, priority: priority, bufferingPolicy: bufferingPolicy, fileID: fileID, line: line,
-            handler: .plain(Adapt.onMainActor(handler)))
+            target: .mainQueue, subject: subject, priority: priority, bufferingPolicy: bufferingPolicy, fileID: fileID,
+            line: line, handler: .plain(Adapt.onMainActor(handler)))
     }
 
     /// Taps every notification posted to this hub on an actor, with a handler isolated to it.
@@ -392,8 +391,8 @@ extension NotificationHub {
         _ handler: @escaping @Sendable (isolated A, PostedNotification) throws -> Void
     ) -> ObservationToken {
         registerTap(
-            target: DeliveryTarget(kind: .actor(actor)), subject: subject, priority: priority, bufferingPolicy: bufferingPolicy, fileID: fileID, line: line,
-            handler: .plain(Adapt.on(actor, handler)))
+            target: DeliveryTarget(kind: .actor(actor)), subject: subject, priority: priority,
+            bufferingPolicy: bufferingPolicy, fileID: fileID, line: line, handler: .plain(Adapt.on(actor, handler)))
     }
 
     /// Taps every notification posted to this hub with an `async` handler, one call at a time, in
@@ -425,8 +424,8 @@ extension NotificationHub {
         _ handler: @escaping @Sendable (PostedNotification) async throws -> Void
     ) -> ObservationToken {
         registerTap(
-            target: target, subject: subject, priority: priority, bufferingPolicy: bufferingPolicy, fileID: fileID, line: line,
-            handler: .async(AsyncCall.nonisolated(handler)))
+            target: target, subject: subject, priority: priority, bufferingPolicy: bufferingPolicy, fileID: fileID,
+            line: line, handler: .async(AsyncCall.nonisolated(handler)))
     }
 
     /// Registers an observer of the family `Family`.
@@ -465,7 +464,8 @@ extension NotificationHub {
     ) -> ObservationToken {
         register(
             target: target, subject: subject, owner: nil, fileID: fileID, line: line,
-            bufferingPolicy: bufferingPolicy, priority: priority, family: Herald.Family<any TypedNotification>(isTap: true),
+            bufferingPolicy: bufferingPolicy, priority: priority,
+            family: Herald.Family<any TypedNotification>(isTap: true),
             handler: handler.pullback(PostedNotification.init))
     }
 }

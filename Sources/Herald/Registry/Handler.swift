@@ -36,7 +36,8 @@ enum Handler<Value: Sendable>: Sendable {
         switch self {
         case .plain(let body): .plain { try body(view($0)) }
         case .contextual(let body): .contextual { try body(view($0), $1) }
-        case .async(let handler): .async(AsyncHandler(body: { try await handler.body(view($0), $1) }, runsOnTarget: handler.runsOnTarget))
+        case .async(let handler):
+            .async(AsyncHandler(body: { try await handler.body(view($0), $1) }, runsOnTarget: handler.runsOnTarget))
         }
     }
 }

@@ -155,7 +155,9 @@ extension HubCore {
             // No one else holds the observer yet, so only `isCancelledFlag` may be read here:
             // `isCancelled` could end a registration that is not in the registry.
             for replay in replays where !observer.isCancelledFlag {
-                _ = withUnsafePointer(to: replay.value) { observer.deliver(UnsafeRawPointer($0), subjectID: replay.subjectID) }
+                _ = withUnsafePointer(to: replay.value) {
+                    observer.deliver(UnsafeRawPointer($0), subjectID: replay.subjectID)
+                }
             }
             if change != nil { return }
             seen = latest

@@ -608,7 +608,8 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         let again =
             isAsync
             ? mailbox.runAsyncJob(on: currentThreadID()) { item, handler in prepareAsync(item, handler, layout) }
-            : mailbox.runJob(on: currentThreadID(), continued: continued) { item, handler in run(item, handler, layout) }
+            : mailbox.runJob(on: currentThreadID(), continued: continued) { item, handler in run(item, handler, layout)
+            }
         if again { scheduleDrain(continued: true) } else { core.idleWatch.noteProgress() }
     }
 
