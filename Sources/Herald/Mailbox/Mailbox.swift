@@ -11,7 +11,7 @@ import Synchronization
 /// ``ItemQueue/Layout``'s.
 ///
 /// The handler of an observer whose deliveries a drain runs (on an asynchronous target, or any
-/// `async` handler) lives here, under the mailbox's lock, as a ``DrainedHandler``: each drain takes
+/// `async` handler) lives here, under the mailbox's lock, as a ``HandlerBox``: each drain takes
 /// it when it starts, and ``close()`` takes it out, so that cancelling releases the handler and
 /// what it captures at once, even while a drain job still waits on the target. A drain running at
 /// that moment keeps its own reference until it ends.
@@ -42,7 +42,7 @@ final class Mailbox<N: TypedNotification>: Sendable {
         let lingers = !isAsync && target.drainMayLinger
         gauge = lingers ? BurstGauge() : nil
         let machine = MailboxStateMachine(batchLimit: isAsync ? 1 : .max, lingers: lingers, rule: policy?.rule)
-        locked = Lock(MailboxStorage(machine: machine, handler: DrainedHandler(handler)))
+        locked = Lock(MailboxStorage(machine: machine, handler: HandlerBox(handler)))
     }
 
     // MARK: Appending
@@ -249,7 +249,7 @@ final class Mailbox<N: TypedNotification>: Sendable {
     ///
     /// - Returns: Whether the job must be handed to the target again.
     func runJob(
-        on thread: UInt, continued: Bool, _ run: (UnsafeMutableRawPointer, DrainedHandler<N>?) -> Void
+        on thread: UInt, continued: Bool, _ run: (UnsafeMutableRawPointer, HandlerBox<N>?) -> Void
     ) -> Bool {
         var posterPaused = false
         if continued, let gauge {
@@ -276,7 +276,7 @@ final class Mailbox<N: TypedNotification>: Sendable {
 
     /// Drains every ready item on the calling thread, which is on the target, unless another
     /// drain runs. Never sliced.
-    func runInline(on thread: UInt, _ run: (UnsafeMutableRawPointer, DrainedHandler<N>?) -> Void) {
+    func runInline(on thread: UInt, _ run: (UnsafeMutableRawPointer, HandlerBox<N>?) -> Void) {
         var batch = ItemQueue()
         defer { batch.deallocate() }
         let (firstCount, handler) = startInline(on: thread, into: &batch)
@@ -296,24 +296,24 @@ final class Mailbox<N: TypedNotification>: Sendable {
     /// moved into `batch`, and the handler that runs them (`nil` once the mailbox is closed).
     private func startJob(
         on thread: UInt, posterPaused: Bool = false, into batch: inout ItemQueue
-    ) -> (MailboxStateMachine.DrainAction, DrainedHandler<N>?) {
+    ) -> (MailboxStateMachine.DrainAction, HandlerBox<N>?) {
         let (action, handler) = locked.withLock { locked in
             let action = locked.machine.jobStarted(on: thread, posterPaused: posterPaused)
             take(action, from: &locked.items, into: &batch)
             return (action, action == .stop ? nil : locked.handler)
         }
-        return (action, handler.map { unsafeDowncast($0, to: DrainedHandler<N>.self) })
+        return (action, handler.map { unsafeDowncast($0, to: HandlerBox<N>.self) })
     }
 
     /// Starts an inline drain: how many items it runs first, moved into `batch`, or `nil` if
     /// another drain runs or nothing is ready; and the handler that runs them.
-    private func startInline(on thread: UInt, into batch: inout ItemQueue) -> (Int?, DrainedHandler<N>?) {
+    private func startInline(on thread: UInt, into batch: inout ItemQueue) -> (Int?, HandlerBox<N>?) {
         let (count, handler) = locked.withLock { locked in
             let count = locked.machine.inlineStarted(on: thread)
             take(count.map(MailboxStateMachine.DrainAction.run) ?? .stop, from: &locked.items, into: &batch)
             return (count, count == nil ? nil : locked.handler)
         }
-        return (count, handler.map { unsafeDowncast($0, to: DrainedHandler<N>.self) })
+        return (count, handler.map { unsafeDowncast($0, to: HandlerBox<N>.self) })
     }
 
     /// Moves the items a drain action takes into `batch`. Call under the mailbox's lock.
@@ -359,7 +359,7 @@ final class Mailbox<N: TypedNotification>: Sendable {
     ///
     /// - Returns: Whether the job must be handed to the target again.
     func runAsyncJob(
-        on thread: UInt, _ prepare: (UnsafeMutableRawPointer, DrainedHandler<N>?) -> (() -> Void)?
+        on thread: UInt, _ prepare: (UnsafeMutableRawPointer, HandlerBox<N>?) -> (() -> Void)?
     ) -> Bool {
         var batch = ItemQueue()
         defer { batch.deallocate() }
@@ -378,7 +378,7 @@ final class Mailbox<N: TypedNotification>: Sendable {
     }
 
     /// ``runInline(on:_:)`` for a mailbox whose handler is `async`: it starts at most one call.
-    func runAsyncInline(on thread: UInt, _ prepare: (UnsafeMutableRawPointer, DrainedHandler<N>?) -> (() -> Void)?) {
+    func runAsyncInline(on thread: UInt, _ prepare: (UnsafeMutableRawPointer, HandlerBox<N>?) -> (() -> Void)?) {
         var batch = ItemQueue()
         defer { batch.deallocate() }
         let (firstCount, handler) = startInline(on: thread, into: &batch)
@@ -515,12 +515,14 @@ private struct MailboxStorage: Sendable {
     var items = ItemQueue()
     /// Blocked waiters offered each drain (see ``Mailbox/addHelper(_:)``).
     var helpers: [Waiter] = []
-    /// The ``DrainedHandler`` of the mailbox's observer until the mailbox closes.
+    /// The ``HandlerBox`` of the mailbox's observer until the mailbox closes.
     var handler: (any AnyObject & Sendable)?
 }
 
-/// The handler of an observer whose deliveries a drain runs, held by its mailbox (see ``Mailbox``).
-final class DrainedHandler<N: TypedNotification>: Sendable {
+/// An observer's ``Handler`` behind a reference: the mailbox holds the handler of an observer whose
+/// deliveries a drain runs (see ``Mailbox``), and ``Observer/Extras`` a contextual posting-thread
+/// observer's.
+final class HandlerBox<N: TypedNotification>: Sendable {
     let handler: Handler<N>
 
     init(_ handler: Handler<N>) {

@@ -254,7 +254,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     /// The handler of a plain synchronous posting-thread observer, which the posting-thread loop
     /// calls. Unused otherwise: a contextual posting-thread handler is in ``Extras``, and
     /// the handler of an observer whose deliveries a drain runs is in its mailbox (see
-    /// ``DrainedHandler``), so that cancelling releases it at once.
+    /// ``HandlerBox``), so that cancelling releases it at once.
     @usableFromInline let handler: @Sendable (N) throws -> Void
     /// Everything else; `nil` for a plain posting-thread observer without filters, priority or family.
     private let extras: Extras?
@@ -267,7 +267,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         if filters != nil { flags |= Flags.hasFilters }
         if filters?.hasOwner == true { flags |= Flags.hasOwner }
         var plain: @Sendable (N) throws -> Void = { _ in }
-        var contextual: (@Sendable (N, DeliveryContext) throws -> Void)?
+        var feed: Extras.Feed?
         var mailbox: Mailbox<N>?
         switch handler {
         case .plain(let body) where target.isPosting:
@@ -275,7 +275,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
             plain = body
         case .contextual(let body) where target.isPosting:
             flags |= Flags.isPosting | Flags.isContextual
-            contextual = body
+            feed = .contextual(HandlerBox(.contextual(body)))
         case .plain, .contextual, .async:
             // A drain runs the deliveries (even on the posting thread, an async handler has a
             // mailbox: it orders the calls), and the mailbox holds the handler.
@@ -289,9 +289,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         self.extras =
             flags == Flags.isPosting && priority == 0 && family == nil
             ? nil
-            : Extras(
-                filters: filters, priority: priority, family: family, contextual: contextual,
-                mailbox: mailbox)
+            : Extras(filters: filters, priority: priority, family: family, mailbox: mailbox, feed: feed)
         super.init(core: core, location: location, flags: flags)
     }
 
@@ -303,7 +301,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         var flags = Flags.isStream
         if filters != nil { flags |= Flags.hasFilters }
         self.handler = { _ in }
-        self.extras = Extras(filters: filters, family: family, stream: stream)
+        self.extras = Extras(filters: filters, family: family, feed: .stream(stream))
         super.init(core: core, location: location, flags: flags)
     }
 
@@ -321,7 +319,10 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     /// The mailbox of an observer whose deliveries a drain runs.
     var mailbox: Mailbox<N>? { extras?.mailbox }
     /// The buffer of the ``NotificationSequence`` this observer feeds, if it feeds one.
-    var stream: NotificationSequence<N>.Storage? { flags & Flags.isStream == 0 ? nil : extras?.stream }
+    var stream: NotificationSequence<N>.Storage? {
+        guard flags & Flags.isStream != 0, case .stream(let stream)? = extras?.feed else { return nil }
+        return stream
+    }
 
     override var filtersAreDead: Bool { extras?.filters?.isDead ?? false }
 
@@ -460,7 +461,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
             case .plain(let body)?:
                 try N._heraldCall(body, with: UnsafeRawPointer(payload))
             case nil:
-                let body = extras.unsafelyUnwrapped.contextual.unsafelyUnwrapped
+                guard case .contextual(let box)? = extras?.feed, case .contextual(let body) = box.handler else { break }
                 try body(payload.pointee, DeliveryContext(subjectID: subjectID, target: target))
             case .contextual(let body)?:
                 try body(payload.pointee, DeliveryContext(subjectID: subjectID, target: target))
@@ -631,7 +632,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     /// - Returns: What starts the task, to be called once the mailbox is suspended; `nil` when the
     ///   observation has ended.
     private func prepareAsync(
-        _ item: UnsafeMutableRawPointer, _ handler: DrainedHandler<N>?, _ layout: ItemQueue.Layout
+        _ item: UnsafeMutableRawPointer, _ handler: HandlerBox<N>?, _ layout: ItemQueue.Layout
     ) -> (() -> Void)? {
         let payload = layout.payload(item, as: N.self)
         let (_, group) = layout.takeHeader(item)
@@ -695,7 +696,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
 
     /// Runs one item and consumes it (its payload is destroyed, its group released).
     @inline(__always)
-    private func run(_ item: UnsafeMutableRawPointer, _ handler: DrainedHandler<N>?, _ layout: ItemQueue.Layout) {
+    private func run(_ item: UnsafeMutableRawPointer, _ handler: HandlerBox<N>?, _ layout: ItemQueue.Layout) {
         let payload = layout.payload(item, as: N.self)
         let (subjectID, group) = layout.takeHeader(item)
         var outcome = DeliveryOutcome.skipped
@@ -721,25 +722,26 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         /// The family the observer receives, for an observer of a protocol, a class hierarchy or
         /// every notification (see ``Family``).
         let family: AnyFamily?
-        /// The handler of a contextual posting-thread observer.
-        let contextual: (@Sendable (N, DeliveryContext) throws -> Void)?
         /// The mailbox of an observer whose deliveries a drain runs (on an asynchronous target, or an
         /// `async` handler).
         let mailbox: Mailbox<N>?
-        /// The buffer of the ``NotificationSequence`` a stream observer feeds.
-        let stream: NotificationSequence<N>.Storage?
+        /// Where the deliveries of a posting-thread observer go that has neither a plain handler
+        /// nor a mailbox.
+        let feed: Feed?
 
-        init(
-            filters: Filters?, priority: Int = 0, family: AnyFamily?,
-            contextual: (@Sendable (N, DeliveryContext) throws -> Void)? = nil, mailbox: Mailbox<N>? = nil,
-            stream: NotificationSequence<N>.Storage? = nil
-        ) {
+        enum Feed: Sendable {
+            /// The handler of a contextual posting-thread observer.
+            case contextual(HandlerBox<N>)
+            /// The buffer of the ``NotificationSequence`` a stream observer feeds.
+            case stream(NotificationSequence<N>.Storage)
+        }
+
+        init(filters: Filters?, priority: Int = 0, family: AnyFamily?, mailbox: Mailbox<N>? = nil, feed: Feed?) {
             self.filters = filters
             self.priority = priority
             self.family = family
-            self.contextual = contextual
             self.mailbox = mailbox
-            self.stream = stream
+            self.feed = feed
         }
     }
 }
