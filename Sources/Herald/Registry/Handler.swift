@@ -11,11 +11,15 @@ public struct DeliveryContext: Sendable {
 
 /// The handler of one observer, built once at registration.
 ///
-/// Every way to observe ends in one `Handler`: the user's closure, wrapped by the adapters below
-/// (owner, main actor, actor, family cast or tap), each of which exists once. The observer calls a
-/// synchronous handler in one place (``Observer/invoke(_:_:subjectID:)``; the posting-thread
-/// loop calls a plain posting-thread observer's closure itself) and an `async` one in one place
-/// (``Observer/invokeAsync(_:with:group:calls:)``).
+/// Every way to observe with a closure (of a type, a family or every type; sync or async; on a
+/// target, the main actor or an actor; with or without an owner) ends in one `Handler`: the
+/// user's closure, wrapped by the adapters below (owner, main actor, actor, family cast or tap),
+/// each of which exists once. The observer calls a synchronous handler in one place
+/// (``Observer/invoke(_:_:subjectID:)``) and an `async` one in one place
+/// (``Observer/invokeAsync(_:with:group:calls:)``). Only the posting-thread loop calls a plain
+/// posting-thread closure itself, without an adapter in between: an observer's of its type in
+/// ``Observer/deliver(to:count:_:subject:)``, a family observer's with the cast value in
+/// ``Member/deliverIfAccepted(_:subject:)``.
 enum Handler<Value: Sendable>: Sendable {
     case plain(@Sendable (Value) throws -> Void)
     /// A handler that also learns the post's subject and the target (``DeliveryContext``).
