@@ -266,16 +266,18 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         var flags: UInt8 = 0
         if filters != nil { flags |= Flags.hasFilters }
         if filters?.hasOwner == true { flags |= Flags.hasOwner }
-        var plain: @Sendable (N) throws -> Void = { _ in }
-        var feed: Extras.Feed?
-        var mailbox: Mailbox<N>?
         switch handler {
         case .plain(let body) where target.isPosting:
             flags |= Flags.isPosting
-            plain = body
+            self.handler = body
+            self.extras =
+                filters == nil && priority == 0 && family == nil
+                ? nil : Extras(filters: filters, priority: priority, family: family, feed: nil)
         case .contextual(let body) where target.isPosting:
             flags |= Flags.isPosting | Flags.isContextual
-            feed = .contextual(HandlerBox(.contextual(body)))
+            self.handler = { _ in }
+            self.extras = Extras(
+                filters: filters, priority: priority, family: family, feed: .contextual(HandlerBox(.contextual(body))))
         case .plain, .contextual, .async:
             // A drain runs the deliveries (even on the posting thread, an async handler has a
             // mailbox: it orders the calls), and the mailbox holds the handler.
@@ -283,13 +285,11 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
             if case .contextual = handler { flags |= Flags.isContextual }
             let policy = MailboxPolicy(bufferingPolicy)
             if policy != nil { flags |= Flags.hasPolicy }
-            mailbox = Mailbox(target: target, handler: handler, policy: policy)
+            self.handler = { _ in }
+            self.extras = Extras(
+                filters: filters, priority: priority, family: family,
+                mailbox: Mailbox(target: target, handler: handler, policy: policy), feed: nil)
         }
-        self.handler = plain
-        self.extras =
-            flags == Flags.isPosting && priority == 0 && family == nil
-            ? nil
-            : Extras(filters: filters, priority: priority, family: family, mailbox: mailbox, feed: feed)
         super.init(core: core, location: location, flags: flags)
     }
 
