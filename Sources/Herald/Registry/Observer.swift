@@ -452,21 +452,25 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     ///
     /// - Returns: The failure, if the handler threw; it has been reported to the hub.
     @inline(__always)
-    func invoke(_ drained: Handler<N>?, _ payload: UnsafePointer<N>, subjectID: ObjectIdentifier?) -> ObserverFailure? {
+    func invoke(
+        _ drained: HandlerBox<N>?, _ payload: UnsafePointer<N>, subjectID: ObjectIdentifier?
+    ) -> ObserverFailure? {
         do {
             // The handler reads the notification where it lies: `_heraldCall` is made for `N`.
-            switch drained {
-            case nil where flags & Flags.isContextual == 0:
+            // Each handler is borrowed where it is kept: a copy would retain and release it per call.
+            if let drained {
+                switch drained.handler {
+                case .plain(let body):
+                    try N._heraldCall(body, with: UnsafeRawPointer(payload))
+                case .contextual(let body):
+                    try body(payload.pointee, DeliveryContext(subjectID: subjectID, target: target))
+                case .async:
+                    preconditionFailure("an async handler is called by invokeAsync")
+                }
+            } else if flags & Flags.isContextual == 0 {
                 try N._heraldCall(handler, with: UnsafeRawPointer(payload))
-            case .plain(let body)?:
-                try N._heraldCall(body, with: UnsafeRawPointer(payload))
-            case nil:
-                guard case .contextual(let box)? = extras?.feed, case .contextual(let body) = box.handler else { break }
+            } else if case .contextual(let box)? = extras?.feed, case .contextual(let body) = box.handler {
                 try body(payload.pointee, DeliveryContext(subjectID: subjectID, target: target))
-            case .contextual(let body)?:
-                try body(payload.pointee, DeliveryContext(subjectID: subjectID, target: target))
-            case .async?:
-                preconditionFailure("an async handler is called by invokeAsync")
             }
             return nil
         } catch {
@@ -703,9 +707,9 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         if let handler, !isCancelled {
             let failure: ObserverFailure?
             if let waiter = group?.waiter {
-                failure = Waiter.chain.withValue(waiter) { invoke(handler.handler, payload, subjectID: subjectID) }
+                failure = Waiter.chain.withValue(waiter) { invoke(handler, payload, subjectID: subjectID) }
             } else {
-                failure = invoke(handler.handler, payload, subjectID: subjectID)
+                failure = invoke(handler, payload, subjectID: subjectID)
             }
             outcome = failure.map(DeliveryOutcome.failed) ?? .delivered
         }
