@@ -524,8 +524,13 @@ private struct MailboxStorage: Sendable {
 /// observer's.
 final class HandlerBox<N: TypedNotification>: Sendable {
     let handler: Handler<N>
+    /// The closure of a `.plain` handler, read once per item by the drain's common path: an optional
+    /// closure loads directly, where a switch over the generic `Handler` copies it through its
+    /// value witnesses (about 15 ns per item in the async burst row).
+    let plain: (@Sendable (N) throws -> Void)?
 
     init(_ handler: Handler<N>) {
         self.handler = handler
+        if case .plain(let body) = handler { plain = body } else { plain = nil }
     }
 }

@@ -459,6 +459,10 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
             // The handler reads the notification where it lies: `_heraldCall` is made for `N`.
             // Each handler is borrowed where it is kept: a copy would retain and release it per call.
             if let drained {
+                if let plain = drained.plain {
+                    try N._heraldCall(plain, with: UnsafeRawPointer(payload))
+                    return nil
+                }
                 switch drained.handler {
                 case .plain(let body):
                     try N._heraldCall(body, with: UnsafeRawPointer(payload))
@@ -703,10 +707,16 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     private func run(_ item: UnsafeMutableRawPointer, _ handler: HandlerBox<N>?, _ layout: ItemQueue.Layout) {
         let payload = layout.payload(item, as: N.self)
         let (subjectID, group) = layout.takeHeader(item)
+        guard let group else {
+            // The common case, kept apart: no outcome to build and destroy per item.
+            if let handler, !isCancelled { _ = invoke(handler, payload, subjectID: subjectID) }
+            if !_isPOD(N.self) { payload.deinitialize(count: 1) }
+            return
+        }
         var outcome = DeliveryOutcome.skipped
         if let handler, !isCancelled {
             let failure: ObserverFailure?
-            if let waiter = group?.waiter {
+            if let waiter = group.waiter {
                 failure = Waiter.chain.withValue(waiter) { invoke(handler, payload, subjectID: subjectID) }
             } else {
                 failure = invoke(handler, payload, subjectID: subjectID)
@@ -714,7 +724,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
             outcome = failure.map(DeliveryOutcome.failed) ?? .delivered
         }
         if !_isPOD(N.self) { payload.deinitialize(count: 1) }
-        group?.leave(outcome)
+        group.leave(outcome)
     }
 
     /// What a registration has besides a plain posting-thread observer's handler: its filters,
