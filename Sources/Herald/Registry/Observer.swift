@@ -447,8 +447,9 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     /// drain took from the mailbox, or when it is `nil` the posting-thread observer's own.
     ///
     /// Every call of an observer's synchronous handler is made here: by a drain, a waiting post, a
-    /// replay, a family's stand-in, a contextual handler's post. Only the posting-thread loop
-    /// (``deliver(to:count:_:subject:)``) calls a plain posting-thread handler itself.
+    /// replay, a family's stand-in, a contextual handler's post. Two hot loops call a plain closure
+    /// themselves: the posting-thread loop (``deliver(to:count:_:subject:)``), and a drain's item
+    /// without a wait group (``run(_:_:_:_:)``), with the closure the drain read once.
     ///
     /// - Returns: The failure, if the handler threw; it has been reported to the hub.
     @inline(__always)
@@ -496,7 +497,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         let subjectID = subject.map(ObjectIdentifier.init)
         // Optional chaining borrows the mailbox: a `guard let` would retain and release it on every
         // post, a write to a reference count that the drain on another thread shares.
-        switch extras?.mailbox?.append(notification, subjectID: subjectID, group: group, hold: hold) {
+        switch extras?.append(notification, subjectID: subjectID, group: group, hold: hold) {
         case nil, .reject:
             return .refused
         case .store:
@@ -617,7 +618,8 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         let again =
             isAsync
             ? mailbox.runAsyncJob(on: currentThreadID()) { item, handler in prepareAsync(item, handler, layout) }
-            : mailbox.runJob(on: currentThreadID(), continued: continued) { item, handler in run(item, handler, layout)
+            : mailbox.runJob(on: currentThreadID(), continued: continued) { item, handler, plain in
+                run(item, handler, plain, layout)
             }
         if again { scheduleDrain(continued: true) } else { core.idleWatch.noteProgress() }
     }
@@ -628,7 +630,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         if isAsync {
             mailbox.runAsyncInline(on: currentThreadID()) { item, handler in prepareAsync(item, handler, layout) }
         } else {
-            mailbox.runInline(on: currentThreadID()) { item, handler in run(item, handler, layout) }
+            mailbox.runInline(on: currentThreadID()) { item, handler, plain in run(item, handler, plain, layout) }
             core.idleWatch.noteProgress()
         }
     }
@@ -704,12 +706,22 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
 
     /// Runs one item and consumes it (its payload is destroyed, its group released).
     @inline(__always)
-    private func run(_ item: UnsafeMutableRawPointer, _ handler: HandlerBox<N>?, _ layout: ItemQueue.Layout) {
+    private func run(
+        _ item: UnsafeMutableRawPointer, _ handler: HandlerBox<N>?, _ plain: HandlerBox<N>.Plain?,
+        _ layout: ItemQueue.Layout
+    ) {
         let payload = layout.payload(item, as: N.self)
         let (subjectID, group) = layout.takeHeader(item)
         guard let group else {
-            // The common case, kept apart: no outcome to build and destroy per item.
-            if let handler, !isCancelled { _ = invoke(handler, payload, subjectID: subjectID) }
+            // The common case, kept apart: no outcome to build and destroy per item, and a plain
+            // handler called with the closure the drain read once.
+            if let plain {
+                if !isCancelled {
+                    do { try N._heraldCall(plain, with: UnsafeRawPointer(payload)) } catch { report(error) }
+                }
+            } else if let handler, !isCancelled {
+                _ = invoke(handler, payload, subjectID: subjectID)
+            }
             if !_isPOD(N.self) { payload.deinitialize(count: 1) }
             return
         }
@@ -748,6 +760,16 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
             case contextual(HandlerBox<N>)
             /// The buffer of the ``NotificationSequence`` a stream observer feeds.
             case stream(NotificationSequence<N>.Storage)
+        }
+
+        /// Appends to the mailbox, if there is one. A method, so that the mailbox is borrowed where it
+        /// is kept: `extras?.mailbox?.append` would retain and release it on every post, a write to a
+        /// reference count that the drain on another thread shares.
+        @inline(__always)
+        func append(
+            _ notification: UnsafePointer<N>, subjectID: ObjectIdentifier?, group: WaitGroup?, hold: UInt
+        ) -> MailboxStateMachine.AppendAction? {
+            mailbox?.append(notification, subjectID: subjectID, group: group, hold: hold)
         }
 
         init(filters: Filters?, priority: Int = 0, family: AnyFamily?, mailbox: Mailbox<N>? = nil, feed: Feed?) {
