@@ -22,8 +22,10 @@ public struct FamilyMismatch: Error, Sendable, Hashable, CustomStringConvertible
 
     /// The mismatch of `type`, or `nil` if a posted notification can be cast to it.
     static func of<Family>(_ type: Family.Type) -> FamilyMismatch? {
-        guard !(type is any TypedNotification.Type),
-            let kind = TypeKind(of: type)?.name
+        // The kind is one load; the conformance check, a runtime look-up, runs only for the kinds
+        // that can be refused (a protocol's existential, the common family, never reaches it).
+        guard let kind = TypeKind(of: type)?.name,
+            !(type is any TypedNotification.Type)
         else { return nil }
         return FamilyMismatch(family: String(describing: type), kind: kind)
     }
