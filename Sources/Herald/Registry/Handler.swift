@@ -16,10 +16,11 @@ public struct DeliveryContext: Sendable {
 /// user's closure, wrapped by the adapters below (owner, main actor, actor, family cast or tap),
 /// each of which exists once. The observer calls a synchronous handler in one place
 /// (``Observer/invoke(_:_:subjectID:)``) and an `async` one in one place
-/// (``Observer/invokeAsync(_:with:group:calls:)``). Only the posting-thread loop calls a plain
-/// posting-thread closure itself, without an adapter in between: an observer's of its type in
+/// (``Observer/invokeAsync(_:with:group:calls:)``). Only the two hot loops call a plain closure
+/// themselves, without an adapter in between: the posting-thread loop (an observer's of its type in
 /// ``Observer/deliver(to:count:_:subject:)``, a family observer's with the cast value in
-/// ``Member/deliverIfAccepted(_:subject:)``.
+/// ``Member/deliverIfAccepted(_:subject:)``), and a drain, for an item no post waits for, with the
+/// closure it read once (``Observer/run(_:_:_:_:)``).
 enum Handler<Value: Sendable>: Sendable {
     case plain(@Sendable (Value) throws -> Void)
     /// A handler that also learns the post's subject and the target (``DeliveryContext``).
