@@ -11,7 +11,7 @@ struct Pong: TypedNotification, Equatable {
     var value: Int
 }
 
-/// A lock-protected value for tests.
+/// A lock-protected value for tests: the one lock box of HeraldTests (use it rather than a `Mutex`).
 ///
 /// Built on `NSLock` (a pthread mutex) rather than `Synchronization.Mutex`: on Linux a contended
 /// `Mutex` is handed over inside the kernel, where ThreadSanitizer cannot see it, so it would
