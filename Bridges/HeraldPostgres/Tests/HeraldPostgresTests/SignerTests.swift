@@ -126,3 +126,31 @@ struct Base64Tests {
         #expect(Base64.decode(Array(text.utf8)) == nil)
     }
 }
+
+/// The signer's HMAC-SHA256, against swift-crypto's `HMAC<SHA256>`.
+@Suite("HMACSHA256")
+struct HMACSHA256Tests {
+    /// Keys shorter than, as long as and longer than SHA-256's 64-byte block; messages fed in one
+    /// part or two, and a prepared state copied for a second message.
+    @Test(arguments: [0, 1, 32, 63, 64, 65, 200])
+    func itMatchesSwiftCrypto(keyLength: Int) {
+        let key = SymmetricKey(data: (0..<keyLength).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ keyLength) })
+        var prepared = HMACSHA256(key: key)
+        let head = Array("orders".utf8) + [0]
+        head.withUnsafeBytes { prepared.update($0) }
+        for length in [0, 1, 55, 56, 64, 300, 8_000] {
+            let message = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ length) }
+            var mac = prepared
+            message.prefix(length / 2).withUnsafeBytes { mac.update($0) }
+            message.dropFirst(length / 2).withUnsafeBytes { mac.update($0) }
+            let expected = Array(HMAC<SHA256>.authenticationCode(for: head + message, using: key))
+            let code = mac.finalize()
+            #expect(Array(code) == expected)
+            #expect(HMACSHA256.isEqual(code, expected))
+            var altered = expected
+            altered[length % altered.count] ^= 1
+            #expect(!HMACSHA256.isEqual(code, altered))
+            #expect(!HMACSHA256.isEqual(code, Array(expected.dropLast())))
+        }
+    }
+}
