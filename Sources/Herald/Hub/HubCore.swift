@@ -90,7 +90,7 @@ final class HubCore: Sendable {
 
     /// The bucket of `type`, created if needed. Call under the registry lock.
     func bucket<N: TypedNotification>(of type: N.Type, in state: inout Registry.State) -> Bucket<N> {
-        state.types.withEntry(ObjectIdentifier(type)) { entry in
+        state.types.update(ObjectIdentifier(type)) { entry in
             if let existing = entry.bucket {
                 return unsafeDowncast(existing, to: Bucket<N>.self)
             }
@@ -106,7 +106,7 @@ final class HubCore: Sendable {
         let (replaced, change) = registry.state.withLock { state in
             // Not `bucket(of:in:)`: that asks the runtime for `Bucket<N>`'s metadata on every call,
             // which was a tenth of a registration's cost.
-            let bucket = state.types.withEntry(key) { entry in
+            let bucket = state.types.update(key) { entry in
                 if let bucket = entry.bucket { return bucket }
                 let bucket = observer.makeBucket()
                 entry.bucket = bucket

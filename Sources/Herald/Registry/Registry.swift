@@ -90,7 +90,7 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
             guard families.count > 0 else { return (bucket(key), []) }
             let existing = bucket(key)
             let bucket = existing ?? makeBucket(for: type)
-            if existing == nil { types.withEntry(key) { $0.bucket = bucket } }
+            if existing == nil { types.update(key) { $0.bucket = bucket } }
             guard bucket.membersGeneration != familyGeneration else { return (bucket, []) }
             membershipUpdates += 1
             var joined: [AnyObserver] = []
@@ -116,7 +116,7 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
         /// The bucket of the type whose identity is `key`, if it has one.
         @inline(__always)
         func bucket(_ key: ObjectIdentifier) -> AnyBucket? {
-            types.lookup(key)?.bucket
+            types[key].bucket
         }
 
         /// Numbers a change of `key`'s observers; the caller passes it to ``Registry/didChange(_:)``
@@ -124,7 +124,7 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
         mutating func recordChange(of key: ObjectIdentifier) -> Change {
             generation += 1
             entriesTouched += 1
-            let shards = types.withEntry(key) { entry in
+            let shards = types.update(key) { entry in
                 defer { entry.cachedShards = 0 }
                 return entry.cachedShards
             }
@@ -234,7 +234,7 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
     ) -> ObserverSnapshot? {
         let shard = shards[index]
         let (generation, families, cached, released) = state.withLock { state in
-            state.types.withEntry(key) { entry in entry.cachedShards |= 1 << UInt64(index) }
+            state.types.update(key) { entry in entry.cachedShards |= 1 << UInt64(index) }
             let (bucket, released) = state.bucket(key, type: type, sample: payload)
             return (state.generation, state.familyGeneration, bucket?.snapshotForShard(), released)
         }
@@ -310,117 +310,61 @@ struct CacheLinePadding: Sendable {
             )
 }
 
-/// The registry's table from notification type to its bucket and the shards that may cache it.
-/// Open addressing over the type's identity, as in ``SnapshotTable``: cheaper than a `Dictionary`,
-/// whose hashing dominated a registration. Entries are never removed, only emptied.
-struct TypeTable: @unchecked Sendable {  // Lives behind the registry lock.
-    struct Entry {
-        var key: UInt = 0
-        var bucket: AnyBucket?
-        /// The shards that may cache a snapshot of the type (one bit per shard).
-        var cachedShards: UInt64 = 0
-    }
+/// The registry's entry for one notification type (see ``TypeTable``).
+struct TypeEntry: IdentityTableValue {
+    var bucket: AnyBucket?
+    /// The shards that may cache a snapshot of the type (one bit per shard).
+    var cachedShards: UInt64 = 0
 
-    private var entries = ContiguousArray<Entry>(repeating: Entry(), count: 16)
-    private var count = 0
-
-    @inline(__always)
-    private func find(_ key: UInt) -> Int {
-        let mask = entries.count - 1
-        let shift = UInt(UInt.bitWidth - entries.count.trailingZeroBitCount)
-        var index = Int(truncatingIfNeeded: (key &* 0x9E37_79B9_7F4A_7C15) >> shift)
-        while true {
-            let found = entries[index].key
-            if found == key || found == 0 { return index }
-            index = (index + 1) & mask
-        }
-    }
-
-    /// The entry of `key`, if it has one.
-    @inline(__always)
-    func lookup(_ key: ObjectIdentifier) -> Entry? {
-        let entry = entries[find(UInt(bitPattern: key))]
-        return entry.key == 0 ? nil : entry
-    }
-
-    /// Runs `body` on the entry of `key`, inserted if needed.
-    mutating func withEntry<R>(_ key: ObjectIdentifier, _ body: (inout Entry) -> R) -> R {
-        let raw = UInt(bitPattern: key)
-        var index = find(raw)
-        if entries[index].key != raw {
-            if (count + 1) * 2 > entries.count {
-                let old = entries
-                entries = ContiguousArray(repeating: Entry(), count: old.count * 2)
-                for entry in old where entry.key != 0 {
-                    entries[find(entry.key)] = entry
-                }
-                index = find(raw)
-            }
-            entries[index].key = raw
-            count += 1
-        }
-        return body(&entries[index])
-    }
-
-    /// Every bucket.
-    var buckets: [AnyBucket] { entries.compactMap(\.bucket) }
-
-    /// The identity of every type with an entry.
-    var keys: [ObjectIdentifier] {
-        entries.compactMap { entry in
-            entry.key == 0 ? nil : unsafeBitCast(entry.key, to: ObjectIdentifier.self)
-        }
-    }
+    static var empty: TypeEntry { TypeEntry() }
 }
 
-/// A table from notification type to the snapshot a shard caches, with the generation of the
-/// change it reflects and the family generation it was read at. Open addressing over the type's
-/// identity; entries are never removed, only cleared, and there is one per type ever posted from
-/// the shard.
-struct SnapshotTable: @unchecked Sendable {  // Lives behind a shard's lock.
-    struct Entry {
-        var key: UInt = 0
-        var generation: UInt64 = 0
-        /// The registry's family generation when the snapshot was read (see ``Registry``), or
-        /// ``SnapshotTable/invalid`` while the entry holds none: one word, so that an entry stays
-        /// 32 bytes and a lookup compares once.
-        var familyGeneration = SnapshotTable.invalid
-        var snapshot: ObserverSnapshot?
-    }
+/// The registry's table from notification type to its bucket and the shards that may cache it.
+typealias TypeTable = IdentityTable<TypeEntry>
 
-    private var entries = ContiguousArray<Entry>(repeating: Entry(), count: 8)
-    private var count = 0
+extension TypeTable {
+    /// A table for a new registry.
+    init() { self.init(capacity: 16) }
+
+    /// Every bucket.
+    var buckets: [AnyBucket] { values.compactMap(\.bucket) }
+}
+
+/// A post shard's entry for one notification type: the snapshot it caches, with the generation of
+/// the change it reflects and the family generation it was read at (see ``SnapshotTable``).
+struct SnapshotEntry: IdentityTableValue {
+    var generation: UInt64 = 0
+    /// The registry's family generation when the snapshot was read (see ``Registry``), or
+    /// ``SnapshotEntry/invalid`` while the entry holds none: one word, so that a slot stays
+    /// 32 bytes and a lookup compares once.
+    var familyGeneration = SnapshotEntry.invalid
+    var snapshot: ObserverSnapshot?
 
     /// The family generation of an entry without a valid snapshot; the registry's never reaches it.
     static let invalid = UInt64.max
 
-    struct Lookup: @unchecked Sendable {  // Carries a retained snapshot out of the shard's lock.
+    static var empty: SnapshotEntry { SnapshotEntry() }
+}
+
+/// A post shard's table from notification type to the snapshot it caches; one entry per type
+/// ever posted from the shard.
+typealias SnapshotTable = IdentityTable<SnapshotEntry>
+
+extension SnapshotTable {
+    /// A table for a new shard.
+    init() { self.init(capacity: 8) }
+
+    /// What ``lookup(_:familyGeneration:)`` found, carried out of the shard's lock (the snapshot
+    /// retained).
+    struct Lookup: Sendable {
         let isHit: Bool
         let snapshot: ObserverSnapshot?
-    }
-
-    @inline(__always)
-    private func slot(of key: UInt) -> Int {
-        let shift = UInt(UInt.bitWidth - entries.count.trailingZeroBitCount)
-        return Int(truncatingIfNeeded: (key &* 0x9E37_79B9_7F4A_7C15) >> shift)
-    }
-
-    /// The index of `key`'s entry, or of the empty slot where it would go.
-    @inline(__always)
-    private func find(_ key: UInt) -> Int {
-        let mask = entries.count - 1
-        var index = slot(of: key)
-        while true {
-            let found = entries[index].key
-            if found == key || found == 0 { return index }
-            index = (index + 1) & mask
-        }
     }
 
     /// The snapshot of `key`; a hit only if it was read at family generation `familyGeneration`.
     @inline(__always)
     func lookup(_ key: ObjectIdentifier, familyGeneration: UInt64) -> Lookup {
-        let entry = entries[find(UInt(bitPattern: key))]
+        let entry = self[key]
         return Lookup(isHit: entry.familyGeneration == familyGeneration, snapshot: entry.snapshot)
     }
 
@@ -432,42 +376,21 @@ struct SnapshotTable: @unchecked Sendable {  // Lives behind a shard's lock.
     mutating func store(
         _ snapshot: ObserverSnapshot?, for key: ObjectIdentifier, generation: UInt64, familyGeneration: UInt64
     ) -> ObserverSnapshot? {
-        let index = entryIndex(for: UInt(bitPattern: key))
-        guard entries[index].generation <= generation else { return snapshot }
-        let old = entries[index].snapshot
-        entries[index].generation = generation
-        entries[index].familyGeneration = familyGeneration
-        entries[index].snapshot = snapshot
-        return old
+        update(key) { entry in
+            guard entry.generation <= generation else { return snapshot }
+            defer { entry = SnapshotEntry(generation: generation, familyGeneration: familyGeneration, snapshot: snapshot) }
+            return entry.snapshot
+        }
     }
 
     /// Clears `key`'s entry after the change numbered `generation`.
     ///
     /// - Returns: The snapshot it held, to release after the lock.
     mutating func invalidate(_ key: ObjectIdentifier, generation: UInt64) -> ObserverSnapshot? {
-        let index = entryIndex(for: UInt(bitPattern: key))
-        let old = entries[index].snapshot
-        entries[index].generation = max(entries[index].generation, generation)
-        entries[index].familyGeneration = Self.invalid
-        entries[index].snapshot = nil
-        return old
-    }
-
-    /// The index of `key`'s entry, inserted if needed.
-    private mutating func entryIndex(for key: UInt) -> Int {
-        let index = find(key)
-        if entries[index].key == key { return index }
-        if (count + 1) * 2 > entries.count {
-            let old = entries
-            entries = ContiguousArray(repeating: Entry(), count: old.count * 2)
-            for entry in old where entry.key != 0 {
-                entries[find(entry.key)] = entry
-            }
-            return entryIndex(for: key)
+        update(key) { entry in
+            defer { entry = SnapshotEntry(generation: max(entry.generation, generation), snapshot: nil) }
+            return entry.snapshot
         }
-        entries[index].key = key
-        count += 1
-        return index
     }
 }
 
