@@ -119,6 +119,24 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
             types[key].bucket
         }
 
+        /// The bucket of `type`, if it has one.
+        func bucket<N: TypedNotification>(of type: N.Type) -> Bucket<N>? {
+            // The table is keyed by the type's identity, so the bucket under `N`'s key is a `Bucket<N>`.
+            bucket(ObjectIdentifier(type)).map { unsafeDowncast($0, to: Bucket<N>.self) }
+        }
+
+        /// The bucket of `type`, created if needed.
+        mutating func bucket<N: TypedNotification>(creating type: N.Type) -> Bucket<N> {
+            types.update(ObjectIdentifier(type)) { entry in
+                if let existing = entry.bucket {
+                    return unsafeDowncast(existing, to: Bucket<N>.self)
+                }
+                let bucket = Bucket<N>()
+                entry.bucket = bucket
+                return bucket
+            }
+        }
+
         /// Numbers a change of `key`'s observers; the caller passes it to ``Registry/didChange(_:)``
         /// once the lock is released.
         mutating func recordChange(of key: ObjectIdentifier) -> Change {
@@ -174,6 +192,189 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
         return released
     }
 
+    /// Makes `observer` visible to posts.
+    func add<N: TypedNotification>(_ observer: Observer<N>) {
+        let key = ObjectIdentifier(N.self)
+        let (replaced, change) = state.withLock { state in
+            // Not `bucket(creating:)`: that asks the runtime for `Bucket<N>`'s metadata on every
+            // call, which was a tenth of a registration's cost.
+            let bucket = state.types.update(key) { entry in
+                if let bucket = entry.bucket { return bucket }
+                let bucket = observer.makeBucket()
+                entry.bucket = bucket
+                return bucket
+            }
+            return (bucket.add(observer, sequence: state.nextSequence()), state.recordChange(of: key))
+        }
+        didChange(change)
+        withExtendedLifetime(replaced) {}  // released here, outside the locks
+    }
+
+    /// Ends `observer`'s registration. What the registry lets go of (the observer, whose handler
+    /// may capture anything, and the outdated snapshot) is released after the locks.
+    func remove<N: TypedNotification>(_ observer: Observer<N>) {
+        let key = ObjectIdentifier(N.self)
+        let (released, change) = state.withLock { state -> ((AnyObserver, ObserverSnapshot?)?, Change?) in
+            guard let released = state.bucket(key)?.remove(observer) else { return (nil, nil) }
+            return (released, state.recordChange(of: key))
+        }
+        if let change { didChange(change) }
+        withExtendedLifetime(released) {}  // released here, outside the locks
+    }
+
+    /// The current snapshot of `type`'s observers, built if a change outdated the last one.
+    func snapshot(of type: any TypedNotification.Type) -> ObserverSnapshot? {
+        state.withLock { $0.bucket(ObjectIdentifier(type))?.snapshot() }
+    }
+
+    /// The snapshot of every type's observers, and the family observers, in registration order.
+    func allObservers() -> (snapshots: [ObserverSnapshot], families: [AnyObserver]) {
+        state.withLock { state in
+            (state.types.buckets.compactMap { $0.snapshot() }, Array(state.families.observers))
+        }
+    }
+
+    /// The family observers, in registration order.
+    var familyObservers: [AnyObserver] {
+        state.withLock { Array($0.families.observers) }
+    }
+
+    /// Drops every registration and retained value (the hub is going away); they are released
+    /// after the locks.
+    func removeAll() {
+        let released = state.withLock { state -> [any Sendable] in
+            defer {
+                state.types = TypeTable()
+                state.families = ObserverList()
+                state.removeAllMemberTypes()
+            }
+            state.generation += 1
+            return state.types.buckets.flatMap { $0.removeAll() } + [Box(state.families)]
+        }
+        clearShards()
+        withExtendedLifetime(released) {}  // released here, outside the locks
+    }
+
+    /// The per-type entries whose observers registrations and cancellations have changed, in all.
+    var entriesTouched: Int { state.withLock { $0.entriesTouched } }
+
+    /// The buckets that posts brought up to date with the family observers, in all.
+    var membershipUpdates: Int { state.withLock { $0.membershipUpdates } }
+
+    // MARK: Retained values
+
+    /// Stores `value` as the retained value of its type for `subject`, and returns the snapshot
+    /// of the observers it reaches, read in the same critical section. The values it replaces are
+    /// released after the lock.
+    func retain<N: TypedNotification>(_ value: N, subject: AnyObject?) -> ObserverSnapshot? {
+        let (snapshot, released, members) = withUnsafePointer(to: value) { sample in
+            state.withLock { state -> (ObserverSnapshot?, [N], [any Sendable]) in
+                let bucket = state.bucket(creating: N.self)
+                let released = bucket.retained.store(value, subject: subject)
+                let (_, members) = state.bucket(ObjectIdentifier(N.self), type: N.self, sample: sample)
+                return (bucket.snapshot(), released, members)
+            }
+        }
+        withExtendedLifetime((members, released)) {}  // released here, outside the lock
+        return snapshot
+    }
+
+    /// The value of `type` retained for `subject` (which the caller keeps alive), if any.
+    func retainedValue<N: TypedNotification>(of type: N.Type, subject: AnyObject?) -> N? {
+        state.withLock { $0.bucket(of: type)?.retained.value(for: subject) }
+    }
+
+    /// The value of `type` retained for `subject` and its sequence number (see
+    /// ``RetainedValues/entry(for:)``), if any.
+    func retainedEntry<N: TypedNotification>(
+        of type: N.Type, subject: AnyObject?
+    ) -> (value: N, sequence: UInt64)? {
+        state.withLock { $0.bucket(of: type)?.retained.entry(for: subject) }
+    }
+
+    /// Removes the value of `type` retained for `subject` and returns it; what the entry held is
+    /// released after the lock.
+    func removeRetainedValue<N: TypedNotification>(of type: N.Type, subject: AnyObject?) -> N? {
+        let (value, released) = state.withLock { state -> (N?, N?) in
+            state.bucket(of: type)?.retained.remove(for: subject) ?? (nil, nil)
+        }
+        withExtendedLifetime(released) {}  // released here, outside the lock
+        return value
+    }
+
+    /// Removes the value of `type` retained for `subject` if it is still the one numbered
+    /// `sequence` (see ``RetainedValues/remove(for:ifSequence:)``); the value is released after
+    /// the lock.
+    func removeRetainedValue<N: TypedNotification>(
+        of type: N.Type, subject: AnyObject?, ifSequence sequence: UInt64
+    ) -> RetainedValues<N>.ConditionalRemoval {
+        let (outcome, released) = state.withLock { state -> (RetainedValues<N>.ConditionalRemoval, N?) in
+            state.bucket(of: type)?.retained.remove(for: subject, ifSequence: sequence) ?? (.absent, nil)
+        }
+        withExtendedLifetime(released) {}  // released here, outside the lock
+        return outcome
+    }
+
+    /// Removes every retained value of `type`, or of every type when `type` is `nil`, and returns
+    /// how many belonged to live subjects (or to none). The values are released after the lock.
+    func removeAllRetainedValues(of type: (any TypedNotification.Type)?) -> Int {
+        let (count, released) = state.withLock { state -> (Int, [any Sendable]) in
+            let buckets = type.map { state.bucket(ObjectIdentifier($0)).map { [$0] } ?? [] } ?? state.types.buckets
+            var count = 0
+            var released: [any Sendable] = []
+            for bucket in buckets {
+                let (removed, values) = bucket.removeRetainedValues()
+                count += removed
+                if let values { released.append(values) }
+            }
+            return (count, released)
+        }
+        withExtendedLifetime(released) {}  // released here, outside the lock
+        return count
+    }
+
+    /// Registers `observer`, which has a mailbox or a stream, with the retained values it matches
+    /// preloaded into it, in one critical section: they come before any live post.
+    ///
+    /// - Returns: Whether the observer's drain must be scheduled.
+    func addPreloaded<N: TypedNotification>(_ observer: Observer<N>) -> Bool {
+        let key = ObjectIdentifier(N.self)
+        let (mustSchedule, dropped, replaced, change) = state.withLock {
+            state -> (Bool, [N], ObserverSnapshot?, Change) in
+            let bucket = state.bucket(creating: N.self)
+            let items = bucket.retained.replays(matching: observer.filters, after: 0).map {
+                QueuedItem(notification: $0.value, subjectID: $0.subjectID, group: nil)
+            }
+            let (mustSchedule, dropped) = observer.preload(items)
+            let replaced = bucket.add(observer, sequence: state.nextSequence())
+            return (mustSchedule, dropped, replaced, state.recordChange(of: key))
+        }
+        didChange(change)
+        withExtendedLifetime((dropped, replaced)) {}  // released here, outside the locks
+        return mustSchedule
+    }
+
+    /// One round of a posting-thread observer's replaying registration: the retained values it
+    /// matches that were retained after sequence number `seen`, and the latest sequence number.
+    /// Registers `observer` in the same critical section if there are none, or if `force`.
+    func replayRound<N: TypedNotification>(
+        _ observer: Observer<N>, after seen: UInt64, force: Bool
+    ) -> (replays: [RetainedValues<N>.Replay], latest: UInt64, added: Bool) {
+        let key = ObjectIdentifier(N.self)
+        let (replays, latest, change, replaced) = state.withLock {
+            state -> ([RetainedValues<N>.Replay], UInt64, Change?, ObserverSnapshot?) in
+            let bucket = state.bucket(creating: N.self)
+            let latest = bucket.retained.lastSequence
+            let replays = bucket.retained.replays(matching: observer.filters, after: seen)
+            guard replays.isEmpty || force else { return (replays, latest, nil, nil) }
+            let replaced = bucket.add(observer, sequence: state.nextSequence())
+            return (replays, latest, state.recordChange(of: key), replaced)
+        }
+        if let change { didChange(change) }
+        withExtendedLifetime(replaced) {}  // released here, outside the locks
+        return (replays, latest, change != nil)
+    }
+
     /// A change of one type's observers, to clear from the shards that may cache that type.
     struct Change: Sendable {
         let key: ObjectIdentifier
@@ -183,7 +384,9 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
 
     /// The buckets. Retained values live in the same buckets, under the same lock, so that a
     /// retaining post and a replaying registration are atomic with respect to each other.
-    let state = Lock(State())
+    /// Private: every critical section is one of this file's methods, which release what they
+    /// let go of after the lock.
+    private let state = Lock(State())
 
     /// The number of post shards, a power of two.
     private static let shardCount = 8
@@ -256,7 +459,7 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
     /// A shard that never read the type since its last change is skipped: it holds nothing to
     /// clear, and a post that reads the registry before the change marks its shard under the
     /// registry lock, so the change sees that mark.
-    func didChange(_ change: Change) {
+    private func didChange(_ change: Change) {
         var remaining = change.shards
         while remaining != 0 {
             let index = remaining.trailingZeroBitCount
@@ -267,7 +470,7 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
     }
 
     /// Clears every shard (the hub is going away). Call without holding a lock.
-    func clearShards() {
+    private func clearShards() {
         for shard in shards {
             let cleared = shard.table.withLock { table in
                 defer { table = SnapshotTable() }
