@@ -6,20 +6,26 @@
 /// array read and one compare on a post's hit. Entries are never removed, only emptied: there is
 /// one per type ever put in, and the key 0 (no type has it) marks a free slot.
 ///
-/// A free slot holds ``IdentityTableValue/empty``, so ``subscript(_:)`` needs no branch for a key
+/// A free slot holds the table's `empty` value, so ``subscript(_:)`` needs no branch for a key
 /// that is absent: the shards' lookup, on every post, reads the slot it lands on either way.
-struct IdentityTable<Value: IdentityTableValue>: Sendable {
+/// (`Value` conforms to no protocol of its own, so that making the table's metadata at run time
+/// checks no conformance.)
+struct IdentityTable<Value: Sendable>: Sendable {
     struct Slot: Sendable {
-        var key: UInt = 0
-        var value = Value.empty
+        var key: UInt
+        var value: Value
     }
 
     private var slots: ContiguousArray<Slot>
     private var count = 0
+    /// The value of a key that is absent.
+    private let empty: Value
 
-    /// An empty table with room for `capacity` slots, a power of two.
-    init(capacity: Int) {
-        slots = ContiguousArray(repeating: Slot(), count: capacity)
+    /// An empty table with room for `capacity` slots, a power of two, whose absent keys have the
+    /// value `empty`.
+    init(capacity: Int, empty: Value) {
+        self.empty = empty
+        slots = ContiguousArray(repeating: Slot(key: 0, value: empty), count: capacity)
     }
 
     /// The index of `key`'s slot, or of the free slot where it would go.
@@ -35,7 +41,7 @@ struct IdentityTable<Value: IdentityTableValue>: Sendable {
         }
     }
 
-    /// The value of `key`, or ``IdentityTableValue/empty`` if it has none.
+    /// The value of `key`, or the table's `empty` value if it has none.
     @inline(__always)
     subscript(_ key: ObjectIdentifier) -> Value {
         slots[find(UInt(bitPattern: key))].value
@@ -47,7 +53,7 @@ struct IdentityTable<Value: IdentityTableValue>: Sendable {
         slots[find(UInt(bitPattern: key))].key != 0
     }
 
-    /// The index of `key`'s slot, inserted (holding ``IdentityTableValue/empty``) if needed; valid
+    /// The index of `key`'s slot, inserted (holding the `empty` value) if needed; valid
     /// until the next insertion.
     @inline(__always)
     mutating func insert(_ key: ObjectIdentifier) -> (slot: Int, inserted: Bool) {
@@ -63,7 +69,7 @@ struct IdentityTable<Value: IdentityTableValue>: Sendable {
         var index = index
         if (count + 1) * 2 > slots.count {
             let old = slots
-            slots = ContiguousArray(repeating: Slot(), count: old.count * 2)
+            slots = ContiguousArray(repeating: Slot(key: 0, value: empty), count: old.count * 2)
             for slot in old where slot.key != 0 {
                 slots[find(slot.key)] = slot
             }
@@ -92,10 +98,4 @@ struct IdentityTable<Value: IdentityTableValue>: Sendable {
     var values: some Sequence<Value> {
         slots.lazy.filter { $0.key != 0 }.map(\.value)
     }
-}
-
-/// What an ``IdentityTable`` maps to.
-protocol IdentityTableValue: Sendable {
-    /// The value of a key that is absent.
-    static var empty: Self { get }
 }
