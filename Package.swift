@@ -37,7 +37,8 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldTests",
-            dependencies: ["Herald", "herald-runloop-probe", "herald-demo"],
+            // HeraldTesting: the async cancel tests race a cancel on the main-actor stand-in.
+            dependencies: ["Herald", "HeraldTesting", "herald-runloop-probe", "herald-demo"],
             exclude: [],
             swiftSettings: swiftSettings
         ),

@@ -1,14 +1,6 @@
 import Herald
 import Testing
 
-#if canImport(Darwin)
-import Darwin
-#elseif canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// A delivery target for tests: work waits in a queue until the test runs it, on the test's thread.
 ///
 /// Inject it where production code uses `.mainQueue` or a queue, and the code under test becomes
@@ -40,25 +32,9 @@ import Musl
 /// thread (`postAndWait`, `performAndWait`) blocks until the test runs the work, so call it from a
 /// job of this target, or use the `async` `postAndWait`.
 public final class TestDeliveryTarget: DeliveryExecutor, CustomStringConvertible {
-    private struct Job {
-        let due: Duration
-        let sequence: UInt64
-        let work: @Sendable () -> Void
-    }
-
-    private struct State {
-        var now: Duration = .zero
-        var nextSequence: UInt64 = 0
-        /// Sorted by (due, sequence).
-        var jobs: [Job] = []
-        /// The threads running a job of this target right now (a stack per nested run).
-        var runners: [UInt] = []
-        var executedCount = 0
-    }
-
     /// A name for failure messages, such as `"main"`.
     public let name: String
-    private let state = Locked(State())
+    private let state = Locked(ManualJobQueue())
 
     /// Creates a target with an empty queue and its clock at zero.
     ///
@@ -94,9 +70,7 @@ public final class TestDeliveryTarget: DeliveryExecutor, CustomStringConvertible
     ///
     /// - Parameter job: The work to queue.
     public func enqueue(_ job: @escaping @Sendable () -> Void) {
-        state.withLock { state in
-            Self.insert(job, due: state.now, into: &state)
-        }
+        state.withLock { $0.insert(job) }
     }
 
     /// Queues `job`, due once the manual clock has advanced by `delay`.
@@ -107,15 +81,13 @@ public final class TestDeliveryTarget: DeliveryExecutor, CustomStringConvertible
     ///   - delay: How far ``now`` must advance before `job` is due.
     ///   - job: The work to queue.
     public func enqueue(after delay: Duration, _ job: @escaping @Sendable () -> Void) {
-        state.withLock { state in
-            Self.insert(job, due: state.now + Swift.max(delay, .zero), into: &state)
-        }
+        state.withLock { $0.insert(job, after: delay) }
     }
 
     /// Whether the calling thread is running a job of this target right now.
     public var isCurrent: Bool {
-        let me = Self.currentThread()
-        return state.withLock { $0.runners.contains(me) }
+        let me = ManualJobQueue.currentThread()
+        return state.withLock { $0.isRunning(on: me) }
     }
 
     // MARK: - Inspecting
@@ -128,17 +100,17 @@ public final class TestDeliveryTarget: DeliveryExecutor, CustomStringConvertible
 
     /// The number of queued jobs, due now or later.
     public var pendingCount: Int {
-        state.withLock { $0.jobs.count }
+        state.withLock { $0.pendingCount }
     }
 
     /// The number of queued jobs that are due now.
     public var dueCount: Int {
-        state.withLock { state in state.jobs.count { $0.due <= state.now } }
+        state.withLock { $0.dueCount }
     }
 
     /// When the earliest queued job is due, or `nil` if nothing is queued.
     public var nextDueTime: Duration? {
-        state.withLock { $0.jobs.first?.due }
+        state.withLock { $0.nextDueTime }
     }
 
     /// The number of jobs run so far.
@@ -232,9 +204,7 @@ public final class TestDeliveryTarget: DeliveryExecutor, CustomStringConvertible
         while run(until: instant) {
             count += 1
         }
-        state.withLock { state in
-            state.now = Swift.max(state.now, instant)
-        }
+        state.withLock { $0.advanceClock(to: instant) }
         return count
     }
 
@@ -322,65 +292,16 @@ public final class TestDeliveryTarget: DeliveryExecutor, CustomStringConvertible
 
     /// The failure message for pending work, or `nil` if nothing is pending.
     func pendingWorkFailure() -> String? {
-        let (now, dues) = state.withLock { state in (state.now, state.jobs.map(\.due)) }
-        guard !dues.isEmpty else { return nil }
-        let dueNow = dues.count { $0 <= now }
-        let later = dues.filter { $0 > now }
-        var message = "\(self) expected no pending work, found \(dues.count) job\(dues.count == 1 ? "" : "s")"
-        message += ": \(dueNow) due now (run them with runUntilIdle())"
-        if let first = later.first {
-            message += ", \(later.count) due later, the first at \(first) (clock at \(now); use advance(by:))"
+        let owner = description
+        return state.withLock { queue in
+            queue.pendingCount == 0 ? nil : queue.pendingWorkMessage(of: owner, runCall: "runUntilIdle()")
         }
-        return message
     }
 
     // MARK: - Internals
 
-    private static func insert(_ work: @escaping @Sendable () -> Void, due: Duration, into state: inout State) {
-        let job = Job(due: due, sequence: state.nextSequence, work: work)
-        state.nextSequence &+= 1
-        // Later sequence numbers go after every job with the same or an earlier due time.
-        var low = 0
-        var high = state.jobs.count
-        while low < high {
-            let middle = (low + high) / 2
-            if state.jobs[middle].due <= due {
-                low = middle + 1
-            } else {
-                high = middle
-            }
-        }
-        state.jobs.insert(job, at: low)
-    }
-
     /// Runs the first job due by `deadline` (or by `now` when `nil`), moving the clock to it.
     private func run(until deadline: Duration?) -> Bool {
-        let me = Self.currentThread()
-        let job = state.withLock { state -> Job? in
-            guard let first = state.jobs.first, first.due <= Swift.max(deadline ?? state.now, state.now) else {
-                return nil
-            }
-            state.jobs.removeFirst()
-            state.now = Swift.max(state.now, first.due)
-            state.runners.append(me)
-            return first
-        }
-        guard let job else { return false }
-        job.work()
-        state.withLock { state in
-            if let index = state.runners.lastIndex(of: me) {
-                state.runners.remove(at: index)
-            }
-            state.executedCount += 1
-        }
-        return true
-    }
-
-    private static func currentThread() -> UInt {
-        #if canImport(Darwin)
-        return UInt(bitPattern: pthread_self())
-        #else
-        return UInt(pthread_self())
-        #endif
+        ManualJobQueue.run(dueBy: deadline, in: state, \.self)
     }
 }

@@ -1,16 +1,6 @@
 @_spi(Testing) import Herald
 import Testing
 
-#if canImport(Darwin)
-import Darwin
-#elseif canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#else
-#error("TestMainActor: unsupported platform")
-#endif
-
 /// A stand-in for the main actor in tests: main-actor deliveries and `MainActor.perform` work
 /// wait until the test runs them, on the main actor, in order.
 ///
@@ -56,20 +46,9 @@ import Musl
 /// ``runNext()`` or ``advance(by:fileID:filePath:line:column:)``, never while the stand-in's lock is held.
 /// Work may be enqueued from any thread.
 public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
-    private struct Job {
-        let due: Duration
-        let sequence: UInt64
-        let work: @Sendable () -> Void
-    }
-
     private struct State {
-        var now: Duration = .zero
-        var nextSequence: UInt64 = 0
-        /// Sorted by (due, sequence).
-        var jobs: [Job] = []
-        /// The threads running a job of the stand-in right now.
-        var runners: [UInt] = []
-        var executedCount = 0
+        /// The jobs, the manual clock, and the threads running a job of the stand-in right now.
+        var queue = ManualJobQueue()
         /// Tasks of async handlers started by jobs that have not finished.
         var taskCount = 0
         /// The number of `runUntilIdle` / `advance` calls in progress.
@@ -107,7 +86,7 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
     /// - Parameter job: The work to queue.
     public func enqueue(_ job: @escaping @Sendable () -> Void) {
         let wakeUp = state.withLock { state in
-            Self.insert(job, due: state.now, into: &state)
+            state.queue.insert(job)
             return Self.takeWakeUp(&state)
         }
         wakeUp?.resume()
@@ -120,7 +99,7 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
     ///   - job: The work to queue.
     public func enqueue(after delay: Duration, _ job: @escaping @Sendable () -> Void) {
         let wakeUp = state.withLock { state in
-            Self.insert(job, due: state.now + Swift.max(delay, .zero), into: &state)
+            state.queue.insert(job, after: delay)
             return Self.takeWakeUp(&state)
         }
         wakeUp?.resume()
@@ -128,8 +107,8 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
 
     /// Whether the calling thread is running a job of the stand-in right now.
     public var isCurrent: Bool {
-        let me = Self.currentThread()
-        return state.withLock { $0.runners.contains(me) }
+        let me = ManualJobQueue.currentThread()
+        return state.withLock { $0.queue.isRunning(on: me) }
     }
 
     /// Whether a test is inside ``runUntilIdle(maxJobs:fileID:filePath:line:column:)`` or
@@ -155,12 +134,12 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
 
     /// The time on the manual clock; it moves only by ``advance(by:fileID:filePath:line:column:)``.
     public var now: Duration {
-        state.withLock { $0.now }
+        state.withLock { $0.queue.now }
     }
 
     /// The number of queued jobs, due now or later.
     public var pendingCount: Int {
-        state.withLock { $0.jobs.count }
+        state.withLock { $0.queue.pendingCount }
     }
 
     /// The number of async handler tasks started by the stand-in's jobs that have not finished.
@@ -170,7 +149,7 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
 
     /// The number of jobs run so far.
     public var executedCount: Int {
-        state.withLock { $0.executedCount }
+        state.withLock { $0.queue.executedCount }
     }
 
     // MARK: - Running
@@ -274,9 +253,9 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
 
     @MainActor
     private func advance(by duration: Duration, site: FailureSite) async -> Int {
-        let instant = state.withLock { $0.now } + Swift.max(duration, .zero)
+        let instant = state.withLock { $0.queue.now } + Swift.max(duration, .zero)
         let count = await drive(until: instant, maxJobs: 100_000, site: site)
-        state.withLock { state in state.now = Swift.max(state.now, instant) }
+        state.withLock { $0.queue.advanceClock(to: instant) }
         return count + (await drive(until: nil, maxJobs: 100_000, site: site))
     }
 
@@ -328,17 +307,14 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
 
     /// The failure message for pending jobs and running async handlers, or `nil` if none.
     func pendingWorkFailure() -> String? {
-        let (now, dues, tasks) = state.withLock { state in (state.now, state.jobs.map(\.due), state.taskCount) }
-        guard !dues.isEmpty || tasks > 0 else { return nil }
-        let dueNow = dues.count { $0 <= now }
-        let later = dues.filter { $0 > now }
-        var message = "\(self) expected no pending work, found \(dues.count) job\(dues.count == 1 ? "" : "s")"
-        message += ": \(dueNow) due now (run them with await runUntilIdle())"
-        if let first = later.first {
-            message += ", \(later.count) due later, the first at \(first) (clock at \(now); use advance(by:))"
+        let owner = description
+        return state.withLock { state in
+            let tasks = state.taskCount
+            guard state.queue.pendingCount > 0 || tasks > 0 else { return nil }
+            var message = state.queue.pendingWorkMessage(of: owner, runCall: "await runUntilIdle()")
+            if tasks > 0 { message += ", and \(tasks) async handler\(tasks == 1 ? "" : "s") still running" }
+            return message
         }
-        if tasks > 0 { message += ", and \(tasks) async handler\(tasks == 1 ? "" : "s") still running" }
-        return message
     }
 
     // MARK: - Waiting posts
@@ -352,7 +328,7 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
         while !isDone() {
             if runJob(dueBy: nil) { continue }
             let step = state.withLock { state -> Step in
-                if let first = state.jobs.first, first.due <= state.now { return .ranJob }
+                if state.queue.hasJob(dueBy: nil) { return .ranJob }
                 return state.taskCount == 0 ? .idle : .wait(state.generation)
             }
             switch step {
@@ -419,9 +395,7 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
                 continue
             }
             let step = state.withLock { state -> Step in
-                if let first = state.jobs.first, first.due <= Swift.max(deadline ?? state.now, state.now) {
-                    return .ranJob
-                }
+                if state.queue.hasJob(dueBy: deadline) { return .ranJob }
                 if state.taskCount == 0 {
                     state.drivers -= 1  // under the same lock as the check: a waiting post sees it
                     return .idle
@@ -454,55 +428,13 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
     /// Runs the first job due by `deadline` (or by `now` when `nil`), moving the clock to it.
     @MainActor
     private func runJob(dueBy deadline: Duration?) -> Bool {
-        let me = Self.currentThread()
-        let job = state.withLock { state -> Job? in
-            guard let first = state.jobs.first, first.due <= Swift.max(deadline ?? state.now, state.now) else {
-                return nil
-            }
-            state.jobs.removeFirst()
-            state.now = Swift.max(state.now, first.due)
-            state.runners.append(me)
-            return first
-        }
-        guard let job else { return false }
-        job.work()
-        state.withLock { state in
-            if let index = state.runners.lastIndex(of: me) {
-                state.runners.remove(at: index)
-            }
-            state.executedCount += 1
-        }
-        return true
+        ManualJobQueue.run(dueBy: deadline, in: state, \.queue)
     }
 
     private static func takeWakeUp(_ state: inout State) -> CheckedContinuation<Void, Never>? {
         state.generation &+= 1
         defer { state.wakeUp = nil }
         return state.wakeUp
-    }
-
-    private static func insert(_ work: @escaping @Sendable () -> Void, due: Duration, into state: inout State) {
-        let job = Job(due: due, sequence: state.nextSequence, work: work)
-        state.nextSequence &+= 1
-        var low = 0
-        var high = state.jobs.count
-        while low < high {
-            let middle = (low + high) / 2
-            if state.jobs[middle].due <= due {
-                low = middle + 1
-            } else {
-                high = middle
-            }
-        }
-        state.jobs.insert(job, at: low)
-    }
-
-    private static func currentThread() -> UInt {
-        #if canImport(Darwin)
-        return UInt(bitPattern: pthread_self())
-        #else
-        return UInt(pthread_self())
-        #endif
     }
 }
 

@@ -462,12 +462,35 @@ final class Mailbox<N: TypedNotification>: Sendable {
         return locked.withLock { $0.helpers }
     }
 
-    /// The job the target refused is no longer pending.
+    // MARK: Handing the drain to the target
+
+    /// Hands the drain job to `target` (the mailbox's target, or what stands in for it in a test),
+    /// once the state machine asked for it, and offers the drain to the blocked waiters that occupy
+    /// the target: they would otherwise wait for this job forever.
     ///
-    /// - Returns: Whether the mailbox holds items, which nothing will ever run now; `false` for a
-    ///   lingering job that found the mailbox empty (the next post's job will be refused in turn).
-    func jobRefused() -> Bool {
-        locked.withLock { $0.machine.jobRefused() }
+    /// - Parameters:
+    ///   - job: The drain job.
+    ///   - target: Where the job goes.
+    ///   - inline: Makes the drain a waiter runs in place of the job; called only if a waiter
+    ///     occupies the target.
+    /// - Returns: The target's refusal, if it will never run work again (a ``DeliveryThread`` that
+    ///   was shut down) and the mailbox holds items that nothing will ever run now; `nil` otherwise.
+    func schedule(
+        _ job: @escaping @Sendable () -> Void, on target: DeliveryTarget,
+        inline: () -> @Sendable () -> Void
+    ) -> (any Error)? {
+        if let refusal = target.trySchedule(job) {
+            // The refused job is no longer pending; a lingering job that found the mailbox empty
+            // leaves nothing behind (the next post's job is refused in turn).
+            return locked.withLock { $0.machine.jobRefused() } ? refusal : nil
+        }
+        let helpers = self.helpers
+        guard !helpers.isEmpty else { return nil }
+        let request = HelpRequest(target: self.target, work: inline())
+        for helper in helpers {
+            helper.offer(request)
+        }
+        return nil
     }
 
     // MARK: Closing

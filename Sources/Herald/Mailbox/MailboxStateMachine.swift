@@ -337,10 +337,11 @@ struct MailboxStateMachine: Sendable {
 
     /// Moves the state out, leaving a placeholder: the caller decides and stores the new state, and
     /// the queue's holds are neither retained nor copied on the way. Every path of the caller
-    /// stores a state or stops the process.
+    /// stores a state or stops the process. The placeholder holds no reference, so overwriting it
+    /// releases nothing.
     @inline(__always)
     private mutating func takeState() -> State {
-        var current = State.idle(Queue())
+        var current = State.closed(Remains(isJobPending: false, runner: nil))
         swap(&current, &state)
         return current
     }

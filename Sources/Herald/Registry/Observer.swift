@@ -565,7 +565,8 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         return (mustSchedule, discarded)
     }
 
-    /// Hands the drain job to the target, once the mailbox's state machine asked for it.
+    /// Builds the drain job, once the mailbox's state machine asked for it, and has the mailbox hand
+    /// it to the target (``Mailbox/schedule(_:on:inline:)``).
     ///
     /// A target that will never run work again (a ``DeliveryThread`` that was shut down) rejects
     /// the job. Nothing would ever drain the mailbox then, so the observation ends and what the mailbox
@@ -581,16 +582,11 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         } else {
             job = { [self] in runJob(continued: false) }
         }
-        if let refusal = core.schedulingTarget(for: target).trySchedule(job) {
-            if mailbox?.jobRefused() == true { targetRefused(refusal) }
-            return
+        guard let mailbox else { return }
+        let refusal = mailbox.schedule(job, on: core.schedulingTarget(for: mailbox.target)) {
+            { [self] in drainInline() }
         }
-        // A blocked waiter that occupies the target would otherwise wait for this job forever.
-        guard let helpers = mailbox?.helpers, !helpers.isEmpty else { return }
-        let request = HelpRequest(target: target) { [self] in drainInline() }
-        for helper in helpers {
-            helper.offer(request)
-        }
+        if let refusal { targetRefused(refusal) }
     }
 
     override func attach(helper waiter: Waiter) {

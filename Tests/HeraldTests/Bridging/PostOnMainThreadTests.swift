@@ -1,7 +1,6 @@
 import Dispatch
 import Foundation
 import Herald
-import Synchronization
 import Testing
 
 @Suite("NotificationCenter.postOnMainThread")
@@ -172,7 +171,7 @@ private final class ObserverRecord: Sendable {
         let bytes: Int?
     }
 
-    private let state = Mutex<(calls: [Call], senders: [Int?])>(([], []))
+    private let state = Locked<(calls: [Call], senders: [Int?])>(([], []))
 
     func note(onMain: Bool, bytes: Int?) {
         state.withLock { $0.calls.append(Call(onMain: onMain, bytes: bytes)) }

@@ -11,17 +11,6 @@ private struct Other: TypedNotification {}
 
 private final class PostSubject: Sendable {}
 
-/// A thread-safe list of what a handler saw.
-private final class Seen<Element: Sendable>: Sendable {
-    private let storage = Mutex<[Element]>([])
-
-    func append(_ element: Element) {
-        storage.withLock { $0.append(element) }
-    }
-
-    var all: [Element] { storage.withLock { $0 } }
-}
-
 private actor LevelStore {
     var values: [Int] = []
 
@@ -73,9 +62,9 @@ struct RetainedNotificationTests {
         #expect(hub.removeRetainedValue(of: Level.self) == nil)
         #expect(hub.retainedValue(of: Level.self) == nil)
 
-        let seen = Seen<Int>()
+        let seen = Log<Int>()
         let token = hub.observe(Level.self, replayLatest: true) { seen.append($0.value) }
-        #expect(seen.all.isEmpty)
+        #expect(seen.values.isEmpty)
         token.cancel()
     }
 
@@ -103,24 +92,24 @@ struct RetainedNotificationTests {
         for _ in 0..<200 {
             let fresh = PostSubject()
             #expect(hub.retainedValue(of: Level.self, from: fresh) == nil)
-            let seen = Seen<Int>()
+            let seen = Log<Int>()
             let token = hub.observe(Level.self, from: fresh, replayLatest: true) { seen.append($0.value) }
-            #expect(seen.all.isEmpty)
+            #expect(seen.values.isEmpty)
             token.cancel()
         }
-        let seen = Seen<Int>()
+        let seen = Log<Int>()
         let wildcard = hub.observe(Level.self, replayLatest: true) { seen.append($0.value) }
-        #expect(seen.all.isEmpty, "a dead subject's value is not replayed to observers of every subject")
+        #expect(seen.values.isEmpty, "a dead subject's value is not replayed to observers of every subject")
         wildcard.cancel()
     }
 
     @Test("A retaining post is delivered like any post")
     func retainingPostIsDelivered() {
         let hub = NotificationHub()
-        let seen = Seen<Int>()
+        let seen = Log<Int>()
         let token = hub.observe(Level.self) { seen.append($0.value) }
         hub.postAndRetain(Level(value: 5))
-        #expect(seen.all == [5])
+        #expect(seen.values == [5])
         token.cancel()
     }
 
@@ -137,11 +126,11 @@ struct RetainedNotificationTests {
     func postingObserverReplaysSynchronously() {
         let hub = NotificationHub()
         hub.postAndRetain(Level(value: 1))
-        let seen = Seen<Int>()
+        let seen = Log<Int>()
         let token = hub.observe(Level.self, replayLatest: true) { seen.append($0.value) }
-        #expect(seen.all == [1])
+        #expect(seen.values == [1])
         hub.post(Level(value: 2))
-        #expect(seen.all == [1, 2])
+        #expect(seen.values == [1, 2])
         token.cancel()
     }
 
@@ -149,8 +138,8 @@ struct RetainedNotificationTests {
     func postingReplayStaysAheadOfConcurrentRetainingPost() {
         let hub = NotificationHub()
         hub.postAndRetain(Level(value: 0))
-        let seen = Seen<Int>()
-        let threads = Seen<Bool>()
+        let seen = Log<Int>()
+        let threads = Log<Bool>()
         let token = RetainedNotificationTests.$isRegistering.withValue(true) {
             hub.observe(Level.self, replayLatest: true) { level in
                 threads.append(RetainedNotificationTests.isRegistering)
@@ -167,10 +156,10 @@ struct RetainedNotificationTests {
                 seen.append(level.value)
             }
         }
-        #expect(seen.all == [0, 1], "value 1 is replayed after value 0, not delivered in the middle of it")
-        #expect(threads.all == [true, true], "both values are replayed on the registering thread")
+        #expect(seen.values == [0, 1], "value 1 is replayed after value 0, not delivered in the middle of it")
+        #expect(threads.values == [true, true], "both values are replayed on the registering thread")
         hub.post(Level(value: 2))
-        #expect(seen.all == [0, 1, 2])
+        #expect(seen.values == [0, 1, 2])
         token.cancel()
     }
 
@@ -178,10 +167,10 @@ struct RetainedNotificationTests {
     func noReplayWithoutOptIn() {
         let hub = NotificationHub()
         hub.postAndRetain(Level(value: 1))
-        let seen = Seen<Int>()
+        let seen = Log<Int>()
         let token = hub.observe(Level.self, replayLatest: false) { seen.append($0.value) }
         let plain = hub.observe(Level.self) { seen.append($0.value * 10) }
-        #expect(seen.all.isEmpty)
+        #expect(seen.values.isEmpty)
         token.cancel()
         plain.cancel()
     }
@@ -191,14 +180,14 @@ struct RetainedNotificationTests {
         let hub = NotificationHub()
         let queue = DispatchQueue(label: "retained.queue")
         hub.postAndRetain(Level(value: 1))
-        let seen = Seen<Int>()
+        let seen = Log<Int>()
         let token = hub.observe(Level.self, on: .queue(queue), replayLatest: true) { level in
             dispatchPrecondition(condition: .onQueue(queue))
             seen.append(level.value)
         }
         await hub.postAndWait(Level(value: 2))
         await hub.postAndWait(Level(value: 3))
-        #expect(seen.all == [1, 2, 3])
+        #expect(seen.values == [1, 2, 3])
         token.cancel()
     }
 
@@ -211,9 +200,9 @@ struct RetainedNotificationTests {
         hub.postAndRetain(Level(value: 2))
         hub.postAndRetain(Level(value: 3), from: second)
         hub.postAndRetain(Level(value: 4), from: first)  // replaces 1
-        let seen = Seen<Int>()
+        let seen = Log<Int>()
         let token = hub.observe(Level.self, replayLatest: true) { seen.append($0.value) }
-        #expect(seen.all == [2, 3, 4])
+        #expect(seen.values == [2, 3, 4])
         token.cancel()
     }
 
@@ -225,12 +214,12 @@ struct RetainedNotificationTests {
         hub.postAndRetain(Level(value: 1), from: first)
         hub.postAndRetain(Level(value: 2), from: second)
         hub.postAndRetain(Level(value: 3))
-        let seen = Seen<Int>()
+        let seen = Log<Int>()
         let token = hub.observe(Level.self, from: second, replayLatest: true) { seen.append($0.value) }
-        #expect(seen.all == [2])
+        #expect(seen.values == [2])
         hub.post(Level(value: 5), from: first)
         hub.post(Level(value: 6), from: second)
-        #expect(seen.all == [2, 6])
+        #expect(seen.values == [2, 6])
         token.cancel()
     }
 
@@ -251,13 +240,13 @@ struct RetainedNotificationTests {
     func mainActorObserverReplays() async {
         let hub = NotificationHub()
         hub.postAndRetain(Level(value: 1))
-        let seen = Seen<Int>()
+        let seen = Log<Int>()
         let token = hub.observe(Level.self, on: MainActor.shared, replayLatest: true) { level in
             MainActor.assertIsolated()
             seen.append(level.value)
         }
         await hub.postAndWait(Level(value: 2))
-        #expect(seen.all == [1, 2])
+        #expect(seen.values == [1, 2])
         token.cancel()
     }
 
@@ -265,16 +254,16 @@ struct RetainedNotificationTests {
     func ownerObserverReplays() {
         let hub = NotificationHub()
         hub.postAndRetain(Level(value: 1))
-        let seen = Seen<Int>()
+        let seen = Log<Int>()
         do {
             let owner = PostSubject()
             hub.observe(Level.self, owner: owner, replayLatest: true) { _, level in seen.append(level.value) }
-            #expect(seen.all == [1])
+            #expect(seen.values == [1])
             hub.post(Level(value: 2))
-            #expect(seen.all == [1, 2])
+            #expect(seen.values == [1, 2])
         }
         hub.post(Level(value: 3))
-        #expect(seen.all == [1, 2])
+        #expect(seen.values == [1, 2])
         #expect(hub.observerCount(of: Level.self) == 0)
     }
 
@@ -282,12 +271,12 @@ struct RetainedNotificationTests {
     func replayErrorsAreReported() {
         struct Broken: Error {}
         let hub = NotificationHub()
-        let failures = Seen<ObserverFailure>()
+        let failures = Log<ObserverFailure>()
         hub.errorHandler = { failures.append($0) }
         hub.postAndRetain(Level(value: 1))
         let token = hub.observe(Level.self, replayLatest: true) { _ in throw Broken() }
-        #expect(failures.all.count == 1)
-        #expect(failures.all.first?.notificationType == "Level")
+        #expect(failures.values.count == 1)
+        #expect(failures.values.first?.notificationType == "Level")
         token.cancel()
     }
 
@@ -301,8 +290,8 @@ struct RetainedNotificationTests {
         for iteration in 0..<1_000 {
             let hub = NotificationHub()
             hub.postAndRetain(Level(value: 0))
-            let seen = Seen<Int>()
-            let token = Mutex<ObservationToken?>(nil)
+            let seen = Log<Int>()
+            let token = Locked<ObservationToken?>(nil)
             let arrived = Atomic<Int>(0)
             DispatchQueue.concurrentPerform(iterations: 2) { side in
                 // Start both sides together. The spin is bounded, so a lone worker still finishes.
@@ -324,7 +313,7 @@ struct RetainedNotificationTests {
             // Both sides are done; a waiting post drains the observer's mailbox up to here.
             let sentinel = postCount + 1
             await hub.postAndWait(Level(value: sentinel))
-            let values = seen.all
+            let values = seen.values
             // Each value at most once, never an older one after a newer one, ending with the
             // sentinel, and never missing the latest retained value.
             let isIncreasing = zip(values, values.dropFirst()).allSatisfy { $0 < $1 }
@@ -375,10 +364,10 @@ private struct Probe: TypedNotification, Equatable {
 
 /// Counts the comparisons it sees and runs its action at the first one only.
 private final class CompareAction: Sendable {
-    private let state: Mutex<(action: (@Sendable () -> Void)?, count: Int)>
+    private let state: Locked<(action: (@Sendable () -> Void)?, count: Int)>
 
     init(_ action: @escaping @Sendable () -> Void) {
-        state = Mutex((action, 0))
+        state = Locked((action, 0))
     }
 
     /// How many comparisons ran.
@@ -427,11 +416,11 @@ struct RetainedValueHousekeepingTests {
         #expect(hub.retainedValue(of: Level.self) == nil)
         #expect(!hub.removeRetainedValue(Level(value: 1)), "nothing is retained any more")
 
-        let seen = Seen<Int>()
+        let seen = Log<Int>()
         let token = hub.observe(Level.self, replayLatest: true) { seen.append($0.value) }
-        #expect(seen.all.isEmpty)
+        #expect(seen.values.isEmpty)
         hub.post(Level(value: 2))
-        #expect(seen.all == [2], "the observer still receives later posts")
+        #expect(seen.values == [2], "the observer still receives later posts")
         token.cancel()
     }
 
@@ -448,9 +437,9 @@ struct RetainedValueHousekeepingTests {
         #expect(!hub.removeRetainedValue(Level(value: 1)), "a newer post replaced the given value")
         #expect(hub.retainedValue(of: Level.self) == Level(value: 2))
 
-        let seen = Seen<Int>()
+        let seen = Log<Int>()
         let token = hub.observe(Level.self, replayLatest: true) { seen.append($0.value) }
-        #expect(seen.all == [2])
+        #expect(seen.values == [2])
         token.cancel()
     }
 
@@ -474,9 +463,9 @@ struct RetainedValueHousekeepingTests {
         #expect(hub.retainedValue(of: Level.self) == nil)
         #expect(hub.retainedValue(of: Level.self, from: second) == Level(value: 2))
 
-        let seen = Seen<Int>()
+        let seen = Log<Int>()
         let token = hub.observe(Level.self, replayLatest: true) { seen.append($0.value) }
-        #expect(seen.all == [2])
+        #expect(seen.values == [2])
         token.cancel()
     }
 
@@ -531,7 +520,7 @@ struct RetainedValueHousekeepingTests {
         let hub = NotificationHub()
         let subject = PostSubject()
         hub.postAndRetain(Probe(1), from: subject)
-        let read = Seen<Int?>()
+        let read = Log<Int?>()
         let action = CompareAction {
             read.append(hub.retainedValue(of: Probe.self, from: subject)?.value)
             hub.postAndRetain(Level(value: 7))
@@ -539,7 +528,7 @@ struct RetainedValueHousekeepingTests {
             _ = hub.removeAllRetainedValues(of: Other.self)
         }
         #expect(hub.removeRetainedValue(Probe(1, onCompare: action), from: subject))
-        #expect(read.all == [1], "the == read the value being compared")
+        #expect(read.values == [1], "the == read the value being compared")
         #expect(hub.retainedValue(of: Level.self) == Level(value: 7))
         #expect(hub.retainedValue(of: Probe.self, from: subject) == nil)
     }
@@ -559,7 +548,7 @@ struct RetainedValueHousekeepingTests {
             let doomed = PostSubject()
             hub.postAndRetain(Probe(6), from: doomed)  // dead by the removal: not counted
         }
-        let seen = Seen<String>()
+        let seen = Log<String>()
         let level = hub.observe(Level.self) { seen.append("level \($0.value)") }
 
         #expect(hub.removeAllRetainedValues() == 5)
@@ -573,7 +562,7 @@ struct RetainedValueHousekeepingTests {
         let levels = hub.observe(Level.self, replayLatest: true) { seen.append("replayed level \($0.value)") }
         let others = hub.observe(Other.self, replayLatest: true) { _ in seen.append("replayed other") }
         let probes = hub.observe(Probe.self, replayLatest: true) { seen.append("replayed probe \($0.value)") }
-        #expect(seen.all.isEmpty, "nothing is left to replay")
+        #expect(seen.values.isEmpty, "nothing is left to replay")
         #expect(hub.removeAllRetainedValues() == 0)
 
         hub.postAndRetain(Level(value: 8))
@@ -601,7 +590,7 @@ struct RetainedValueHousekeepingTests {
     @Test("A removal racing with retaining posts never removes a different value", .timeLimit(.minutes(5)))
     func racingRetainsKeepDifferentValues() async {
         let hub = NotificationHub()
-        let done = Mutex(false)
+        let done = Locked(false)
         await onThreads(2) { side in
             if side == 0 {
                 for round in 0..<20_000 { hub.postAndRetain(Level(value: round % 2)) }

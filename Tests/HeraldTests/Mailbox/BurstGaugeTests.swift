@@ -1,5 +1,4 @@
 import Dispatch
-import Synchronization
 import Testing
 
 @testable import Herald
@@ -52,7 +51,7 @@ struct BurstGaugeTests {
     func burstThroughTheGauge() async throws {
         let hub = NotificationHub()
         let queue = DispatchQueue(label: "herald.tests.gauge")
-        let received = Mutex<[Int]>([])
+        let received = Locked<[Int]>([])
         let total = 20_000
         let token = hub.observe(GaugeTick.self, on: .queue(queue)) { counter in
             received.withLock { $0.append(counter.value) }

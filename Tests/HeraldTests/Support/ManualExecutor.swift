@@ -9,7 +9,9 @@ import Glibc
 import Musl
 #endif
 
-/// A delivery executor that queues jobs until the test runs them, on the test's thread.
+/// A delivery executor that queues jobs until the test runs them, on the test's thread: the one
+/// manual scheduler of HeraldTests (HeraldTesting's `TestDeliveryTarget` is not a dependency of
+/// this target, and has no `onEnqueue`).
 ///
 /// `onEnqueue`, when set, sees each job as it is enqueued and may run it right there instead (on
 /// a thread of its choice), to pause the enqueueing thread at that exact point.

@@ -11,7 +11,7 @@ struct Pong: TypedNotification, Equatable {
     var value: Int
 }
 
-/// A lock-protected value for tests.
+/// A lock-protected value for tests: the one lock box of HeraldTests (use it rather than a `Mutex`).
 ///
 /// Built on `NSLock` (a pthread mutex) rather than `Synchronization.Mutex`: on Linux a contended
 /// `Mutex` is handed over inside the kernel, where ThreadSanitizer cannot see it, so it would
@@ -68,12 +68,8 @@ struct Boom: Error, Equatable {
 
 /// Recognises the main queue by a queue-specific value, however the main queue is drained.
 enum MainQueueProbe {
-    private struct Key: @unchecked Sendable {  // Immutable after creation.
-        let key = DispatchSpecificKey<Int>()
-    }
-
-    private static let shared: Key = {
-        let key = Key()
+    private static let shared: DispatchSpecificKeyBox = {
+        let key = DispatchSpecificKeyBox()
         DispatchQueue.main.setSpecific(key: key.key, value: 1)
         return key
     }()
@@ -121,7 +117,8 @@ final class QueueExecutor: DeliveryExecutor {
     }
 }
 
-final class DispatchSpecificKeyBox: @unchecked Sendable {  // Immutable after creation.
+/// A dispatch-specific key that a `Sendable` closure may capture: the one key box of the tests.
+final class DispatchSpecificKeyBox: @unchecked Sendable {  // Immutable after creation: `key` is a `let`.
     let key = DispatchSpecificKey<Int>()
 }
 

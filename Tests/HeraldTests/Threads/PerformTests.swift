@@ -305,12 +305,9 @@ private struct TargetFixture: Sendable {
             isCurrent = { MainQueueProbe.isOnMainQueue }
             tearDown = {}
         case .queue:
-            let queue = DispatchQueue(label: "herald.test.after")
-            let key = DispatchSpecificKey<Bool>()
-            queue.setSpecific(key: key, value: true)
-            let probe = SpecificProbe(queue: queue, key: key)
-            target = .queue(queue)
-            isCurrent = { probe.isCurrent }
+            let queue = QueueExecutor(label: "herald.test.after")
+            target = .queue(queue.queue)
+            isCurrent = { queue.isCurrent }
             tearDown = {}
         case .operationQueue:
             let queue = OperationQueue()
@@ -324,19 +321,6 @@ private struct TargetFixture: Sendable {
             tearDown = { thread.shutdown() }
         }
     }
-}
-
-/// Reads a queue-specific value; the key is only read after it was set.
-private final class SpecificProbe: @unchecked Sendable {  // DispatchSpecificKey is immutable after creation.
-    let queue: DispatchQueue
-    let key: DispatchSpecificKey<Bool>
-
-    init(queue: DispatchQueue, key: DispatchSpecificKey<Bool>) {
-        self.queue = queue
-        self.key = key
-    }
-
-    var isCurrent: Bool { DispatchQueue.getSpecific(key: key) == true }
 }
 
 /// Runs blocking code on a fresh thread, so that the test's own executor is never blocked.
