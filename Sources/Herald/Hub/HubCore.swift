@@ -69,9 +69,7 @@ final class HubCore: Sendable {
 
     /// What every registered observer still has to do, in no particular order.
     func pendingDeliveries() -> [PendingDelivery] {
-        let (snapshots, families) = registry.state.withLock { state in
-            (state.types.buckets.compactMap { $0.snapshot() }, Array(state.families.observers))
-        }
+        let (snapshots, families) = registry.allObservers()
         var pending: [PendingDelivery] = families.compactMap(\.pendingDelivery)
         for snapshot in snapshots {
             snapshot.withObservers { queued, _ in
@@ -88,34 +86,9 @@ final class HubCore: Sendable {
 
     // MARK: Registry
 
-    /// The bucket of `type`, created if needed. Call under the registry lock.
-    func bucket<N: TypedNotification>(of type: N.Type, in state: inout Registry.State) -> Bucket<N> {
-        state.types.withEntry(ObjectIdentifier(type)) { entry in
-            if let existing = entry.bucket {
-                return unsafeDowncast(existing, to: Bucket<N>.self)
-            }
-            let bucket = Bucket<N>()
-            entry.bucket = bucket
-            return bucket
-        }
-    }
-
     /// Makes `observer` visible to posts.
     func add<N: TypedNotification>(_ observer: Observer<N>) {
-        let key = ObjectIdentifier(N.self)
-        let (replaced, change) = registry.state.withLock { state in
-            // Not `bucket(of:in:)`: that asks the runtime for `Bucket<N>`'s metadata on every call,
-            // which was a tenth of a registration's cost.
-            let bucket = state.types.withEntry(key) { entry in
-                if let bucket = entry.bucket { return bucket }
-                let bucket = observer.makeBucket()
-                entry.bucket = bucket
-                return bucket
-            }
-            return (bucket.add(observer, sequence: state.nextSequence()), state.recordChange(of: key))
-        }
-        registry.didChange(change)
-        withExtendedLifetime(replaced) {}  // released here, outside the locks
+        registry.add(observer)
     }
 
     /// Makes `observer`, an observer of a family, visible to posts of every type of the family at
@@ -145,19 +118,12 @@ final class HubCore: Sendable {
     /// What the registry lets go of is released after the locks: releasing a handler can run any
     /// `deinit`, and one that cancels another observation or posts needs them.
     func remove<N: TypedNotification>(_ observer: Observer<N>) {
-        let key = ObjectIdentifier(N.self)
-        let (released, change) = registry.state.withLock {
-            state -> ((AnyObserver, ObserverSnapshot?)?, Registry.Change?) in
-            guard let released = state.bucket(key)?.remove(observer) else { return (nil, nil) }
-            return (released, state.recordChange(of: key))
-        }
-        if let change { registry.didChange(change) }
-        withExtendedLifetime(released) {}  // released here, outside the locks
+        registry.remove(observer)
     }
 
     /// The current snapshot of `type`'s observers, read from the registry.
     func snapshot<N: TypedNotification>(of type: N.Type) -> ObserverSnapshot? {
-        registry.state.withLock { $0.bucket(ObjectIdentifier(type))?.snapshot() }
+        registry.snapshot(of: type)
     }
 
     /// The live observers of `type`, in registration order (posting-thread observers first).
@@ -177,7 +143,7 @@ final class HubCore: Sendable {
     /// The live family observers with the family `key` (every family when `nil`) that are taps
     /// or not, in registration order.
     func familyObservers(key: ObjectIdentifier?, taps: Bool) -> [AnyObserver] {
-        let all = registry.state.withLock { Array($0.families.observers) }
+        let all = registry.familyObservers
         return all.filter { observer in
             guard let family = observer.family, family.isTap == taps else { return false }
             return (key == nil || family.key == key) && !observer.isCancelled
@@ -186,17 +152,7 @@ final class HubCore: Sendable {
 
     /// Drops every registration and retained value; used when the hub is deallocated.
     func removeAll() {
-        let released = registry.state.withLock { state -> [any Sendable] in
-            defer {
-                state.types = TypeTable()
-                state.families = ObserverList()
-                state.removeAllMemberTypes()
-            }
-            state.generation += 1
-            return state.types.buckets.flatMap { $0.removeAll() } + [Box(state.families)]
-        }
-        registry.clearShards()
-        withExtendedLifetime(released) {}  // released here, outside the locks
+        registry.removeAll()
     }
 
     // MARK: Errors and diagnostics

@@ -89,14 +89,14 @@ extension NotificationHub {
     /// ```
     @_spi(Testing)
     public var registryEntriesTouched: Int {
-        core.registry.state.withLock { $0.entriesTouched }
+        core.registry.entriesTouched
     }
 
     /// The times a post found its type's observers outdated by a family registration and brought
     /// them up to date (once per type and family registration, whichever thread posts), in all.
     @_spi(Testing)
     public var registryMembershipUpdates: Int {
-        core.registry.state.withLock { $0.membershipUpdates }
+        core.registry.membershipUpdates
     }
 
     /// Taps every notification (see `observeAll(from:on:priority:bufferingPolicy:fileID:line:_:)`)

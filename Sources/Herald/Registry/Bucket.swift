@@ -1,31 +1,43 @@
-/// The registrations of one notification type, and its retained values. Touched only under the
-/// registry lock.
+/// The registrations of one notification type, and its retained values: a value inside the
+/// registry's ``RegistryState``, so it is reachable only through the `inout` that the registry's
+/// lock hands out, and the compiler checks every access.
 ///
 /// A registration or cancellation changes a list in O(1) (amortised) and drops the published
 /// snapshot; the next post, or the next reader that needs one, builds a new snapshot from the
 /// lists. So *n* registrations in a row cost O(*n*), not O(*n*²), and churn that no post sees
 /// allocates no snapshot at all.
-class AnyBucket: @unchecked Sendable {  // Mutated only under `Registry.state`'s lock.
-    // Only touched under the registry lock, so the exclusivity checks are left out.
+///
+/// Nothing here releases what it lets go of: every mutation hands it back, for the registry to
+/// release after its lock.
+struct Bucket: Sendable {
+    /// The bucket's notification type: decides family membership and makes family stand-ins.
+    let type: any TypedNotification.Type
     /// Observers with a mailbox or a stream, in registration order.
-    @exclusivity(unchecked) private var queued = ObserverList()
+    private var queued = ObserverList()
     /// Posting-thread observers, in registration order.
-    @exclusivity(unchecked) private var posting = ObserverList()
+    private var posting = ObserverList()
     /// The snapshot of the current lists, once something asked for it; `nil` after a change.
-    @exclusivity(unchecked) private var published: ObserverSnapshot?
+    private var published: ObserverSnapshot?
     /// Whether a post shard holds `published` itself (the other shards hold copies).
-    @exclusivity(unchecked) private var publishedInShard = false
+    private var publishedInShard = false
     /// The number of observers with a priority other than 0; while it is 0, the lists are
     /// already in the order posts call them.
-    @exclusivity(unchecked) private var prioritizedCount = 0
+    private var prioritizedCount = 0
     /// The stand-ins (``Member``) of the family observers whose family this type belongs to.
-    @exclusivity(unchecked) private(set) var members: [AnyObserver] = []
+    private(set) var members: [AnyObserver] = []
     /// The registry's family generation that `members` reflects (see
     /// ``updateMembers(families:generation:sample:joined:)``).
-    @exclusivity(unchecked) private(set) var membersGeneration: UInt64 = 0
+    private(set) var membersGeneration: UInt64 = 0
     /// Whether this type belongs to a family, per family type: decided once, from the first
     /// notification of this type posted after the family's first observer was registered.
-    @exclusivity(unchecked) private var memberships: [ObjectIdentifier: Bool] = [:]
+    private var memberships: [ObjectIdentifier: Bool] = [:]
+    /// The retained (sticky) values of this type, per subject, once one was retained: a
+    /// ``RetainedValues`` of ``type``. They outlive the observers.
+    private var retained: (any RetainedStorage)?
+
+    init(type: any TypedNotification.Type) {
+        self.type = type
+    }
 
     /// Whether the type has no observers.
     var isEmpty: Bool { queued.count == 0 && posting.count == 0 }
@@ -33,7 +45,7 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `Registry.state`'s
     /// Adds `observer`, whose registration number is `sequence`, at the end of its list.
     ///
     /// - Returns: The snapshot it outdates, to release once the lock is no longer held.
-    func add(_ observer: AnyObserver, sequence: UInt64) -> ObserverSnapshot? {
+    mutating func add(_ observer: AnyObserver, sequence: UInt64) -> ObserverSnapshot? {
         if observer.isPosting {
             posting.append(observer, sequence: sequence)
         } else {
@@ -51,14 +63,14 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `Registry.state`'s
     /// - Returns: The removed observer and the snapshot it outdates, or `nil` if the observer was
     ///   not registered.
     /// - Complexity: O(1), amortised.
-    func remove(_ observer: AnyObserver) -> (AnyObserver, ObserverSnapshot?)? {
+    mutating func remove(_ observer: AnyObserver) -> (AnyObserver, ObserverSnapshot?)? {
         let removed = observer.isPosting ? posting.remove(observer) : queued.remove(observer)
         guard let removed else { return nil }
         if removed.priority != 0 { prioritizedCount -= 1 }
         return (removed, unpublish())
     }
 
-    private func unpublish() -> ObserverSnapshot? {
+    private mutating func unpublish() -> ObserverSnapshot? {
         defer {
             published = nil
             publishedInShard = false
@@ -68,7 +80,7 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `Registry.state`'s
 
     /// The snapshot of the current observers, built if a change outdated the last one; `nil` if
     /// there are none.
-    func snapshot() -> ObserverSnapshot? {
+    mutating func snapshot() -> ObserverSnapshot? {
         if let published { return published }
         guard let snapshot = source()?.build() else { return nil }
         published = snapshot
@@ -82,6 +94,18 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `Registry.state`'s
         return SnapshotSource(queued: queued, posting: posting, members: members, prioritized: prioritizedCount != 0)
     }
 
+    /// What a post shard caches: the published snapshot for the first shard that asks, if one
+    /// was built; otherwise the source for the shard to build a snapshot of its own from, after
+    /// the lock, so that threads posting through different shards do not share a reference count
+    /// and a registration does not wait while a poster builds one.
+    mutating func snapshotForShard() -> (snapshot: ObserverSnapshot?, source: SnapshotSource?) {
+        if let published, !publishedInShard {
+            publishedInShard = true
+            return (published, nil)
+        }
+        return (nil, source())
+    }
+
     // MARK: Families
 
     /// Brings ``members`` up to date with the registry's family observers: drops the stand-ins of
@@ -91,10 +115,11 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `Registry.state`'s
     ///
     /// - Parameter joined: Receives the family observers that this type now has a stand-in of.
     /// - Returns: The stand-ins and the snapshot it let go of, to release after the lock.
-    func updateMembers(
+    mutating func updateMembers(
         families: ObserverList, generation: UInt64, sample: UnsafeRawPointer, joined: inout [AnyObserver]
     ) -> [any Sendable] {
         guard membersGeneration != generation else { return [] }
+        let type = self.type
         let live = Set(families.observers.map(ObjectIdentifier.init))
         var kept: [AnyObserver] = []
         var released: [any Sendable] = []
@@ -114,11 +139,11 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `Registry.state`'s
             } else if let known = memberships[family.key] {
                 belongs = known
             } else {
-                belongs = contains(sample, in: family)
+                belongs = Self.contains(sample, of: type, in: family)
                 memberships[family.key] = belongs
             }
             if belongs {
-                kept.append(member(of: family, for: observer, sequence: sequence))
+                kept.append(family.member(of: type, for: observer, sequence: sequence))
                 joined.append(observer)
             }
         }
@@ -130,84 +155,74 @@ class AnyBucket: @unchecked Sendable {  // Mutated only under `Registry.state`'s
         return released
     }
 
+    /// Whether `type`, whose notification `sample` is, belongs to `family`.
+    private static func contains<N: TypedNotification>(
+        _ sample: UnsafeRawPointer, of type: N.Type, in family: AnyFamily
+    ) -> Bool {
+        family.contains(sample.assumingMemoryBound(to: N.self))
+    }
+
     /// Drops the stand-in of `observer`, a family observer whose registration ended.
     ///
     /// - Returns: What it let go of, to release after the lock; empty if this type had none.
-    func dropMembers(of observer: AnyObserver) -> [any Sendable] {
+    mutating func dropMembers(of observer: AnyObserver) -> [any Sendable] {
         guard let index = members.firstIndex(where: { $0.familyObserver === observer }) else { return [] }
         var released: [any Sendable] = [members.remove(at: index)]
         if let snapshot = unpublish() { released.append(snapshot) }
         return released
     }
 
-    /// Whether the type, whose notification `sample` is, belongs to `family`.
-    func contains(_ sample: UnsafeRawPointer, in family: AnyFamily) -> Bool { false }
+    // MARK: Retained values
 
-    /// A stand-in of the family observer `observer` (registration number `sequence`) among this
-    /// type's observers.
-    func member(of family: AnyFamily, for observer: AnyObserver, sequence: UInt64) -> AnyObserver {
-        fatalError("AnyBucket is abstract")
+    /// The retained values: made by the first retaining post, for the other operations to
+    /// find. The operations take the type `N` of the notification, which is the bucket's ``type``.
+    var retainedValues: (any RetainedStorage)? { retained }
+
+    /// Stores `value` as the retained value for `subject` (see ``RetainedValues/store(_:subject:)``).
+    ///
+    /// - Returns: What it let go of, to release once the lock is no longer held.
+    mutating func retain<N: TypedNotification>(_ value: N, subject: AnyObject?) -> (any Sendable)? {
+        if retained == nil { retained = RetainedValues<N>() }
+        return retained?.store(value, subject: subject) ?? nil
     }
 
-    /// What a post shard caches: the published snapshot for the first shard that asks, if one
-    /// was built; otherwise the source for the shard to build a snapshot of its own from, after
-    /// the lock, so that threads posting through different shards do not share a reference count
-    /// and a registration does not wait while a poster builds one.
-    func snapshotForShard() -> (snapshot: ObserverSnapshot?, source: SnapshotSource?) {
-        if let published, !publishedInShard {
-            publishedInShard = true
-            return (published, nil)
-        }
-        return (nil, source())
+    /// Removes the entry of `subject` (see ``RetainedValues/removeEntry(for:)``).
+    ///
+    /// - Returns: Its value, to release once the lock is no longer held.
+    mutating func removeRetainedEntry(for subject: AnyObject?) -> (any Sendable)? {
+        retained?.removeEntry(for: subject) ?? nil
+    }
+
+    /// Removes the value of `subject` if it is still the one numbered `sequence` (see
+    /// ``RetainedValues/remove(for:ifSequence:)``).
+    mutating func removeRetainedValue(
+        for subject: AnyObject?, ifSequence sequence: UInt64
+    ) -> (RetainedRemoval, (any Sendable)?) {
+        retained?.remove(for: subject, ifSequence: sequence) ?? (.absent, nil)
+    }
+
+    /// Drops the retained values, keeping the registrations.
+    ///
+    /// - Returns: The number of values that belonged to live subjects (or to no subject), and
+    ///   the values, to release once the lock is no longer held.
+    mutating func removeRetainedValues() -> (count: Int, released: (any Sendable)?) {
+        // Keeps the sequence numbers running, so a removal comparing outside the lock never
+        // mistakes a value retained afterwards for the one it compared.
+        retained?.removeAllValues() ?? (0, nil)
     }
 
     /// Drops every registration and retained value.
     ///
     /// - Returns: What the bucket held, to release once the lock is no longer held.
-    func removeAll() -> [any Sendable] {
+    mutating func removeAll() -> [any Sendable] {
         defer {
             queued = ObserverList()
             posting = ObserverList()
             published = nil
             members = []
+            retained = nil
         }
-        return [Box(queued), Box(posting), published, Box(members)]
-    }
-
-    /// Drops the retained values, keeping the registrations. Overridden by ``Bucket``, which
-    /// holds them.
-    ///
-    /// - Returns: The number of values that belonged to live subjects (or to no subject), and
-    ///   the values, to release once the lock is no longer held.
-    func removeRetainedValues() -> (count: Int, released: (any Sendable)?) {
-        (0, nil)
-    }
-}
-
-/// The bucket of notification type `N`.
-final class Bucket<N: TypedNotification>: AnyBucket, @unchecked Sendable {  // See AnyBucket.
-    /// The retained (sticky) values of this type, per subject. They outlive the observers.
-    var retained = RetainedValues<N>()
-
-    override func contains(_ sample: UnsafeRawPointer, in family: AnyFamily) -> Bool {
-        family.contains(sample.assumingMemoryBound(to: N.self))
-    }
-
-    override func member(of family: AnyFamily, for observer: AnyObserver, sequence: UInt64) -> AnyObserver {
-        family.member(of: N.self, for: observer, sequence: sequence)
-    }
-
-    override func removeAll() -> [any Sendable] {
-        let values = retained
-        retained = RetainedValues<N>()
-        return super.removeAll() + [Box(values)]
-    }
-
-    override func removeRetainedValues() -> (count: Int, released: (any Sendable)?) {
-        // Keeps the sequence numbers running, so a removal comparing outside the lock never
-        // mistakes a value retained afterwards for the one it compared.
-        let (count, values) = retained.removeAll()
-        return (count, values)
+        return [queued, posting, published, members, retained]
     }
 }
 
@@ -293,12 +308,6 @@ struct ObserverList: Sendable {
         slots.removeLast(slots.count - next)
         if !sequences.isEmpty { sequences.removeLast(sequences.count - next) }
     }
-}
-
-/// A value carried out of a lock as an object, to be released after it.
-final class Box<Value>: @unchecked Sendable {  // Only moved out of a lock and dropped, never read.
-    let value: Value
-    init(_ value: Value) { self.value = value }
 }
 
 /// The observer lists of one type as of one moment: what ``ObserverSnapshot`` is built from.

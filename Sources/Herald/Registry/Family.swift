@@ -27,7 +27,7 @@ protocol FamilyDeliveryProtocol {
 ///
 /// Every family observer has one (see ``Observer/Extras/family``). The registry asks it, once per
 /// concrete notification type, whether that type belongs to the family, and caches the answer in
-/// the type's bucket (see ``AnyBucket/members``).
+/// the type's bucket (see ``Bucket/members``).
 class AnyFamily: @unchecked Sendable {  // Immutable.
     /// The identity of the family's type (`(any AnalyticsEvent).self`, for example): the key of
     /// the cached answers.

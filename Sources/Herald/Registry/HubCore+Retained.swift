@@ -18,45 +18,22 @@ extension HubCore {
 
     /// Stores `value` as the retained value for `subject` and returns the observers it reaches.
     func retainAndSnapshot<N: TypedNotification>(_ value: N, subject: AnyObject?) -> ObserverSnapshot? {
-        let (snapshot, released, members) = withUnsafePointer(to: value) { sample in
-            registry.state.withLock { state -> (ObserverSnapshot?, [N], [any Sendable]) in
-                let bucket = bucket(of: N.self, in: &state)
-                let released = bucket.retained.store(value, subject: subject)
-                let (_, members) = state.bucket(ObjectIdentifier(N.self), type: N.self, sample: sample)
-                return (bucket.snapshot(), released, members)
-            }
-        }
-        withExtendedLifetime(members) {}  // released here, outside the lock
-        withExtendedLifetime(released) {}  // released here, outside the lock
-        return snapshot
+        registry.retain(value, subject: subject)
     }
 
     /// The value of `type` retained for `subject`.
     func retainedValue<N: TypedNotification>(of type: N.Type, subject: AnyObject?) -> N? {
-        registry.state.withLock { state -> N? in
-            guard let bucket = state.bucket(ObjectIdentifier(type)) else { return nil }
-            return unsafeDowncast(bucket, to: Bucket<N>.self).retained.value(for: subject)
-        }
+        registry.retainedValue(of: type, subject: subject)
     }
 
     /// Removes the value of `type` retained for `subject` and returns it.
     func removeRetainedValue<N: TypedNotification>(of type: N.Type, subject: AnyObject?) -> N? {
-        let (value, released) = registry.state.withLock { state -> (N?, N?) in
-            guard let bucket = state.bucket(ObjectIdentifier(type)) else { return (nil, nil) }
-            return unsafeDowncast(bucket, to: Bucket<N>.self).retained.remove(for: subject)
-        }
-        withExtendedLifetime(released) {}  // released here, outside the lock
-        return value
+        registry.removeRetainedValue(of: type, subject: subject)
     }
 
     /// Removes every retained value of `type`; returns how many there were.
     func removeAllRetainedValues<N: TypedNotification>(of type: N.Type) -> Int {
-        let (count, released) = registry.state.withLock { state -> (Int, [N]) in
-            guard let bucket = state.bucket(ObjectIdentifier(type)) else { return (0, []) }
-            return unsafeDowncast(bucket, to: Bucket<N>.self).retained.removeAll()
-        }
-        withExtendedLifetime(released) {}  // released here, outside the lock
-        return count
+        registry.removeAllRetainedValues(of: type)
     }
 
     /// Removes the value of `N` retained for `subject` if it equals `value`; returns whether it did.
@@ -69,22 +46,12 @@ extension HubCore {
     func removeRetainedValue<N: TypedNotification>(
         of type: N.Type, subject: AnyObject?, where shouldRemove: (N) throws -> Bool
     ) rethrows -> Bool {
-        let key = ObjectIdentifier(N.self)
         while true {
-            let current = registry.state.withLock { state -> (value: N, sequence: UInt64)? in
-                guard let bucket = state.bucket(key) else { return nil }
-                return unsafeDowncast(bucket, to: Bucket<N>.self).retained.entry(for: subject)
-            }
             // The copy is released at the end of each round, outside the lock.
-            guard let current, try shouldRemove(current.value) else { return false }
-            let (outcome, released) = registry.state.withLock {
-                state -> (RetainedValues<N>.ConditionalRemoval, N?) in
-                guard let bucket = state.bucket(key) else { return (.absent, nil) }
-                return unsafeDowncast(bucket, to: Bucket<N>.self).retained.remove(
-                    for: subject, ifSequence: current.sequence)
-            }
-            withExtendedLifetime(released) {}  // released here, outside the lock
-            switch outcome {
+            guard let current = registry.retainedEntry(of: type, subject: subject),
+                try shouldRemove(current.value)
+            else { return false }
+            switch registry.removeRetainedValue(of: type, subject: subject, ifSequence: current.sequence) {
             case .removed: return true
             case .absent: return false
             case .replaced: continue
@@ -94,18 +61,7 @@ extension HubCore {
 
     /// Removes every retained value of every type; returns how many there were.
     func removeAllRetainedValues() -> Int {
-        let (count, released) = registry.state.withLock { state -> (Int, [any Sendable]) in
-            var count = 0
-            var released: [any Sendable] = []
-            for bucket in state.types.buckets {
-                let (removed, values) = bucket.removeRetainedValues()
-                count += removed
-                if let values { released.append(values) }
-            }
-            return (count, released)
-        }
-        withExtendedLifetime(released) {}  // released here, outside the lock
-        return count
+        registry.removeAllRetainedValues(of: nil)
     }
 
     /// Registers `observer` and replays the retained values it matches, before any live post.
@@ -120,38 +76,16 @@ extension HubCore {
     ///   constant retaining posts, it becomes visible together with the last values to replay,
     ///   which then may overlap a live post made on another thread.
     func addReplaying<N: TypedNotification>(_ observer: Observer<N>) {
-        let key = ObjectIdentifier(N.self)
         if !observer.isPosting {
-            let (mustSchedule, dropped, replaced, change) = registry.state.withLock {
-                state -> (Bool, [N], ObserverSnapshot?, Registry.Change) in
-                let bucket = bucket(of: N.self, in: &state)
-                let items = bucket.retained.replays(matching: observer.filters, after: 0).map {
-                    QueuedItem(notification: $0.value, subjectID: $0.subjectID, group: nil)
-                }
-                let (mustSchedule, dropped) = observer.preload(items)
-                let replaced = bucket.add(observer, sequence: state.nextSequence())
-                return (mustSchedule, dropped, replaced, state.recordChange(of: key))
-            }
-            registry.didChange(change)
-            withExtendedLifetime((dropped, replaced)) {}  // released here, outside the locks
-            if mustSchedule { observer.scheduleDrain() }
+            if registry.addPreloaded(observer) { observer.scheduleDrain() }
             return
         }
 
         var seen: UInt64 = 0
         var round = 0
         while true {
-            let (replays, latest, change, replaced) = registry.state.withLock {
-                state -> ([RetainedValues<N>.Replay], UInt64, Registry.Change?, ObserverSnapshot?) in
-                let bucket = bucket(of: N.self, in: &state)
-                let latest = bucket.retained.lastSequence
-                let replays = bucket.retained.replays(matching: observer.filters, after: seen)
-                guard replays.isEmpty || round >= Self.maxReplayRounds else { return (replays, latest, nil, nil) }
-                let replaced = bucket.add(observer, sequence: state.nextSequence())
-                return (replays, latest, state.recordChange(of: key), replaced)
-            }
-            if let change { registry.didChange(change) }
-            withExtendedLifetime(replaced) {}  // released here, outside the locks
+            let (replays, latest, added) = registry.replayRound(
+                observer, after: seen, force: round >= Self.maxReplayRounds)
             // No one else holds the observer yet, so only `isCancelledFlag` may be read here:
             // `isCancelled` could end a registration that is not in the registry.
             for replay in replays where !observer.isCancelledFlag {
@@ -159,7 +93,7 @@ extension HubCore {
                     observer.deliver(UnsafeRawPointer($0), subjectID: replay.subjectID)
                 }
             }
-            if change != nil { return }
+            if added { return }
             seen = latest
             round += 1
         }

@@ -226,9 +226,6 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
     /// Where the handler runs.
     var target: DeliveryTarget { .posting }
 
-    /// A new, empty bucket for the observer's notification type.
-    func makeBucket() -> AnyBucket { AnyBucket() }
-
     /// The thread draining the mailbox right now, or 0.
     var drainerThread: UInt { 0 }
 
@@ -308,7 +305,6 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     /// Where the handler runs.
     override var target: DeliveryTarget { mailbox?.target ?? .posting }
 
-    override func makeBucket() -> AnyBucket { Bucket<N>() }
     override var priority: Int { extras?.priority ?? 0 }
     override var family: AnyFamily? { extras?.family }
     override var filtersInfo: (hasSubject: Bool, hasOwner: Bool) {

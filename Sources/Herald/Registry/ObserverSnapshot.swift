@@ -11,7 +11,7 @@ final class ObserverSnapshot: @unchecked Sendable {  // Immutable once made.
     private let queuedCount: Int
     /// All observers.
     let count: Int
-    /// Each post shard has a snapshot of its own (see ``AnyBucket/snapshotForShard()``), whose
+    /// Each post shard has a snapshot of its own (see ``Bucket/snapshotForShard()``), whose
     /// reference count a post writes twice: the padding keeps those counts on cache lines of their
     /// own.
     private let padding = CacheLinePadding()

@@ -41,95 +41,41 @@ import Musl
 /// later posts, a generation at least as new. A family observer's cancellation drops its stand-ins
 /// from the types that joined it (the registry keeps their list), as the cancellation of an
 /// observer of each of those types would.
+///
+/// ## One owner of the lock
+/// The registry lock and what it guards (``RegistryState``: the buckets with their observers and
+/// retained values, the families, the generations) are private to this file: each method below is
+/// one critical section, with one intent (add, remove, retain, replay, ...), and releases what it
+/// lets go of (observers, handlers, snapshots, retained values, whose `deinit` may use the hub)
+/// after the lock. The data logic lives in the types the state is made of (``RegistryState``,
+/// ``Bucket``, ``RetainedValues``, ``IdentityTable``); the shards in ``PostShard``.
 final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after init.
-    struct State: Sendable {
-        /// Per notification type: its bucket, and the shards that may cache a snapshot of it.
-        var types = TypeTable()
-        /// Incremented by every change of any bucket's observers.
-        var generation: UInt64 = 0
-        /// The observers of families (protocols, class hierarchies, every notification), in
-        /// registration order. Each type's bucket keeps stand-ins for those whose family it belongs
-        /// to (see ``AnyBucket/members``).
-        var families = ObserverList()
-        /// Incremented by every registration of a family observer, which outdates the snapshots of
-        /// every type at once (see ``Registry``); a bucket whose members reflect an older one is
-        /// brought up to date when a post of its type next reads it.
-        var familyGeneration: UInt64 = 0
-        /// Per family observer: the types whose buckets hold a stand-in of it, so that its
-        /// cancellation visits those and no other.
-        private var memberTypes: [ObjectIdentifier: [ObjectIdentifier]] = [:]
-        /// The per-type entries whose observers registrations and cancellations have changed, in
-        /// all (see `NotificationHub.registryEntriesTouched`).
-        private(set) var entriesTouched = 0
-        /// The buckets that posts brought up to date with the family observers, in all.
-        private(set) var membershipUpdates = 0
-        /// The sequence number of the latest registration.
-        private var lastSequence: UInt64 = 0
+    // MARK: Registrations
 
-        /// The number of a new registration, in registration order; 0 while the hub has never had a
-        /// family observer, since what comes before every family observer needs no number (see
-        /// ``ObserverList``).
-        mutating func nextSequence() -> UInt64 {
-            guard familyGeneration > 0 else { return 0 }
-            lastSequence += 1
-            return lastSequence
+    /// Makes `observer` visible to posts.
+    func add<N: TypedNotification>(_ observer: Observer<N>) {
+        let key = ObjectIdentifier(N.self)
+        let (replaced, change) = state.withLock { state in
+            let index = state.bucket(creating: N.self)
+            let sequence = state.nextSequence()
+            return (state.buckets[index].add(observer, sequence: sequence), state.recordChange(of: key))
         }
+        didChange(change)
+        withExtendedLifetime(replaced) {}  // released here, outside the locks
+    }
 
-        /// The bucket of `key`, with its family stand-ins brought up to date.
-        ///
-        /// When families are registered, a type that has no bucket yet gets one, so that its
-        /// membership can be cached; `sample`, a notification of the type, decides the families it
-        /// was never checked against. (`sample` is not optional on purpose: the address of a
-        /// notification of a type without stored properties may be 0, which an optional pointer
-        /// would take for `nil`.)
-        ///
-        /// - Returns: The bucket, and what the update let go of, to release after the lock.
-        mutating func bucket(
-            _ key: ObjectIdentifier, type: any TypedNotification.Type, sample: UnsafeRawPointer
-        ) -> (AnyBucket?, [any Sendable]) {
-            guard families.count > 0 else { return (bucket(key), []) }
-            let existing = bucket(key)
-            let bucket = existing ?? makeBucket(for: type)
-            if existing == nil { types.withEntry(key) { $0.bucket = bucket } }
-            guard bucket.membersGeneration != familyGeneration else { return (bucket, []) }
-            membershipUpdates += 1
-            var joined: [AnyObserver] = []
-            let released = bucket.updateMembers(
-                families: families, generation: familyGeneration, sample: sample, joined: &joined)
-            for observer in joined { memberTypes[ObjectIdentifier(observer), default: []].append(key) }
-            return (bucket, released)
-        }
-
-        /// Forgets the types that hold a stand-in of `observer`, a family observer whose
-        /// registration ends.
-        ///
-        /// - Returns: Those types.
-        mutating func takeMemberTypes(of observer: AnyObserver) -> [ObjectIdentifier] {
-            memberTypes.removeValue(forKey: ObjectIdentifier(observer)) ?? []
-        }
-
-        /// Forgets every family observer's types (the hub is going away).
-        mutating func removeAllMemberTypes() {
-            memberTypes = [:]
-        }
-
-        /// The bucket of the type whose identity is `key`, if it has one.
-        @inline(__always)
-        func bucket(_ key: ObjectIdentifier) -> AnyBucket? {
-            types.lookup(key)?.bucket
-        }
-
-        /// Numbers a change of `key`'s observers; the caller passes it to ``Registry/didChange(_:)``
-        /// once the lock is released.
-        mutating func recordChange(of key: ObjectIdentifier) -> Change {
-            generation += 1
-            entriesTouched += 1
-            let shards = types.withEntry(key) { entry in
-                defer { entry.cachedShards = 0 }
-                return entry.cachedShards
+    /// Ends `observer`'s registration. What the registry lets go of (the observer, whose handler
+    /// may capture anything, and the outdated snapshot) is released after the locks.
+    func remove<N: TypedNotification>(_ observer: Observer<N>) {
+        let key = ObjectIdentifier(N.self)
+        let (released, change) = state.withLock { state -> ((AnyObserver, ObserverSnapshot?)?, RegistryChange?) in
+            guard let index = state.bucket(key), let released = state.buckets[index].remove(observer) else {
+                return (nil, nil)
             }
-            return Change(key: key, generation: generation, shards: shards)
+            return (released, state.recordChange(of: key))
         }
+        if let change { didChange(change) }
+        withExtendedLifetime(released) {}  // released here, outside the locks
     }
 
     /// Registers `observer`, an observer of a family, for every type at once: a new family
@@ -157,12 +103,12 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
     ///   release after the locks.
     /// - Complexity: O(the types that joined the observer).
     func removeFamily(_ observer: AnyObserver) -> [any Sendable] {
-        let (released, changes) = state.withLock { state -> ([any Sendable], [Change]) in
+        let (released, changes) = state.withLock { state -> ([any Sendable], [RegistryChange]) in
             guard let removed = state.families.remove(observer) else { return ([], []) }
             var released: [any Sendable] = [removed]
-            var changes: [Change] = []
+            var changes: [RegistryChange] = []
             for key in state.takeMemberTypes(of: observer) {
-                guard let bucket = state.bucket(key), case let dropped = bucket.dropMembers(of: observer),
+                guard let index = state.bucket(key), case let dropped = state.buckets[index].dropMembers(of: observer),
                     !dropped.isEmpty
                 else { continue }
                 released += dropped
@@ -174,16 +120,177 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
         return released
     }
 
-    /// A change of one type's observers, to clear from the shards that may cache that type.
-    struct Change: Sendable {
-        let key: ObjectIdentifier
-        let generation: UInt64
-        let shards: UInt64
+    /// The current snapshot of `type`'s observers, built if a change outdated the last one.
+    func snapshot(of type: any TypedNotification.Type) -> ObserverSnapshot? {
+        state.withLock { state in state.bucket(ObjectIdentifier(type)).flatMap { state.buckets[$0].snapshot() } }
     }
+
+    /// The snapshot of every type's observers, and the family observers, in registration order.
+    func allObservers() -> (snapshots: [ObserverSnapshot], families: [AnyObserver]) {
+        state.withLock { state in
+            (state.buckets.indices.compactMap { state.buckets[$0].snapshot() }, Array(state.families.observers))
+        }
+    }
+
+    /// The family observers, in registration order.
+    var familyObservers: [AnyObserver] {
+        state.withLock { Array($0.families.observers) }
+    }
+
+    /// Drops every registration and retained value (the hub is going away); they are released
+    /// after the locks.
+    func removeAll() {
+        let released = state.withLock { $0.removeAll() }
+        clearShards()
+        withExtendedLifetime(released) {}  // released here, outside the locks
+    }
+
+    /// The per-type entries whose observers registrations and cancellations have changed, in all.
+    var entriesTouched: Int { state.withLock { $0.entriesTouched } }
+
+    /// The buckets that posts brought up to date with the family observers, in all.
+    var membershipUpdates: Int { state.withLock { $0.membershipUpdates } }
+
+    // MARK: Retained values
+
+    /// Stores `value` as the retained value of its type for `subject`, and returns the snapshot
+    /// of the observers it reaches, read in the same critical section. The values it replaces are
+    /// released after the lock.
+    func retain<N: TypedNotification>(_ value: N, subject: AnyObject?) -> ObserverSnapshot? {
+        let key = ObjectIdentifier(N.self)
+        let (snapshot, released, members) = withUnsafePointer(to: value) { sample in
+            state.withLock { state -> (ObserverSnapshot?, (any Sendable)?, [any Sendable]) in
+                let bucket = state.bucket(creating: N.self)
+                let released = state.buckets[bucket].retain(value, subject: subject)
+                let (index, members) = state.bucket(key, type: N.self, sample: sample)
+                return (index.flatMap { state.buckets[$0].snapshot() }, released, members)
+            }
+        }
+        withExtendedLifetime((members, released)) {}  // released here, outside the lock
+        return snapshot
+    }
+
+    /// The value of `type` retained for `subject` (which the caller keeps alive), if any.
+    func retainedValue<N: TypedNotification>(of type: N.Type, subject: AnyObject?) -> N? {
+        state.withLock { state -> N? in
+            guard let index = state.bucket(ObjectIdentifier(type)), let values = state.buckets[index].retainedValues
+            else { return nil }
+            return values.value(of: type, for: subject)
+        }
+    }
+
+    /// The value of `type` retained for `subject` and its sequence number (see
+    /// ``RetainedValues/sequence(for:)``), if any.
+    func retainedEntry<N: TypedNotification>(
+        of type: N.Type, subject: AnyObject?
+    ) -> (value: N, sequence: UInt64)? {
+        state.withLock { state -> (value: N, sequence: UInt64)? in
+            guard let index = state.bucket(ObjectIdentifier(type)), let values = state.buckets[index].retainedValues,
+                let value = values.value(of: type, for: subject), let sequence = values.sequence(for: subject)
+            else { return nil }
+            return (value, sequence)
+        }
+    }
+
+    /// Removes the value of `type` retained for `subject` and returns it; what the entry held is
+    /// released after the lock.
+    func removeRetainedValue<N: TypedNotification>(of type: N.Type, subject: AnyObject?) -> N? {
+        let (value, released) = state.withLock { state -> (N?, (any Sendable)?) in
+            guard let index = state.bucket(ObjectIdentifier(type)) else { return (nil, nil) }
+            let value = state.buckets[index].retainedValues?.value(of: type, for: subject)
+            return (value, state.buckets[index].removeRetainedEntry(for: subject))
+        }
+        withExtendedLifetime(released) {}  // released here, outside the lock
+        return value
+    }
+
+    /// Removes the value of `type` retained for `subject` if it is still the one numbered
+    /// `sequence` (see ``RetainedValues/remove(for:ifSequence:)``); the value is released after
+    /// the lock.
+    func removeRetainedValue(
+        of type: any TypedNotification.Type, subject: AnyObject?, ifSequence sequence: UInt64
+    ) -> RetainedRemoval {
+        let (outcome, released) = state.withLock { state -> (RetainedRemoval, (any Sendable)?) in
+            guard let index = state.bucket(ObjectIdentifier(type)) else { return (.absent, nil) }
+            return state.buckets[index].removeRetainedValue(for: subject, ifSequence: sequence)
+        }
+        withExtendedLifetime(released) {}  // released here, outside the lock
+        return outcome
+    }
+
+    /// Removes every retained value of `type`, or of every type when `type` is `nil`, and returns
+    /// how many belonged to live subjects (or to none). The values are released after the lock.
+    func removeAllRetainedValues(of type: (any TypedNotification.Type)?) -> Int {
+        let (count, released) = state.withLock { state -> (Int, [any Sendable]) in
+            let indices = type.map { state.bucket(ObjectIdentifier($0)).map { [$0] } ?? [] }
+                ?? Array(state.buckets.indices)
+            var count = 0
+            var released: [any Sendable] = []
+            for index in indices {
+                let (removed, values) = state.buckets[index].removeRetainedValues()
+                count += removed
+                if let values { released.append(values) }
+            }
+            return (count, released)
+        }
+        withExtendedLifetime(released) {}  // released here, outside the lock
+        return count
+    }
+
+    /// Registers `observer`, which has a mailbox or a stream, with the retained values it matches
+    /// preloaded into it, in one critical section: they come before any live post.
+    ///
+    /// - Returns: Whether the observer's drain must be scheduled.
+    func addPreloaded<N: TypedNotification>(_ observer: Observer<N>) -> Bool {
+        let key = ObjectIdentifier(N.self)
+        let (mustSchedule, dropped, replaced, change) = state.withLock {
+            state -> (Bool, [N], ObserverSnapshot?, RegistryChange) in
+            let index = state.bucket(creating: N.self)
+            let replays = state.buckets[index].retainedValues?.replays(
+                of: N.self, matching: observer.filters, after: 0)
+            let items = (replays ?? []).map {
+                QueuedItem(notification: $0.value, subjectID: $0.subjectID, group: nil)
+            }
+            let (mustSchedule, dropped) = observer.preload(items)
+            let sequence = state.nextSequence()
+            let replaced = state.buckets[index].add(observer, sequence: sequence)
+            return (mustSchedule, dropped, replaced, state.recordChange(of: key))
+        }
+        didChange(change)
+        withExtendedLifetime((dropped, replaced)) {}  // released here, outside the locks
+        return mustSchedule
+    }
+
+    /// One round of a posting-thread observer's replaying registration: the retained values it
+    /// matches that were retained after sequence number `seen`, and the latest sequence number.
+    /// Registers `observer` in the same critical section if there are none, or if `force`.
+    func replayRound<N: TypedNotification>(
+        _ observer: Observer<N>, after seen: UInt64, force: Bool
+    ) -> (replays: [RetainedValues<N>.Replay], latest: UInt64, added: Bool) {
+        let key = ObjectIdentifier(N.self)
+        let (replays, latest, change, replaced) = state.withLock {
+            state -> ([RetainedValues<N>.Replay], UInt64, RegistryChange?, ObserverSnapshot?) in
+            let index = state.bucket(creating: N.self)
+            let values = state.buckets[index].retainedValues
+            let latest = values?.lastSequence ?? 0
+            let replays = values?.replays(of: N.self, matching: observer.filters, after: seen) ?? []
+            guard replays.isEmpty || force else { return (replays, latest, nil, nil) }
+            let sequence = state.nextSequence()
+            let replaced = state.buckets[index].add(observer, sequence: sequence)
+            return (replays, latest, state.recordChange(of: key), replaced)
+        }
+        if let change { didChange(change) }
+        withExtendedLifetime(replaced) {}  // released here, outside the locks
+        return (replays, latest, change != nil)
+    }
+
+    // MARK: Posts
 
     /// The buckets. Retained values live in the same buckets, under the same lock, so that a
     /// retaining post and a replaying registration are atomic with respect to each other.
-    let state = Lock(State())
+    /// Private: every critical section is one of this file's methods, which release what they
+    /// let go of after the lock.
+    private let state = Lock(RegistryState())
 
     /// The number of post shards, a power of two.
     private static let shardCount = 8
@@ -234,9 +341,9 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
     ) -> ObserverSnapshot? {
         let shard = shards[index]
         let (generation, families, cached, released) = state.withLock { state in
-            state.types.withEntry(key) { entry in entry.cachedShards |= 1 << UInt64(index) }
+            state.markCached(key, inShard: index)
             let (bucket, released) = state.bucket(key, type: type, sample: payload)
-            return (state.generation, state.familyGeneration, bucket?.snapshotForShard(), released)
+            return (state.generation, state.familyGeneration, bucket.map { state.buckets[$0].snapshotForShard() }, released)
         }
         withExtendedLifetime(released) {}  // released here, after the lock
         // Built after the lock, so that registrations do not wait for it. If the type changed
@@ -256,7 +363,7 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
     /// A shard that never read the type since its last change is skipped: it holds nothing to
     /// clear, and a post that reads the registry before the change marks its shard under the
     /// registry lock, so the change sees that mark.
-    func didChange(_ change: Change) {
+    private func didChange(_ change: RegistryChange) {
         var remaining = change.shards
         while remaining != 0 {
             let index = remaining.trailingZeroBitCount
@@ -267,11 +374,11 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
     }
 
     /// Clears every shard (the hub is going away). Call without holding a lock.
-    func clearShards() {
+    private func clearShards() {
         for shard in shards {
             let cleared = shard.table.withLock { table in
                 defer { table = SnapshotTable() }
-                return Box(table)
+                return table
             }
             withExtendedLifetime(cleared) {}
         }
@@ -287,191 +394,4 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
     private static func shardIndex() -> Int {
         Int(truncatingIfNeeded: threadNumbers.current & UInt(shardCount - 1))
     }
-}
-
-/// One post shard: a table from notification type to snapshot, behind its own lock.
-final class PostShard: Sendable {
-    /// Keeps the lock off the cache lines of whatever was allocated just before the shard.
-    private let leadingPadding = CacheLinePadding()
-    let table = Lock(SnapshotTable())
-    /// Keeps the next shard's lock off this one's cache lines: the shards are made one after
-    /// another, and threads posting through two shards would otherwise write the same line.
-    private let trailingPadding = CacheLinePadding()
-}
-
-/// Room that keeps an object's hot fields and its neighbours' on separate cache lines (of 64
-/// bytes, fetched in pairs by some processors): objects written by different threads without a
-/// shared lock end with it.
-struct CacheLinePadding: Sendable {
-    private let words:
-        (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) =
-            (
-                0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
-            )
-}
-
-/// The registry's table from notification type to its bucket and the shards that may cache it.
-/// Open addressing over the type's identity, as in ``SnapshotTable``: cheaper than a `Dictionary`,
-/// whose hashing dominated a registration. Entries are never removed, only emptied.
-struct TypeTable: @unchecked Sendable {  // Lives behind the registry lock.
-    struct Entry {
-        var key: UInt = 0
-        var bucket: AnyBucket?
-        /// The shards that may cache a snapshot of the type (one bit per shard).
-        var cachedShards: UInt64 = 0
-    }
-
-    private var entries = ContiguousArray<Entry>(repeating: Entry(), count: 16)
-    private var count = 0
-
-    @inline(__always)
-    private func find(_ key: UInt) -> Int {
-        let mask = entries.count - 1
-        let shift = UInt(UInt.bitWidth - entries.count.trailingZeroBitCount)
-        var index = Int(truncatingIfNeeded: (key &* 0x9E37_79B9_7F4A_7C15) >> shift)
-        while true {
-            let found = entries[index].key
-            if found == key || found == 0 { return index }
-            index = (index + 1) & mask
-        }
-    }
-
-    /// The entry of `key`, if it has one.
-    @inline(__always)
-    func lookup(_ key: ObjectIdentifier) -> Entry? {
-        let entry = entries[find(UInt(bitPattern: key))]
-        return entry.key == 0 ? nil : entry
-    }
-
-    /// Runs `body` on the entry of `key`, inserted if needed.
-    mutating func withEntry<R>(_ key: ObjectIdentifier, _ body: (inout Entry) -> R) -> R {
-        let raw = UInt(bitPattern: key)
-        var index = find(raw)
-        if entries[index].key != raw {
-            if (count + 1) * 2 > entries.count {
-                let old = entries
-                entries = ContiguousArray(repeating: Entry(), count: old.count * 2)
-                for entry in old where entry.key != 0 {
-                    entries[find(entry.key)] = entry
-                }
-                index = find(raw)
-            }
-            entries[index].key = raw
-            count += 1
-        }
-        return body(&entries[index])
-    }
-
-    /// Every bucket.
-    var buckets: [AnyBucket] { entries.compactMap(\.bucket) }
-
-    /// The identity of every type with an entry.
-    var keys: [ObjectIdentifier] {
-        entries.compactMap { entry in
-            entry.key == 0 ? nil : unsafeBitCast(entry.key, to: ObjectIdentifier.self)
-        }
-    }
-}
-
-/// A table from notification type to the snapshot a shard caches, with the generation of the
-/// change it reflects and the family generation it was read at. Open addressing over the type's
-/// identity; entries are never removed, only cleared, and there is one per type ever posted from
-/// the shard.
-struct SnapshotTable: @unchecked Sendable {  // Lives behind a shard's lock.
-    struct Entry {
-        var key: UInt = 0
-        var generation: UInt64 = 0
-        /// The registry's family generation when the snapshot was read (see ``Registry``), or
-        /// ``SnapshotTable/invalid`` while the entry holds none: one word, so that an entry stays
-        /// 32 bytes and a lookup compares once.
-        var familyGeneration = SnapshotTable.invalid
-        var snapshot: ObserverSnapshot?
-    }
-
-    private var entries = ContiguousArray<Entry>(repeating: Entry(), count: 8)
-    private var count = 0
-
-    /// The family generation of an entry without a valid snapshot; the registry's never reaches it.
-    static let invalid = UInt64.max
-
-    struct Lookup: @unchecked Sendable {  // Carries a retained snapshot out of the shard's lock.
-        let isHit: Bool
-        let snapshot: ObserverSnapshot?
-    }
-
-    @inline(__always)
-    private func slot(of key: UInt) -> Int {
-        let shift = UInt(UInt.bitWidth - entries.count.trailingZeroBitCount)
-        return Int(truncatingIfNeeded: (key &* 0x9E37_79B9_7F4A_7C15) >> shift)
-    }
-
-    /// The index of `key`'s entry, or of the empty slot where it would go.
-    @inline(__always)
-    private func find(_ key: UInt) -> Int {
-        let mask = entries.count - 1
-        var index = slot(of: key)
-        while true {
-            let found = entries[index].key
-            if found == key || found == 0 { return index }
-            index = (index + 1) & mask
-        }
-    }
-
-    /// The snapshot of `key`; a hit only if it was read at family generation `familyGeneration`.
-    @inline(__always)
-    func lookup(_ key: ObjectIdentifier, familyGeneration: UInt64) -> Lookup {
-        let entry = entries[find(UInt(bitPattern: key))]
-        return Lookup(isHit: entry.familyGeneration == familyGeneration, snapshot: entry.snapshot)
-    }
-
-    /// Stores the registry's snapshot of `key` as of `generation` (which also orders the family
-    /// registrations) and `familyGeneration`, unless a later change cleared the entry already or a
-    /// later read stored its snapshot.
-    ///
-    /// - Returns: What it replaced, to release after the lock.
-    mutating func store(
-        _ snapshot: ObserverSnapshot?, for key: ObjectIdentifier, generation: UInt64, familyGeneration: UInt64
-    ) -> ObserverSnapshot? {
-        let index = entryIndex(for: UInt(bitPattern: key))
-        guard entries[index].generation <= generation else { return snapshot }
-        let old = entries[index].snapshot
-        entries[index].generation = generation
-        entries[index].familyGeneration = familyGeneration
-        entries[index].snapshot = snapshot
-        return old
-    }
-
-    /// Clears `key`'s entry after the change numbered `generation`.
-    ///
-    /// - Returns: The snapshot it held, to release after the lock.
-    mutating func invalidate(_ key: ObjectIdentifier, generation: UInt64) -> ObserverSnapshot? {
-        let index = entryIndex(for: UInt(bitPattern: key))
-        let old = entries[index].snapshot
-        entries[index].generation = max(entries[index].generation, generation)
-        entries[index].familyGeneration = Self.invalid
-        entries[index].snapshot = nil
-        return old
-    }
-
-    /// The index of `key`'s entry, inserted if needed.
-    private mutating func entryIndex(for key: UInt) -> Int {
-        let index = find(key)
-        if entries[index].key == key { return index }
-        if (count + 1) * 2 > entries.count {
-            let old = entries
-            entries = ContiguousArray(repeating: Entry(), count: old.count * 2)
-            for entry in old where entry.key != 0 {
-                entries[find(entry.key)] = entry
-            }
-            return entryIndex(for: key)
-        }
-        entries[index].key = key
-        count += 1
-        return index
-    }
-}
-
-/// A new, empty bucket for notifications of `type`.
-private func makeBucket<N: TypedNotification>(for type: N.Type) -> AnyBucket {
-    Bucket<N>()
 }

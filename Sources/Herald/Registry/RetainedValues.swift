@@ -1,6 +1,6 @@
 /// The retained (sticky) values of one notification type: the latest retained post per subject.
 ///
-/// Lives in the type's ``Bucket`` and is only touched under the hub's registry lock.
+/// Lives in the type's ``Bucket``, inside the registry's locked state.
 ///
 /// Entries are keyed by the subject's identity, and each entry also holds its subject weakly. A
 /// lookup made with a live object only matches an entry whose weak reference still loads to that
@@ -9,8 +9,8 @@
 ///
 /// Nothing here releases a value: every mutation hands what it lets go of back to its caller,
 /// which releases it after the registry lock, because a value's `deinit` may use the hub.
-struct RetainedValues<N: TypedNotification> {
-    struct Entry {
+struct RetainedValues<N: TypedNotification>: Sendable {
+    struct Entry: @unchecked Sendable {  // `subject` is only compared by identity and tested for nil.
         var value: N
         weak var subject: AnyObject?
         let hasSubject: Bool
@@ -36,22 +36,20 @@ struct RetainedValues<N: TypedNotification> {
 
     /// Stores `value` as the latest retained value for `subject`.
     ///
-    /// - Returns: The values it let go of (the one replaced, and those of deallocated subjects),
-    ///   for the caller to release once the registry lock is no longer held.
-    mutating func store(_ value: N, subject: AnyObject?) -> [N] {
+    /// - Returns: What it let go of (the value replaced, and those of deallocated subjects), for
+    ///   the caller to release once the registry lock is no longer held.
+    mutating func store(_ value: N, subject: AnyObject?) -> (any Sendable)? {
         lastSequence &+= 1
-        var released: [N] = []
         let old = entries.updateValue(
             Entry(value: value, subject: subject, hasSubject: subject != nil, sequence: lastSequence),
             forKey: subject.map(ObjectIdentifier.init))
-        if let old { released.append(old.value) }
-        if entries.count > sweepThreshold {
-            for (key, entry) in entries where !entry.isLive {
-                entries[key] = nil
-                released.append(entry.value)
-            }
-            sweepThreshold = max(16, entries.count * 2)
+        guard entries.count > sweepThreshold else { return old?.value }
+        var released: [any Sendable] = old.map { [$0.value] } ?? []
+        for (key, entry) in entries where !entry.isLive {
+            entries[key] = nil
+            released.append(entry.value)
         }
+        sweepThreshold = max(16, entries.count * 2)
         return released
     }
 
@@ -63,48 +61,31 @@ struct RetainedValues<N: TypedNotification> {
         return entry.value
     }
 
-    /// Removes the value retained for `subject`.
+    /// Removes the entry of `subject`.
     ///
-    /// - Returns: The value removed, if it belonged to `subject`; and the entry's value in any
-    ///   case, for the caller to release once the registry lock is no longer held.
-    mutating func remove(for subject: AnyObject?) -> (value: N?, released: N?) {
-        let value = value(for: subject)
-        let removed = entries.removeValue(forKey: subject.map(ObjectIdentifier.init))
-        return (value, removed?.value)
+    /// - Returns: Its value, for the caller to release once the registry lock is no longer held.
+    mutating func removeEntry(for subject: AnyObject?) -> (any Sendable)? {
+        entries.removeValue(forKey: subject.map(ObjectIdentifier.init))?.value
     }
 
-    /// The value retained for `subject` and its sequence number, if any. The caller keeps
-    /// `subject` alive.
+    /// The sequence number of the value retained for `subject`, if any (see ``value(for:)``).
     ///
     /// The sequence number identifies this very retaining post: a later one for the same subject
     /// stores a greater number, so a caller that compares the value outside the lock can tell,
     /// once it locks again, whether the entry is still the one it compared.
-    func entry(for subject: AnyObject?) -> (value: N, sequence: UInt64)? {
-        guard let value = value(for: subject), let entry = entries[subject.map(ObjectIdentifier.init)] else {
-            return nil
-        }
-        return (value, entry.sequence)
-    }
-
-    /// What ``remove(for:ifSequence:)`` found.
-    enum ConditionalRemoval {
-        /// The entry was the one numbered `sequence`, and is removed.
-        case removed
-        /// A later retaining post replaced the entry: compare its value again.
-        case replaced
-        /// Nothing is retained for the subject any more.
-        case absent
+    func sequence(for subject: AnyObject?) -> UInt64? {
+        guard value(for: subject) != nil else { return nil }
+        return entries[subject.map(ObjectIdentifier.init)]?.sequence
     }
 
     /// Removes the value retained for `subject` if it is still the one retained with `sequence`.
     ///
     /// - Returns: What it found, and the value removed, for the caller to release once the
     ///   registry lock is no longer held.
-    mutating func remove(for subject: AnyObject?, ifSequence sequence: UInt64) -> (ConditionalRemoval, N?) {
-        guard let current = entry(for: subject) else { return (.absent, nil) }
-        guard current.sequence == sequence else { return (.replaced, nil) }
-        let removed = entries.removeValue(forKey: subject.map(ObjectIdentifier.init))
-        return (.removed, removed?.value)
+    mutating func remove(for subject: AnyObject?, ifSequence sequence: UInt64) -> (RetainedRemoval, (any Sendable)?) {
+        guard let current = self.sequence(for: subject) else { return (.absent, nil) }
+        guard current == sequence else { return (.replaced, nil) }
+        return (.removed, removeEntry(for: subject))
     }
 
     /// Removes every retained value.
@@ -136,5 +117,67 @@ struct RetainedValues<N: TypedNotification> {
         }
         result.sort { $0.sequence < $1.sequence }
         return result
+    }
+}
+
+/// What ``RetainedValues/remove(for:ifSequence:)`` found.
+enum RetainedRemoval {
+    /// The entry was the one numbered `sequence`, and is removed.
+    case removed
+    /// A later retaining post replaced the entry: compare its value again.
+    case replaced
+    /// Nothing is retained for the subject any more.
+    case absent
+}
+
+/// The retained values of one notification type, whose type the registry's non-generic
+/// ``Bucket`` does not spell: a ``RetainedValues``. A bucket keyed by `N` holds the values of `N`,
+/// so the `M` of each generic requirement is the storage's `N`; the values cross that boundary
+/// with a cast of identical types (the runtime's fast path), never of a container.
+protocol RetainedStorage: Sendable {
+    /// The sequence number of the latest retaining post of this type; 0 before the first.
+    var lastSequence: UInt64 { get }
+    /// See ``RetainedValues/store(_:subject:)``; nothing is stored if `M` is not the type.
+    mutating func store<M: TypedNotification>(_ value: M, subject: AnyObject?) -> (any Sendable)?
+    /// See ``RetainedValues/value(for:)``.
+    func value<M: TypedNotification>(of type: M.Type, for subject: AnyObject?) -> M?
+    /// See ``RetainedValues/sequence(for:)``.
+    func sequence(for subject: AnyObject?) -> UInt64?
+    /// See ``RetainedValues/removeEntry(for:)``.
+    mutating func removeEntry(for subject: AnyObject?) -> (any Sendable)?
+    /// See ``RetainedValues/remove(for:ifSequence:)``.
+    mutating func remove(for subject: AnyObject?, ifSequence sequence: UInt64) -> (RetainedRemoval, (any Sendable)?)
+    /// See ``RetainedValues/replays(matching:after:)``.
+    func replays<M: TypedNotification>(
+        of type: M.Type, matching filters: Filters?, after sequence: UInt64
+    ) -> [RetainedValues<M>.Replay]
+    /// See ``RetainedValues/removeAll()``.
+    mutating func removeAllValues() -> (count: Int, released: (any Sendable)?)
+}
+
+extension RetainedValues: RetainedStorage {
+    mutating func store<M: TypedNotification>(_ value: M, subject: AnyObject?) -> (any Sendable)? {
+        guard let value = value as? N else { return nil }
+        return store(value, subject: subject)
+    }
+
+    func value<M: TypedNotification>(of type: M.Type, for subject: AnyObject?) -> M? {
+        guard let value = value(for: subject) else { return nil }
+        return value as? M
+    }
+
+    func replays<M: TypedNotification>(
+        of type: M.Type, matching filters: Filters?, after sequence: UInt64
+    ) -> [RetainedValues<M>.Replay] {
+        replays(matching: filters, after: sequence).compactMap { replay in
+            (replay.value as? M).map {
+                RetainedValues<M>.Replay(value: $0, subjectID: replay.subjectID, sequence: replay.sequence)
+            }
+        }
+    }
+
+    mutating func removeAllValues() -> (count: Int, released: (any Sendable)?) {
+        let (count, values) = removeAll()
+        return (count, values)
     }
 }

@@ -1,0 +1,146 @@
+/// What the registry's lock guards: every type's ``Bucket`` (its observers and retained values),
+/// the family observers, and the generations that order changes. A value: the only way to reach
+/// it is the `inout` that ``Registry``'s private lock hands to that file's methods.
+///
+/// Nothing here releases what it lets go of; each mutation returns it, for the registry to
+/// release after the lock.
+struct RegistryState: Sendable {
+    /// Per notification type: the index of its bucket in `buckets`, and the shards that may cache
+    /// a snapshot of it.
+    private(set) var types = TypeTable()
+    /// The buckets, in the order their types were first given one; never removed (a bucket is
+    /// emptied instead), so an index stays valid.
+    var buckets = ContiguousArray<Bucket>()
+    /// Incremented by every change of any bucket's observers.
+    var generation: UInt64 = 0
+    /// The observers of families (protocols, class hierarchies, every notification), in
+    /// registration order. Each type's bucket keeps stand-ins for those whose family it belongs
+    /// to (see ``Bucket/members``).
+    var families = ObserverList()
+    /// Incremented by every registration of a family observer, which outdates the snapshots of
+    /// every type at once (see ``Registry``); a bucket whose members reflect an older one is
+    /// brought up to date when a post of its type next reads it.
+    var familyGeneration: UInt64 = 0
+    /// Per family observer: the types whose buckets hold a stand-in of it, so that its
+    /// cancellation visits those and no other.
+    private var memberTypes: [ObjectIdentifier: [ObjectIdentifier]] = [:]
+    /// The per-type entries whose observers registrations and cancellations have changed, in
+    /// all (see `NotificationHub.registryEntriesTouched`).
+    private(set) var entriesTouched = 0
+    /// The buckets that posts brought up to date with the family observers, in all.
+    private(set) var membershipUpdates = 0
+    /// The sequence number of the latest registration.
+    private var lastSequence: UInt64 = 0
+
+    /// The number of a new registration, in registration order; 0 while the hub has never had a
+    /// family observer, since what comes before every family observer needs no number (see
+    /// ``ObserverList``).
+    mutating func nextSequence() -> UInt64 {
+        guard familyGeneration > 0 else { return 0 }
+        lastSequence += 1
+        return lastSequence
+    }
+
+    /// The index in `buckets` of the bucket of the type whose identity is `key`, if it has one.
+    @inline(__always)
+    func bucket(_ key: ObjectIdentifier) -> Int? {
+        types[key].bucket
+    }
+
+    /// The index in `buckets` of `type`'s bucket, created if needed.
+    mutating func bucket(creating type: any TypedNotification.Type) -> Int {
+        let slot = types.insert(ObjectIdentifier(type)).slot
+        if let index = types[slot: slot].bucket { return index }
+        buckets.append(Bucket(type: type))
+        types[slot: slot].bucket = buckets.count - 1
+        return buckets.count - 1
+    }
+
+    /// Notes that shard `shard` may cache a snapshot of `key`, so that the next change of the type
+    /// clears it.
+    mutating func markCached(_ key: ObjectIdentifier, inShard shard: Int) {
+        types.update(key) { $0.cachedShards |= 1 << UInt64(shard) }
+    }
+
+    /// The bucket of `key`, with its family stand-ins brought up to date.
+    ///
+    /// When families are registered, a type that has no bucket yet gets one, so that its
+    /// membership can be cached; `sample`, a notification of the type, decides the families it
+    /// was never checked against. (`sample` is not optional on purpose: the address of a
+    /// notification of a type without stored properties may be 0, which an optional pointer
+    /// would take for `nil`.)
+    ///
+    /// - Returns: The bucket's index, and what the update let go of, to release after the lock.
+    mutating func bucket(
+        _ key: ObjectIdentifier, type: any TypedNotification.Type, sample: UnsafeRawPointer
+    ) -> (Int?, [any Sendable]) {
+        guard families.count > 0 else { return (bucket(key), []) }
+        let index = bucket(creating: type)
+        guard buckets[index].membersGeneration != familyGeneration else { return (index, []) }
+        membershipUpdates += 1
+        var joined: [AnyObserver] = []
+        let released = buckets[index].updateMembers(
+            families: families, generation: familyGeneration, sample: sample, joined: &joined)
+        for observer in joined { memberTypes[ObjectIdentifier(observer), default: []].append(key) }
+        return (index, released)
+    }
+
+    /// Forgets the types that hold a stand-in of `observer`, a family observer whose
+    /// registration ends.
+    ///
+    /// - Returns: Those types.
+    mutating func takeMemberTypes(of observer: AnyObserver) -> [ObjectIdentifier] {
+        memberTypes.removeValue(forKey: ObjectIdentifier(observer)) ?? []
+    }
+
+    /// Numbers a change of `key`'s observers; the registry clears the shards it names once the
+    /// lock is released.
+    mutating func recordChange(of key: ObjectIdentifier) -> RegistryChange {
+        generation += 1
+        entriesTouched += 1
+        let shards = types.update(key) { entry in
+            defer { entry.cachedShards = 0 }
+            return entry.cachedShards
+        }
+        return RegistryChange(key: key, generation: generation, shards: shards)
+    }
+
+    /// Drops every registration, retained value and family observer (the hub is going away).
+    ///
+    /// - Returns: What it held, to release after the lock.
+    mutating func removeAll() -> [any Sendable] {
+        generation += 1
+        var released: [any Sendable] = [families]
+        for index in buckets.indices {
+            released += buckets[index].removeAll()
+        }
+        buckets = []
+        types = TypeTable()
+        families = ObserverList()
+        memberTypes = [:]
+        return released
+    }
+}
+
+/// A change of one type's observers, to clear from the shards that may cache that type.
+struct RegistryChange: Sendable {
+    let key: ObjectIdentifier
+    let generation: UInt64
+    let shards: UInt64
+}
+
+/// The registry's entry for one notification type (see ``TypeTable``).
+struct TypeEntry: Sendable {
+    /// The index of the type's bucket in ``RegistryState/buckets``, once it has one.
+    var bucket: Int?
+    /// The shards that may cache a snapshot of the type (one bit per shard).
+    var cachedShards: UInt64 = 0
+}
+
+/// The registry's table from notification type to its bucket and the shards that may cache it.
+typealias TypeTable = IdentityTable<TypeEntry>
+
+extension TypeTable {
+    /// A table for a new registry.
+    init() { self.init(capacity: 16, empty: TypeEntry()) }
+}
