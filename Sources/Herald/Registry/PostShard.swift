@@ -65,7 +65,9 @@ extension SnapshotTable {
     ) -> ObserverSnapshot? {
         update(key) { entry in
             guard entry.generation <= generation else { return snapshot }
-            defer { entry = SnapshotEntry(generation: generation, familyGeneration: familyGeneration, snapshot: snapshot) }
+            defer {
+                entry = SnapshotEntry(generation: generation, familyGeneration: familyGeneration, snapshot: snapshot)
+            }
             return entry.snapshot
         }
     }

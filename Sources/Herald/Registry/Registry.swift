@@ -222,7 +222,8 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
     /// how many belonged to live subjects (or to none). The values are released after the lock.
     func removeAllRetainedValues(of type: (any TypedNotification.Type)?) -> Int {
         let (count, released) = state.withLock { state -> (Int, [any Sendable]) in
-            let indices = type.map { state.bucket(ObjectIdentifier($0)).map { [$0] } ?? [] }
+            let indices =
+                type.map { state.bucket(ObjectIdentifier($0)).map { [$0] } ?? [] }
                 ?? Array(state.buckets.indices)
             var count = 0
             var released: [any Sendable] = []
@@ -343,7 +344,9 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
         let (generation, families, cached, released) = state.withLock { state in
             state.markCached(key, inShard: index)
             let (bucket, released) = state.bucket(key, type: type, sample: payload)
-            return (state.generation, state.familyGeneration, bucket.map { state.buckets[$0].snapshotForShard() }, released)
+            return (
+                state.generation, state.familyGeneration, bucket.map { state.buckets[$0].snapshotForShard() }, released
+            )
         }
         withExtendedLifetime(released) {}  // released here, after the lock
         // Built after the lock, so that registrations do not wait for it. If the type changed
