@@ -456,10 +456,6 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
             // The handler reads the notification where it lies: `_heraldCall` is made for `N`.
             // Each handler is borrowed where it is kept: a copy would retain and release it per call.
             if let drained {
-                if let plain = drained.plain {
-                    try N._heraldCall(plain, with: UnsafeRawPointer(payload))
-                    return nil
-                }
                 switch drained.handler {
                 case .plain(let body):
                     try N._heraldCall(body, with: UnsafeRawPointer(payload))
