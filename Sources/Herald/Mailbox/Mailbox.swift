@@ -244,13 +244,68 @@ final class Mailbox<N: TypedNotification>: Sendable {
         locked.withLock { $0.machine.runner?.thread ?? 0 }
     }
 
-    /// Runs the drain job handed to the target: at most one slice of items, each consumed by
-    /// `run` outside the lock.
+    /// Hands a drain job to the target, once the state machine asked for it (an append or a
+    /// release returned `.storeAndSchedule`, or an async call returned), and offers the drain to the
+    /// blocked waiters that occupy the target: they would otherwise wait for this job forever.
+    ///
+    /// The job captures only `observer`, which is then its whole context: no allocation. A target
+    /// that will never run work again (a ``DeliveryThread`` that was shut down) refuses it: nothing
+    /// would ever drain the mailbox then, so the observation ends (``Observer/targetRefused(_:)``).
+    ///
+    /// - Parameter continued: Whether the job hands itself back (a slice ended, or a burst goes
+    ///   on), rather than a post or a resumed handler starting it.
+    func scheduleDrain(for observer: Observer<N>, continued: Bool = false) {
+        let job: @Sendable () -> Void
+        if continued {
+            job = { [observer] in observer.mailbox?.runJob(for: observer, continued: true) }
+        } else {
+            job = { [observer] in observer.mailbox?.runJob(for: observer, continued: false) }
+        }
+        let scheduling = observer.core.schedulingTarget(for: target)
+        if let refusal = scheduling.trySchedule(job) {
+            // The refused job is no longer pending; a lingering job that found the mailbox empty
+            // leaves nothing behind (the next post's job is refused in turn).
+            if locked.withLock({ $0.machine.jobRefused() }) { observer.targetRefused(refusal) }
+            return
+        }
+        let helpers = self.helpers
+        guard !helpers.isEmpty else { return }
+        let request = HelpRequest(target: target) { [observer] in observer.mailbox?.drainInline(for: observer) }
+        for helper in helpers {
+            helper.offer(request)
+        }
+    }
+
+    /// The drain job handed to the target: at most one slice of items, each run by ``run(_:_:_:for:)``
+    /// outside the lock; then, if items are left, the job goes back to the target behind whatever
+    /// it queued meanwhile.
+    private func runJob(for observer: Observer<N>, continued: Bool) {
+        let again =
+            asyncCalls == nil
+            ? runSyncJob(for: observer, continued: continued)
+            : runAsyncJob(for: observer, on: currentThreadID())
+        if again {
+            scheduleDrain(for: observer, continued: true)
+        } else {
+            observer.core.idleWatch.noteProgress()
+        }
+    }
+
+    /// Drains the mailbox on the calling thread, which is on the target, unless another drain
+    /// runs: for a waiting post, or a waiter that helps. Never sliced.
+    func drainInline(for observer: Observer<N>) {
+        if asyncCalls != nil {
+            runAsyncInline(for: observer, on: currentThreadID())
+        } else {
+            runSyncInline(for: observer)
+            observer.core.idleWatch.noteProgress()
+        }
+    }
+
+    /// One slice of a synchronous drain job.
     ///
     /// - Returns: Whether the job must be handed to the target again.
-    func runJob(
-        on thread: UInt, continued: Bool, _ run: (UnsafeMutableRawPointer, HandlerBox<N>?, HandlerBox<N>.Plain?) -> Void
-    ) -> Bool {
+    private func runSyncJob(for observer: Observer<N>, continued: Bool) -> Bool {
         var posterPaused = false
         if continued, let gauge {
             switch gauge.look() {
@@ -260,11 +315,11 @@ final class Mailbox<N: TypedNotification>: Sendable {
         }
         var batch = ItemQueue()
         defer { batch.deallocate() }
-        let (firstAction, handler) = startJob(on: thread, posterPaused: posterPaused, into: &batch)
+        let (firstAction, handler) = startJob(on: currentThreadID(), posterPaused: posterPaused, into: &batch)
         let plain = handler?.plain  // read once per job: a read per item would retain and release it
         var action = firstAction
         while case .run = action {
-            runBatch(&batch) { run($0, handler, plain) }
+            runBatch(&batch) { run($0, handler, plain, for: observer) }
             action = locked.withLock { locked in
                 let action = locked.machine.jobRanBatch()
                 take(action, from: &locked.items, into: &batch)
@@ -275,16 +330,15 @@ final class Mailbox<N: TypedNotification>: Sendable {
         return action == .reschedule
     }
 
-    /// Drains every ready item on the calling thread, which is on the target, unless another
-    /// drain runs. Never sliced.
-    func runInline(on thread: UInt, _ run: (UnsafeMutableRawPointer, HandlerBox<N>?, HandlerBox<N>.Plain?) -> Void) {
+    /// Every ready item, on the calling thread; never sliced.
+    private func runSyncInline(for observer: Observer<N>) {
         var batch = ItemQueue()
         defer { batch.deallocate() }
-        let (firstCount, handler) = startInline(on: thread, into: &batch)
+        let (firstCount, handler) = startInline(on: currentThreadID(), into: &batch)
         let plain = handler?.plain  // read once per drain: a read per item would retain and release it
         var count = firstCount
         while count != nil {
-            runBatch(&batch) { run($0, handler, plain) }
+            runBatch(&batch) { run($0, handler, plain, for: observer) }
             count = locked.withLock { locked in
                 let count = locked.machine.inlineRanBatch()
                 take(count.map(MailboxStateMachine.DrainAction.run) ?? .stop, from: &locked.items, into: &batch)
@@ -292,6 +346,47 @@ final class Mailbox<N: TypedNotification>: Sendable {
                 return count
             }
         }
+    }
+
+    /// Runs one item and consumes it (its payload is destroyed, its wait group told the outcome):
+    /// the drain's call of the handler.
+    @inline(__always)
+    private func run(
+        _ item: UnsafeMutableRawPointer, _ handler: HandlerBox<N>?, _ plain: HandlerBox<N>.Plain?,
+        for observer: Observer<N>
+    ) {
+        let payload = layout.payload(item, as: N.self)
+        let (subjectID, group) = layout.takeHeader(item)
+        defer { if !_isPOD(N.self) { payload.deinitialize(count: 1) } }
+        guard let group else {
+            // The common case, kept apart: no outcome to build and destroy per item, and a plain
+            // handler called with the closure the drain read once.
+            guard let handler, !observer.isCancelled else { return }
+            do {
+                if let plain {
+                    try N._heraldCall(plain, with: UnsafeRawPointer(payload))
+                } else {
+                    try handler.call(payload, subjectID: subjectID, on: target)
+                }
+            } catch {
+                observer.report(error)
+            }
+            return
+        }
+        var outcome = DeliveryOutcome.skipped
+        if let handler, !observer.isCancelled {
+            do {
+                if let waiter = group.waiter {
+                    try Waiter.chain.withValue(waiter) { try handler.call(payload, subjectID: subjectID, on: target) }
+                } else {
+                    try handler.call(payload, subjectID: subjectID, on: target)
+                }
+                outcome = .delivered
+            } catch {
+                outcome = .failed(observer.report(error))
+            }
+        }
+        group.leave(outcome)
     }
 
     /// Starts the drain of the job handed to the target: its first action, with the items it takes
@@ -353,22 +448,19 @@ final class Mailbox<N: TypedNotification>: Sendable {
 
     // MARK: Async handlers
 
-    /// Runs the drain handed to the target for a mailbox whose handler is `async`: it takes one item
-    /// at a time and gives it to `prepare`, which consumes it and returns the start of the
-    /// handler's task, or `nil` when no call is due (the observation has ended). The mailbox is
-    /// suspended before that task starts, so it cannot finish before the mailbox is suspended, and the
-    /// drain ends; ``resume()`` goes on once the call has returned.
+    /// The drain of a mailbox whose handler is `async`: it takes one item at a time and prepares
+    /// the handler's call for it (``prepareCall(_:_:for:)``). The mailbox is suspended before that
+    /// call's task starts, so the call cannot finish before the mailbox is suspended, and the drain
+    /// ends; ``resume()`` goes on once the call has returned.
     ///
     /// - Returns: Whether the job must be handed to the target again.
-    func runAsyncJob(
-        on thread: UInt, _ prepare: (UnsafeMutableRawPointer, HandlerBox<N>?) -> (() -> Void)?
-    ) -> Bool {
+    private func runAsyncJob(for observer: Observer<N>, on thread: UInt) -> Bool {
         var batch = ItemQueue()
         defer { batch.deallocate() }
         let (firstAction, handler) = startJob(on: thread, into: &batch)
         var action = firstAction
         while case .run = action {
-            let launch = prepareAsyncBatch(&batch) { prepare($0, handler) }
+            let launch = prepareAsyncBatch(&batch) { prepareCall($0, handler, for: observer) }
             action = locked.withLock { locked in
                 let action = locked.machine.jobRanAsyncBatch(startedCall: launch != nil)
                 take(action, from: &locked.items, into: &batch)
@@ -379,14 +471,14 @@ final class Mailbox<N: TypedNotification>: Sendable {
         return action == .reschedule
     }
 
-    /// ``runInline(on:_:)`` for a mailbox whose handler is `async`: it starts at most one call.
-    func runAsyncInline(on thread: UInt, _ prepare: (UnsafeMutableRawPointer, HandlerBox<N>?) -> (() -> Void)?) {
+    /// ``runAsyncJob(for:on:)`` inline, for a waiting post: it starts at most one call.
+    private func runAsyncInline(for observer: Observer<N>, on thread: UInt) {
         var batch = ItemQueue()
         defer { batch.deallocate() }
         let (firstCount, handler) = startInline(on: thread, into: &batch)
         var count = firstCount
         while count != nil {
-            let launch = prepareAsyncBatch(&batch) { prepare($0, handler) }
+            let launch = prepareAsyncBatch(&batch) { prepareCall($0, handler, for: observer) }
             count = locked.withLock { locked in
                 let count = locked.machine.inlineRanAsyncBatch(startedCall: launch != nil)
                 take(count.map(MailboxStateMachine.DrainAction.run) ?? .stop, from: &locked.items, into: &batch)
@@ -462,37 +554,6 @@ final class Mailbox<N: TypedNotification>: Sendable {
         return locked.withLock { $0.helpers }
     }
 
-    // MARK: Handing the drain to the target
-
-    /// Hands the drain job to `target` (the mailbox's target, or what stands in for it in a test),
-    /// once the state machine asked for it, and offers the drain to the blocked waiters that occupy
-    /// the target: they would otherwise wait for this job forever.
-    ///
-    /// - Parameters:
-    ///   - job: The drain job.
-    ///   - target: Where the job goes.
-    ///   - inline: Makes the drain a waiter runs in place of the job; called only if a waiter
-    ///     occupies the target.
-    /// - Returns: The target's refusal, if it will never run work again (a ``DeliveryThread`` that
-    ///   was shut down) and the mailbox holds items that nothing will ever run now; `nil` otherwise.
-    func schedule(
-        _ job: @escaping @Sendable () -> Void, on target: DeliveryTarget,
-        inline: () -> @Sendable () -> Void
-    ) -> (any Error)? {
-        if let refusal = target.trySchedule(job) {
-            // The refused job is no longer pending; a lingering job that found the mailbox empty
-            // leaves nothing behind (the next post's job is refused in turn).
-            return locked.withLock { $0.machine.jobRefused() } ? refusal : nil
-        }
-        let helpers = self.helpers
-        guard !helpers.isEmpty else { return nil }
-        let request = HelpRequest(target: self.target, work: inline())
-        for helper in helpers {
-            helper.offer(request)
-        }
-        return nil
-    }
-
     // MARK: Closing
 
     /// Closes the mailbox and takes out every item, for the caller to drop outside the lock, and the
@@ -542,23 +603,4 @@ private struct MailboxStorage: Sendable {
     var helpers: [Waiter] = []
     /// The ``HandlerBox`` of the mailbox's observer until the mailbox closes.
     var handler: (any AnyObject & Sendable)?
-}
-
-/// An observer's ``Handler`` behind a reference: the mailbox holds the handler of an observer whose
-/// deliveries a drain runs (see ``Mailbox``), and ``Observer/Extras`` a contextual posting-thread
-/// observer's.
-final class HandlerBox<N: TypedNotification>: Sendable {
-    let handler: Handler<N>
-    /// The closure of a `.plain` handler, which a drain reads once and passes to each item's call
-    /// (``Mailbox/runJob(on:continued:_:)``): an optional closure loads directly, where a switch over
-    /// the generic `Handler` copies it through its value witnesses, and a read per item would retain
-    /// and release it per item (about 15 ns per item in the async burst row).
-    let plain: Plain?
-
-    typealias Plain = @Sendable (N) throws -> Void
-
-    init(_ handler: Handler<N>) {
-        self.handler = handler
-        if case .plain(let body) = handler { plain = body } else { plain = nil }
-    }
 }

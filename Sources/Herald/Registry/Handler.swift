@@ -14,13 +14,14 @@ public struct DeliveryContext: Sendable {
 /// Every way to observe with a closure (of a type, a family or every type; sync or async; on a
 /// target, the main actor or an actor; with or without an owner) ends in one `Handler`: the
 /// user's closure, wrapped by the adapters below (owner, main actor, actor, family cast or tap),
-/// each of which exists once. The observer calls a synchronous handler in one place
-/// (``Observer/invoke(_:_:subjectID:)``) and an `async` one in one place
-/// (``Observer/invokeAsync(_:with:group:calls:)``). Only the two hot loops call a plain closure
-/// themselves, without an adapter in between: the posting-thread loop (an observer's of its type in
+/// each of which exists once. A synchronous handler is called in one place
+/// (``HandlerBox/call(_:subjectID:on:)``) and an `async` one in one place (the mailbox's
+/// `call(_:with:group:for:)`). Only the hot paths call a plain closure themselves, without an
+/// adapter in between: the posting-thread loop (an observer's of its type in
 /// ``Observer/deliver(to:count:_:subject:)``, a family observer's with the cast value in
-/// ``Member/deliverIfAccepted(_:subject:)``), and a drain, for an item no post waits for, with the
-/// closure it read once (``Observer/run(_:_:_:_:)``).
+/// ``Member/deliverIfAccepted(_:subject:)``), a posting-thread observer's own call
+/// (``Observer/deliver(_:subjectID:)``), and a drain, for an item no post waits for, with the
+/// closure it read once (the mailbox's `run(_:_:_:for:)`).
 enum Handler<Value: Sendable>: Sendable {
     case plain(@Sendable (Value) throws -> Void)
     /// A handler that also learns the post's subject and the target (``DeliveryContext``).
@@ -167,6 +168,44 @@ enum AsyncCall {
         { @MainActor [weak owner] value in
             guard let owner else { return }
             try await handler(owner, value)
+        }
+    }
+}
+
+/// An observer's ``Handler`` behind a reference: the mailbox holds the handler of an observer whose
+/// deliveries a drain runs (see ``Mailbox``), and ``Observer/Extras`` a contextual posting-thread
+/// observer's.
+final class HandlerBox<N: TypedNotification>: Sendable {
+    let handler: Handler<N>
+    /// The closure of a `.plain` handler, which a drain reads once and passes to each item's call
+    /// (``Mailbox/runSyncJob(for:continued:)``): an optional closure loads directly, where a switch
+    /// over the generic `Handler` copies it through its value witnesses, and a read per item would
+    /// retain and release it per item (about 15 ns per item in the async burst row).
+    let plain: Plain?
+
+    typealias Plain = @Sendable (N) throws -> Void
+
+    init(_ handler: Handler<N>) {
+        self.handler = handler
+        if case .plain(let body) = handler { plain = body } else { plain = nil }
+    }
+
+    /// Calls the synchronous handler with the notification at `payload`, delivered on `target`.
+    ///
+    /// Every call of a synchronous handler that is not a plain closure on a hot loop is made here:
+    /// by a drain for an item a post waits for, by a drain of a contextual handler, by a waiting
+    /// post, a replay or a family's stand-in on the posting thread.
+    @inline(__always)
+    func call(_ payload: UnsafePointer<N>, subjectID: ObjectIdentifier?, on target: DeliveryTarget) throws {
+        // The handler reads the notification where it lies: `_heraldCall` is made for `N`.
+        // The handler is borrowed where it is kept: a copy would retain and release it per call.
+        switch handler {
+        case .plain(let body):
+            try N._heraldCall(body, with: UnsafeRawPointer(payload))
+        case .contextual(let body):
+            try body(payload.pointee, DeliveryContext(subjectID: subjectID, target: target))
+        case .async:
+            preconditionFailure("an async handler is called by its mailbox's async call")
         }
     }
 }

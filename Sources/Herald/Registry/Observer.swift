@@ -174,7 +174,7 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
     // MARK: Type-erased delivery
 
     /// Calls the handler of a posting-thread observer with the notification at `payload`, on the
-    /// calling thread (see ``Observer/invoke(_:_:subjectID:)``).
+    /// calling thread.
     ///
     /// - Returns: The failure, if the handler threw; it has been reported to the hub.
     @discardableResult
@@ -352,7 +352,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     /// ``DeliveryThread`` that was shut down). The observation ends, and every queued delivery is
     /// dropped: each one is reported to the hub's error handler, and its waiter, if any, is told
     /// it was refused. Later posts find no observer and are counted as unobserved.
-    private func targetRefused(_ error: any Error) {
+    func targetRefused(_ error: any Error) {
         let failure = makeFailure(error)
         guard markCancelled() else {
             core.report(failure)
@@ -407,14 +407,24 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         report(error)
     }
 
+    /// Calls the handler of this posting-thread observer with the notification at `payload`.
     override func deliver(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) -> ObserverFailure? {
-        invoke(nil, payload.assumingMemoryBound(to: N.self), subjectID: subjectID)
+        do {
+            if flags & Flags.isContextual == 0 {
+                try N._heraldCall(handler, with: payload)
+            } else if case .contextual(let box)? = extras?.feed {
+                try box.call(payload.assumingMemoryBound(to: N.self), subjectID: subjectID, on: .posting)
+            }
+            return nil
+        } catch {
+            return report(error)
+        }
     }
 
     /// Reports a handler's error to the hub and returns it as a failure.
     @discardableResult
     @inline(never)
-    private func report(_ error: any Error) -> ObserverFailure {
+    func report(_ error: any Error) -> ObserverFailure {
         let failure = makeFailure(error)
         core.report(failure)
         return failure
@@ -435,44 +445,6 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     /// for a family observer.
     static var typeName: String {
         (N.self as? any FamilyDeliveryProtocol.Type)?.familyName ?? String(describing: N.self)
-    }
-
-    // MARK: Calling the handler
-
-    /// Calls a synchronous handler with the notification at `payload`: `drained`, the handler a
-    /// drain took from the mailbox, or when it is `nil` the posting-thread observer's own.
-    ///
-    /// Every call of an observer's synchronous handler is made here: by a drain, a waiting post, a
-    /// replay, a family's stand-in, a contextual handler's post. Two hot loops call a plain closure
-    /// themselves: the posting-thread loop (``deliver(to:count:_:subject:)``), and a drain's item
-    /// without a wait group (``run(_:_:_:_:)``), with the closure the drain read once.
-    ///
-    /// - Returns: The failure, if the handler threw; it has been reported to the hub.
-    @inline(__always)
-    func invoke(
-        _ drained: HandlerBox<N>?, _ payload: UnsafePointer<N>, subjectID: ObjectIdentifier?
-    ) -> ObserverFailure? {
-        do {
-            // The handler reads the notification where it lies: `_heraldCall` is made for `N`.
-            // Each handler is borrowed where it is kept: a copy would retain and release it per call.
-            if let drained {
-                switch drained.handler {
-                case .plain(let body):
-                    try N._heraldCall(body, with: UnsafeRawPointer(payload))
-                case .contextual(let body):
-                    try body(payload.pointee, DeliveryContext(subjectID: subjectID, target: target))
-                case .async:
-                    preconditionFailure("an async handler is called by invokeAsync")
-                }
-            } else if flags & Flags.isContextual == 0 {
-                try N._heraldCall(handler, with: UnsafeRawPointer(payload))
-            } else if case .contextual(let box)? = extras?.feed, case .contextual(let body) = box.handler {
-                try body(payload.pointee, DeliveryContext(subjectID: subjectID, target: target))
-            }
-            return nil
-        } catch {
-            return report(error)
-        }
     }
 
     // MARK: The mailbox or stream
@@ -561,28 +533,9 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         return (mustSchedule, discarded)
     }
 
-    /// Builds the drain job, once the mailbox's state machine asked for it, and has the mailbox hand
-    /// it to the target (``Mailbox/schedule(_:on:inline:)``).
-    ///
-    /// A target that will never run work again (a ``DeliveryThread`` that was shut down) rejects
-    /// the job. Nothing would ever drain the mailbox then, so the observation ends and what the mailbox
-    /// holds is dropped and reported at once (see ``targetRefused(_:)``).
-    ///
-    /// - Parameter continued: Whether the drain job hands itself back (a slice ended, or a burst
-    ///   goes on), rather than a post or a resumed handler starting it.
-    func scheduleDrain(continued: Bool = false) {
-        // Each closure captures only `self`, which then is its whole context: no allocation.
-        let job: @Sendable () -> Void
-        if continued {
-            job = { [self] in runJob(continued: true) }
-        } else {
-            job = { [self] in runJob(continued: false) }
-        }
-        guard let mailbox else { return }
-        let refusal = mailbox.schedule(job, on: core.schedulingTarget(for: mailbox.target)) {
-            { [self] in drainInline() }
-        }
-        if let refusal { targetRefused(refusal) }
+    /// Has the mailbox hand a drain job to the target (``Mailbox/scheduleDrain(for:continued:)``).
+    func scheduleDrain() {
+        mailbox?.scheduleDrain(for: self)
     }
 
     override func attach(helper waiter: Waiter) {
@@ -598,87 +551,8 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         mailbox?.drainerThread ?? 0
     }
 
-    /// The drain job handed to the target: one slice, then, if items are left, the job goes back
-    /// to the target behind whatever it queued meanwhile.
-    private func runJob(continued: Bool) {
-        guard let mailbox else { return }
-        let layout = mailbox.layout
-        let again =
-            isAsync
-            ? mailbox.runAsyncJob(on: currentThreadID()) { item, handler in prepareAsync(item, handler, layout) }
-            : mailbox.runJob(on: currentThreadID(), continued: continued) { item, handler, plain in
-                run(item, handler, plain, layout)
-            }
-        if again { scheduleDrain(continued: true) } else { core.idleWatch.noteProgress() }
-    }
-
     override func drainInline() {
-        guard let mailbox else { return }
-        let layout = mailbox.layout
-        if isAsync {
-            mailbox.runAsyncInline(on: currentThreadID()) { item, handler in prepareAsync(item, handler, layout) }
-        } else {
-            mailbox.runInline(on: currentThreadID()) { item, handler, plain in run(item, handler, plain, layout) }
-            core.idleWatch.noteProgress()
-        }
-    }
-
-    // MARK: Async handlers
-
-    /// Consumes one item of an async mailbox and prepares the handler's task for it.
-    ///
-    /// - Returns: What starts the task, to be called once the mailbox is suspended; `nil` when the
-    ///   observation has ended.
-    private func prepareAsync(
-        _ item: UnsafeMutableRawPointer, _ handler: HandlerBox<N>?, _ layout: ItemQueue.Layout
-    ) -> (() -> Void)? {
-        let payload = layout.payload(item, as: N.self)
-        let (_, group) = layout.takeHeader(item)
-        let notification = payload.move()
-        guard !isCancelled, case .async(let asyncHandler)? = handler?.handler, let calls = mailbox?.asyncCalls else {
-            group?.leave(.skipped)
-            return nil
-        }
-        let call: @Sendable () async -> Void = { [self] in
-            await calls.armed()
-            await invokeAsync(asyncHandler, with: notification, group: group, calls: calls)
-        }
-        return { [self] in
-            calls.launch {
-                switch target.kind {
-                case .main:
-                    if let standIn = core.mainActorStandIn {
-                        return standIn.startTask(call)  // the test awaits it, on the main actor
-                    }
-                    guard asyncHandler.runsOnTarget else { return Task(operation: call) }  // on the main actor
-                    return Task(executorPreference: TargetTaskExecutor(target), operation: call)
-                case .posting, .actor:
-                    return Task(operation: call)  // unconfined, or isolated by the handler itself
-                case .queue, .operationQueue, .thread, .executor:
-                    return Task(executorPreference: TargetTaskExecutor(target), operation: call)
-                }
-            }
-        }
-    }
-
-    /// Calls the async handler, unless the observation ended before the call started (checked on
-    /// the handler's own isolation), then lets the mailbox go on. Every call of an observer's
-    /// `async` handler is made here.
-    private func invokeAsync(
-        _ asyncHandler: AsyncHandler<N>, with notification: N, group: WaitGroup?, calls: AsyncCallSlot
-    ) async {
-        do {
-            let called = try await asyncHandler.body(notification) { [self] in !isCancelled }
-            group?.leave(called ? .delivered : .skipped)
-        } catch {
-            let failure = report(error)
-            group?.leave(.failed(failure))
-        }
-        calls.finished()
-        if mailbox?.resume() == true {
-            scheduleDrain()
-        }
-        core.idleWatch.noteProgress()
+        mailbox?.drainInline(for: self)
     }
 
     override var pendingDelivery: PendingDelivery? {
@@ -690,41 +564,6 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
             notificationType: Self.typeName, fileID: location.fileString, line: Int(location.line),
             target: target, queuedCount: state.count, isHandlerRunning: state.isSuspended,
             waitsForTarget: state.waitsForTarget)
-    }
-
-    /// Runs one item and consumes it (its payload is destroyed, its group released).
-    @inline(__always)
-    private func run(
-        _ item: UnsafeMutableRawPointer, _ handler: HandlerBox<N>?, _ plain: HandlerBox<N>.Plain?,
-        _ layout: ItemQueue.Layout
-    ) {
-        let payload = layout.payload(item, as: N.self)
-        let (subjectID, group) = layout.takeHeader(item)
-        guard let group else {
-            // The common case, kept apart: no outcome to build and destroy per item, and a plain
-            // handler called with the closure the drain read once.
-            if let plain {
-                if !isCancelled {
-                    do { try N._heraldCall(plain, with: UnsafeRawPointer(payload)) } catch { report(error) }
-                }
-            } else if let handler, !isCancelled {
-                _ = invoke(handler, payload, subjectID: subjectID)
-            }
-            if !_isPOD(N.self) { payload.deinitialize(count: 1) }
-            return
-        }
-        var outcome = DeliveryOutcome.skipped
-        if let handler, !isCancelled {
-            let failure: ObserverFailure?
-            if let waiter = group.waiter {
-                failure = Waiter.chain.withValue(waiter) { invoke(handler, payload, subjectID: subjectID) }
-            } else {
-                failure = invoke(handler, payload, subjectID: subjectID)
-            }
-            outcome = failure.map(DeliveryOutcome.failed) ?? .delivered
-        }
-        if !_isPOD(N.self) { payload.deinitialize(count: 1) }
-        group.leave(outcome)
     }
 
     /// What a registration has besides a plain posting-thread observer's handler: its filters,

@@ -1,0 +1,57 @@
+extension Mailbox {
+    /// Consumes one item of an async mailbox and prepares the handler's call for it.
+    ///
+    /// - Returns: What starts the call's task, to be called once the mailbox is suspended; `nil`
+    ///   when the observation has ended.
+    func prepareCall(
+        _ item: UnsafeMutableRawPointer, _ handler: HandlerBox<N>?, for observer: Observer<N>
+    ) -> (() -> Void)? {
+        let payload = layout.payload(item, as: N.self)
+        let (_, group) = layout.takeHeader(item)
+        let notification = payload.move()
+        guard !observer.isCancelled, case .async(let asyncHandler)? = handler?.handler, let calls = asyncCalls else {
+            group?.leave(.skipped)
+            return nil
+        }
+        let call: @Sendable () async -> Void = { [self, observer] in
+            await calls.armed()
+            await self.call(asyncHandler, with: notification, group: group, for: observer)
+        }
+        let target = self.target
+        return {
+            calls.launch {
+                switch target.kind {
+                case .main:
+                    if let standIn = observer.core.mainActorStandIn {
+                        return standIn.startTask(call)  // the test awaits it, on the main actor
+                    }
+                    guard asyncHandler.runsOnTarget else { return Task(operation: call) }  // on the main actor
+                    return Task(executorPreference: TargetTaskExecutor(target), operation: call)
+                case .posting, .actor:
+                    return Task(operation: call)  // unconfined, or isolated by the handler itself
+                case .queue, .operationQueue, .thread, .executor:
+                    return Task(executorPreference: TargetTaskExecutor(target), operation: call)
+                }
+            }
+        }
+    }
+
+    /// Calls the async handler, unless the observation ended before the call started (checked on
+    /// the handler's own isolation), then lets the mailbox go on. Every call of an observer's
+    /// `async` handler is made here.
+    private func call(
+        _ asyncHandler: AsyncHandler<N>, with notification: N, group: WaitGroup?, for observer: Observer<N>
+    ) async {
+        do {
+            let called = try await asyncHandler.body(notification) { !observer.isCancelled }
+            group?.leave(called ? .delivered : .skipped)
+        } catch {
+            group?.leave(.failed(observer.report(error)))
+        }
+        asyncCalls?.finished()
+        if resume() {
+            scheduleDrain(for: observer)
+        }
+        observer.core.idleWatch.noteProgress()
+    }
+}
