@@ -91,6 +91,45 @@ final class HubCore: Sendable {
         registry.add(observer)
     }
 
+    /// Rounds a posting-thread registration replays outside the lock before it falls back to
+    /// replaying the remainder after it became visible.
+    static let maxReplayRounds = 8
+
+    /// Registers `observer` and replays the retained values it matches, before any live post.
+    ///
+    /// - An observer with a mailbox or a stream gets the replayed values in its mailbox or buffer before
+    ///   it becomes visible to posts, in the same critical section, so they come first.
+    /// - A posting-thread observer has no mailbox: the replay runs right here, on the registering
+    ///   thread. To keep it ahead of live posts, the observer becomes visible only once a check
+    ///   under the lock shows that nothing was retained since the last values it replayed; values
+    ///   retained meanwhile are replayed in another round (a value already replaced by then is
+    ///   skipped: only the latest per subject is stored). After ``maxReplayRounds`` rounds of
+    ///   constant retaining posts, it becomes visible together with the last values to replay,
+    ///   which then may overlap a live post made on another thread.
+    func addReplaying<N: TypedNotification>(_ observer: Observer<N>) {
+        if !observer.isPosting {
+            if registry.addPreloaded(observer) { observer.scheduleDrain() }
+            return
+        }
+
+        var seen: UInt64 = 0
+        var round = 0
+        while true {
+            let (replays, latest, added) = registry.replayRound(
+                observer, after: seen, force: round >= Self.maxReplayRounds)
+            // No one else holds the observer yet, so only `isCancelledFlag` may be read here:
+            // `isCancelled` could end a registration that is not in the registry.
+            for replay in replays where !observer.isCancelledFlag {
+                _ = withUnsafePointer(to: replay.value) {
+                    observer.deliver(UnsafeRawPointer($0), subjectID: replay.subjectID)
+                }
+            }
+            if added { return }
+            seen = latest
+            round += 1
+        }
+    }
+
     /// Makes `observer`, an observer of a family, visible to posts of every type of the family at
     /// once.
     ///

@@ -45,7 +45,7 @@ extension NotificationHub {
     ///   - subject: The object the notification is about, or `nil`.
     /// - Complexity: O(*n*) in the observers of this type, plus amortised O(1) to retain.
     public func postAndRetain<N: TypedNotification>(_ notification: N, from subject: AnyObject? = nil) {
-        send(notification, from: subject, to: core.retainAndSnapshot(notification, subject: subject))
+        send(notification, from: subject, to: core.registry.retain(notification, subject: subject))
     }
 
     // MARK: - Reading and removing
@@ -68,7 +68,7 @@ extension NotificationHub {
     /// - Returns: The retained value, or `nil` if none is retained.
     /// - Complexity: O(1).
     public func retainedValue<N: TypedNotification>(of type: N.Type, from subject: AnyObject? = nil) -> N? {
-        core.retainedValue(of: type, subject: subject)
+        core.registry.retainedValue(of: type, subject: subject)
     }
 
     /// Removes the value of `type` retained for `subject`, so that later observers do not replay it.
@@ -87,7 +87,7 @@ extension NotificationHub {
     /// - Complexity: O(1).
     @discardableResult
     public func removeRetainedValue<N: TypedNotification>(of type: N.Type, from subject: AnyObject? = nil) -> N? {
-        core.removeRetainedValue(of: type, subject: subject)
+        core.registry.removeRetainedValue(of: type, subject: subject)
     }
 
     /// Removes the value retained for `subject` only if it is still equal to `value`.
@@ -123,7 +123,7 @@ extension NotificationHub {
         _ value: N,
         from subject: AnyObject? = nil
     ) -> Bool {
-        core.removeRetainedValue(of: N.self, subject: subject) { $0 == value }
+        core.registry.removeRetainedValue(of: N.self, subject: subject) { $0 == value }
     }
 
     /// Removes the value of `type` retained for `subject` only if `shouldRemove` says so.
@@ -152,7 +152,7 @@ extension NotificationHub {
         from subject: AnyObject? = nil,
         where shouldRemove: (N) throws -> Bool
     ) rethrows -> Bool {
-        try core.removeRetainedValue(of: type, subject: subject, where: shouldRemove)
+        try core.registry.removeRetainedValue(of: type, subject: subject, where: shouldRemove)
     }
 
     /// Removes every value of `type` retained, for every subject and for no subject.
@@ -169,7 +169,7 @@ extension NotificationHub {
     /// - Complexity: O(*k*) in the values retained for `type`.
     @discardableResult
     public func removeAllRetainedValues<N: TypedNotification>(of type: N.Type) -> Int {
-        core.removeAllRetainedValues(of: type)
+        core.registry.removeAllRetainedValues(of: type)
     }
 
     /// Removes every retained value of every type, for every subject and for no subject.
@@ -190,6 +190,6 @@ extension NotificationHub {
     ///   retained.
     @discardableResult
     public func removeAllRetainedValues() -> Int {
-        core.removeAllRetainedValues()
+        core.registry.removeAllRetainedValues(of: nil)
     }
 }

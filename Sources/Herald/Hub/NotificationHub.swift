@@ -340,7 +340,8 @@ public final class NotificationHub: Sendable {
     /// Not API: it exists so that ``post(_:from:)`` can be inlined into its caller.
     @usableFromInline
     func _post(_ payload: UnsafeRawPointer, of type: any TypedNotification.Type, from subject: AnyObject?) {
-        if !core.post(payload, type: type, subject: subject) {
+        let reached = core.registry.snapshot(of: type, payload: payload)?.scan(payload, subject: subject, wait: nil)
+        if reached != true {
             core.noteUnobserved(type, hadSubject: subject != nil)
         }
     }
@@ -349,7 +350,7 @@ public final class NotificationHub: Sendable {
     func send<N: TypedNotification>(_ notification: N, from subject: AnyObject?, to snapshot: ObserverSnapshot?) {
         guard let snapshot else { return }
         withUnsafePointer(to: notification) { payload in
-            _ = core.scan(snapshot, UnsafeRawPointer(payload), subject: subject, wait: nil)
+            _ = snapshot.scan(UnsafeRawPointer(payload), subject: subject, wait: nil)
         }
     }
 }

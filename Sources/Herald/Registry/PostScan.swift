@@ -19,6 +19,8 @@ struct PostWait {
     let collectsHelp: Bool
     /// The posting-thread observers' outcome (and the streams').
     var report = DeliveryReport()
+    /// The hub's main-actor stand-in, for an async waiting post on a hub that has one.
+    var standIn: (any MainActorStandIn)?
     /// For an async waiting post on a hub with a main-actor stand-in: the post, which the scan
     /// hands to the stand-in (``MainActorStandIn/hold(_:)``) before it enqueues the first delivery
     /// that the stand-in will run, so the stand-in knows of the wait before a test can see the job.
@@ -35,22 +37,8 @@ struct PostWait {
     }
 }
 
-extension HubCore {
-    /// Delivers a fire-and-forget post.
-    ///
-    /// - Parameters:
-    ///   - payload: The notification, of type `type`.
-    ///   - type: The notification type.
-    ///   - subject: The post's subject.
-    /// - Returns: Whether the post reached at least one observer (a tap does not count).
-    @inline(__always)
-    func post(_ payload: UnsafeRawPointer, type: any TypedNotification.Type, subject: AnyObject?) -> Bool {
-        guard let snapshot = registry.snapshot(of: type, payload: payload) else { return false }
-        return scan(snapshot, payload, subject: subject, wait: nil)
-    }
-
-    /// The one scan behind every post: hands the notification at `payload` to the observers of
-    /// `snapshot`.
+extension ObserverSnapshot {
+    /// The one scan behind every post: hands the notification at `payload` to these observers.
     ///
     /// 1. It appends the notification to every mailbox and stream that accepts it. When there are
     ///    several, each item is *held* (see ``MailboxStateMachine``): no drain may take it yet.
@@ -67,11 +55,8 @@ extension HubCore {
     ///
     /// - Returns: Whether the post reached at least one observer.
     @inline(never)  // keeps this scan out of generic callers, where it would run unspecialised
-    func scan(
-        _ snapshot: ObserverSnapshot, _ payload: UnsafeRawPointer, subject: AnyObject?,
-        wait: UnsafeMutablePointer<PostWait>?
-    ) -> Bool {
-        snapshot.withObservers { queued, posting in
+    func scan(_ payload: UnsafeRawPointer, subject: AnyObject?, wait: UnsafeMutablePointer<PostWait>?) -> Bool {
+        withObservers { queued, posting in
             var reached = false
             let subjectID = subject.map(ObjectIdentifier.init)
             if queued.count == 1 {
@@ -144,7 +129,7 @@ extension HubCore {
                 return observer.enqueue(payload, subject: subject, group: nil, hold: hold) != .refused
             }
             if !wait.pointee.blocks, case .main = observer.target.kind, let post = wait.pointee.standInPost,
-                let standIn = mainActorStandIn
+                let standIn = wait.pointee.standIn
             {
                 post.add(observer)
                 if !wait.pointee.isStandInPostHeld {

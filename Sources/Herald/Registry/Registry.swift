@@ -152,6 +152,15 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
     var membershipUpdates: Int { state.withLock { $0.membershipUpdates } }
 
     // MARK: Retained values
+    //
+    // Retained values are stored in the buckets, under the registry lock. A retaining post stores
+    // its value and takes its observer snapshot in one critical section (`retain`), and a
+    // replaying registration reads the retained values and becomes visible in one critical
+    // section (`addPreloaded`; or, on the posting thread, `replayRound`, whose final round checks
+    // that nothing was retained in between: see `HubCore.addReplaying`). So every retaining post
+    // reaches a replaying observer exactly once: through the replay if it came first, live if it
+    // came after. Values that are replaced or removed are released after the lock, never under
+    // it: their `deinit` may observe, cancel, post or remove retained values on the same hub.
 
     /// Stores `value` as the retained value of its type for `subject`, and returns the snapshot
     /// of the observers it reaches, read in the same critical section. The values it replaces are
@@ -179,19 +188,6 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
         }
     }
 
-    /// The value of `type` retained for `subject` and its sequence number (see
-    /// ``RetainedValues/sequence(for:)``), if any.
-    func retainedEntry<N: TypedNotification>(
-        of type: N.Type, subject: AnyObject?
-    ) -> (value: N, sequence: UInt64)? {
-        state.withLock { state -> (value: N, sequence: UInt64)? in
-            guard let index = state.bucket(ObjectIdentifier(type)), let values = state.buckets[index].retainedValues,
-                let value = values.value(of: type, for: subject), let sequence = values.sequence(for: subject)
-            else { return nil }
-            return (value, sequence)
-        }
-    }
-
     /// Removes the value of `type` retained for `subject` and returns it; what the entry held is
     /// released after the lock.
     func removeRetainedValue<N: TypedNotification>(of type: N.Type, subject: AnyObject?) -> N? {
@@ -204,18 +200,39 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
         return value
     }
 
-    /// Removes the value of `type` retained for `subject` if it is still the one numbered
-    /// `sequence` (see ``RetainedValues/remove(for:ifSequence:)``); the value is released after
-    /// the lock.
-    func removeRetainedValue(
-        of type: any TypedNotification.Type, subject: AnyObject?, ifSequence sequence: UInt64
-    ) -> RetainedRemoval {
-        let (outcome, released) = state.withLock { state -> (RetainedRemoval, (any Sendable)?) in
-            guard let index = state.bucket(ObjectIdentifier(type)) else { return (.absent, nil) }
-            return state.buckets[index].removeRetainedValue(for: subject, ifSequence: sequence)
+    /// Removes the value of `N` retained for `subject` if `shouldRemove` says so; returns whether
+    /// it did.
+    ///
+    /// `shouldRemove` (an `==`, for example) is user code, so it never runs under the lock: the
+    /// current value is copied with its sequence number under the lock, judged after it, and
+    /// removed under the lock again only if its entry still has that sequence number. If a
+    /// retaining post replaced it in between, the newer value is judged in turn. Each retry
+    /// follows a retaining post that succeeded, so the loop ends as soon as the value stops
+    /// changing. Values are released after the lock.
+    func removeRetainedValue<N: TypedNotification>(
+        of type: N.Type, subject: AnyObject?, where shouldRemove: (N) throws -> Bool
+    ) rethrows -> Bool {
+        let key = ObjectIdentifier(type)
+        while true {
+            // The copy is released at the end of each round, outside the lock.
+            let current = state.withLock { state -> (value: N, sequence: UInt64)? in
+                guard let index = state.bucket(key), let values = state.buckets[index].retainedValues,
+                    let value = values.value(of: type, for: subject), let sequence = values.sequence(for: subject)
+                else { return nil }
+                return (value, sequence)
+            }
+            guard let current, try shouldRemove(current.value) else { return false }
+            let (outcome, released) = state.withLock { state -> (RetainedRemoval, (any Sendable)?) in
+                guard let index = state.bucket(key) else { return (.absent, nil) }
+                return state.buckets[index].removeRetainedValue(for: subject, ifSequence: current.sequence)
+            }
+            withExtendedLifetime(released) {}  // released here, outside the lock
+            switch outcome {
+            case .removed: return true
+            case .absent: return false
+            case .replaced: continue
+            }
         }
-        withExtendedLifetime(released) {}  // released here, outside the lock
-        return outcome
     }
 
     /// Removes every retained value of `type`, or of every type when `type` is `nil`, and returns

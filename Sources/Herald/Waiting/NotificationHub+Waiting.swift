@@ -217,6 +217,7 @@ extension NotificationHub {
         let group = WaitGroup(waiter: nil)
         var wait = PostWait(group: group, isolation: nil, blocks: false)
         if let standIn = core.mainActorStandIn {
+            wait.standIn = standIn
             wait.standInPost = StandInWaitingPost(
                 notificationType: String(describing: N.self), group: group, core: core,
                 standIn: String(describing: standIn))
@@ -293,7 +294,7 @@ extension NotificationHub {
     ) {
         let reached =
             core.registry.snapshot(of: type, payload: payload).map {
-                core.scan($0, payload, subject: subject, wait: &wait)
+                $0.scan(payload, subject: subject, wait: &wait)
             } ?? false
         if !reached { core.noteUnobserved(type, hadSubject: subject != nil) }
     }
