@@ -86,6 +86,15 @@ final class HubCore: Sendable {
 
     // MARK: Registry
 
+    /// Delivers a fire-and-forget post: the registry's snapshot of `type`'s observers scans it
+    /// (``ObserverSnapshot/scan(_:subject:wait:)``).
+    ///
+    /// - Returns: Whether the post reached at least one observer (a tap does not count).
+    @inline(__always)  // a method of the core, so that reading its registry retains nothing
+    func post(_ payload: UnsafeRawPointer, type: any TypedNotification.Type, subject: AnyObject?) -> Bool {
+        registry.snapshot(of: type, payload: payload)?.scan(payload, subject: subject, wait: nil) ?? false
+    }
+
     /// Makes `observer` visible to posts.
     func add<N: TypedNotification>(_ observer: Observer<N>) {
         registry.add(observer)

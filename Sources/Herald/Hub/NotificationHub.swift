@@ -340,8 +340,7 @@ public final class NotificationHub: Sendable {
     /// Not API: it exists so that ``post(_:from:)`` can be inlined into its caller.
     @usableFromInline
     func _post(_ payload: UnsafeRawPointer, of type: any TypedNotification.Type, from subject: AnyObject?) {
-        let reached = core.registry.snapshot(of: type, payload: payload)?.scan(payload, subject: subject, wait: nil)
-        if reached != true {
+        if !core.post(payload, type: type, subject: subject) {
             core.noteUnobserved(type, hadSubject: subject != nil)
         }
     }
