@@ -32,6 +32,9 @@ final class Mailbox<N: TypedNotification>: Sendable {
     private let gauge: BurstGauge?
     /// The number of waiters in `locked.helpers`, read without the lock by ``helpers``.
     private let helperCount = Atomic<Int>(0)
+    /// Whether the mailbox feeds a ``NotificationSequence``: its consumers take the items, and no
+    /// drain runs (see ``MailboxStateMachine``'s "Streams").
+    let feedsStream: Bool
 
     /// A mailbox whose drains run `handler`, on `target`.
     init(target: DeliveryTarget, handler: Handler<N>, policy: MailboxPolicy?) {
@@ -43,6 +46,17 @@ final class Mailbox<N: TypedNotification>: Sendable {
         gauge = lingers ? BurstGauge() : nil
         let machine = MailboxStateMachine(batchLimit: isAsync ? 1 : .max, lingers: lingers, rule: policy?.rule)
         locked = Lock(MailboxStorage(machine: machine, handler: HandlerBox(handler)))
+        feedsStream = false
+    }
+
+    /// A mailbox whose items the consumers of a ``NotificationSequence`` take.
+    init(streamPolicy policy: MailboxPolicy?) {
+        target = .posting
+        self.policy = policy
+        asyncCalls = nil
+        gauge = nil
+        locked = Lock(MailboxStorage(machine: MailboxStateMachine(rule: policy?.rule, feedsStream: true)))
+        feedsStream = true
     }
 
     // MARK: Appending
@@ -255,6 +269,10 @@ final class Mailbox<N: TypedNotification>: Sendable {
     /// - Parameter continued: Whether the job hands itself back (a slice ended, or a burst goes
     ///   on), rather than a post or a resumed handler starting it.
     func scheduleDrain(for observer: Observer<N>, continued: Bool = false) {
+        if feedsStream {
+            handToConsumers()
+            return
+        }
         let job: @Sendable () -> Void
         if continued {
             job = { [observer] in observer.mailbox?.runJob(for: observer, continued: true) }
@@ -554,6 +572,109 @@ final class Mailbox<N: TypedNotification>: Sendable {
         return locked.withLock { $0.helpers }
     }
 
+    // MARK: Stream consumers
+
+    /// The next item, for a consumer of the stream this mailbox feeds: the front item if one is
+    /// ready; otherwise the consumer waits until an append or a release hands it one
+    /// (``handToConsumers()``). `nil` once the stream has ended.
+    func next(isolation actor: isolated (any Actor)?) async -> N? {
+        switch takeForConsumer(waiting: nil) {
+        case .taken(let item): return item
+        case .finished: return nil
+        case .waiting: break  // not counted as waiting yet: it waits below
+        }
+        return await withCheckedContinuation(isolation: actor) { (continuation: CheckedContinuation<N?, Never>) in
+            switch takeForConsumer(waiting: Consumer(continuation)) {
+            case .taken(let item): continuation.resume(returning: item)
+            case .finished: continuation.resume(returning: nil)
+            case .waiting: break
+            }
+        }
+    }
+
+    private enum Taken {
+        case taken(N)
+        case waiting
+        case finished
+    }
+
+    /// Takes the front item for a consumer, or, if none is ready, has `consumer` wait (when it is
+    /// not `nil`).
+    private func takeForConsumer(waiting consumer: Consumer?) -> Taken {
+        let layout = self.layout
+        return withUnsafeTemporaryAllocation(byteCount: layout.stride, alignment: layout.alignment) { buffer in
+            let slot = buffer.baseAddress.unsafelyUnwrapped
+            let action = locked.withLock { locked in
+                let action = locked.machine.consumerArrived(mayWait: consumer != nil)
+                switch action {
+                case .take: removeItem(at: 0, into: slot, from: &locked.items)
+                case .wait: if let consumer { locked.consumers.append(consumer) }
+                case .finished: break
+                }
+                return action
+            }
+            switch action {
+            case .take:
+                _ = layout.takeHeader(slot)  // a stream's items have no wait group
+                return .taken(layout.payload(slot, as: N.self).move())
+            case .wait: return .waiting
+            case .finished: return .finished
+            }
+        }
+    }
+
+    /// Hands the items that became ready to the consumers that wait, oldest first.
+    private func handToConsumers() {
+        let handed = locked.withLock { locked -> [(Consumer, N)] in
+            let count = locked.machine.handToConsumers()
+            guard count > 0 else { return [] }
+            let layout = self.layout
+            var handed: [(Consumer, N)] = []
+            handed.reserveCapacity(count)
+            withUnsafeTemporaryAllocation(byteCount: layout.stride, alignment: layout.alignment) { buffer in
+                let slot = buffer.baseAddress.unsafelyUnwrapped
+                for consumer in locked.consumers.prefix(count) {
+                    removeItem(at: 0, into: slot, from: &locked.items)
+                    _ = layout.takeHeader(slot)
+                    handed.append(
+                        (unsafeDowncast(consumer, to: Consumer.self), layout.payload(slot, as: N.self).move()))
+                }
+            }
+            locked.consumers.removeFirst(count)
+            return handed
+        }
+        for (consumer, item) in handed {
+            consumer.continuation.resume(returning: item)
+        }
+    }
+
+    /// Ends the stream this mailbox feeds: closes the mailbox, drops its items and tells every
+    /// waiting consumer that the stream has ended. Does nothing the second time.
+    func finishStream() {
+        let (items, consumers) = locked.withLock { locked -> (ItemQueue, [any AnyObject & Sendable]) in
+            _ = locked.machine.close()
+            defer {
+                locked.items = ItemQueue()
+                locked.consumers = []
+            }
+            return (locked.items, locked.consumers)
+        }
+        var dropped = items
+        drop(&dropped)
+        for consumer in consumers {
+            unsafeDowncast(consumer, to: Consumer.self).continuation.resume(returning: nil)
+        }
+    }
+
+    /// A consumer of the stream this mailbox feeds, waiting in ``next(isolation:)``.
+    private final class Consumer: Sendable {
+        let continuation: CheckedContinuation<N?, Never>
+
+        init(_ continuation: CheckedContinuation<N?, Never>) {
+            self.continuation = continuation
+        }
+    }
+
     // MARK: Closing
 
     /// Closes the mailbox and takes out every item, for the caller to drop outside the lock, and the
@@ -603,4 +724,6 @@ private struct MailboxStorage: Sendable {
     var helpers: [Waiter] = []
     /// The ``HandlerBox`` of the mailbox's observer until the mailbox closes.
     var handler: (any AnyObject & Sendable)?
+    /// For a mailbox that feeds a stream, its consumers that wait for an item, oldest first.
+    var consumers: [any AnyObject & Sendable] = []
 }

@@ -44,8 +44,8 @@ final class MailboxPolicy: Sendable {
         switch policy {
         case .unbounded: return nil
         case .latest(let perSubject): rule = .latest(perSubject: perSubject)
-        case .bufferingNewest(let limit): rule = .dropOldest(limit: max(limit, 1))
-        case .bufferingOldest(let limit): rule = .dropNewest(limit: max(limit, 1))
+        case .bufferingNewest(let limit): rule = .dropOldest(limit: max(limit, 0))
+        case .bufferingOldest(let limit): rule = .dropNewest(limit: max(limit, 0))
         }
         self.policy = policy
     }

@@ -12,6 +12,7 @@
 /// | `scheduled` | yes | yes, maybe lingering | no |
 /// | `draining` | yes | for a job's drain; maybe, for an inline one | a job's or an inline one |
 /// | `suspended` | yes | maybe (a job that found the suspension ends) | no: an async call runs |
+/// | `awaitingItems` | yes, none ready until an append | no | no: a stream's consumers wait |
 /// | `closed` | none, and none accepted | maybe | maybe, until it ends |
 ///
 /// ## Items
@@ -50,6 +51,22 @@
 /// takes one batch per job (``Configuration/oneBatchPerJob``): what was pending when the job
 /// started.
 ///
+/// ## Bounds and waiting consumers
+/// A bounded policy's limit counts the items that wait in the mailbox. An item that a waiting
+/// consumer takes at once does not wait, so there is room for it beyond the limit, as in
+/// `AsyncStream`: a stream's consumers wait while they are suspended in `next()`
+/// (`awaitingItems`), and a handler's drain waits while its mailbox is idle and empty. So a limit of
+/// 0 keeps nothing that waits: an item is stored only for a waiting consumer, and otherwise
+/// dropped. (For a larger limit, the item an idle handler's job is handed counts until the job
+/// takes it.)
+///
+/// ## Streams
+/// A mailbox that feeds a ``NotificationSequence`` (``Configuration/feedsStream``) has no drains:
+/// its consumers take one item each (``consumerArrived(mayWait:)``). Items wait for them in `idle`;
+/// a consumer that finds none ready waits (`awaitingItems`), and an append or a release that makes
+/// items ready asks the mailbox to hand them to the waiting consumers, oldest first
+/// (``handToConsumers()``).
+///
 /// ## Asynchronous handlers
 /// A mailbox whose handler is `async` takes one item per batch (``Configuration/batchLimit`` 1).
 /// When the drain has started the handler's task it *suspends* the mailbox (``suspend()``): the
@@ -70,6 +87,8 @@ struct MailboxStateMachine: Sendable {
         var lingers = false
         /// The mailbox policy's rule, or `nil` for an unbounded mailbox.
         var rule: MailboxPolicy.Rule?
+        /// Whether the mailbox feeds a stream, whose consumers take its items (see "Streams").
+        var feedsStream = false
 
         /// Whether a job runs only the items that were ready when it started: what arrives during
         /// its batch waits for the next job, so other work on the target runs in between. Set for a
@@ -140,6 +159,8 @@ struct MailboxStateMachine: Sendable {
         /// The drain that ran started an async call, which has not returned; `pending` is a job
         /// that was with the target when an inline drain suspended the mailbox.
         case suspended(Queue, pending: PendingJob)
+        /// A stream's consumers wait in `next()` for an item; none is ready (see "Streams").
+        case awaitingItems(Queue, consumers: Int)
         /// The observation ended, or its target refused the job: nothing more is accepted.
         case closed(Remains)
     }
@@ -169,8 +190,8 @@ struct MailboxStateMachine: Sendable {
         self.state = state
     }
 
-    init(batchLimit: Int = .max, lingers: Bool = false, rule: MailboxPolicy.Rule? = nil) {
-        self.init(Configuration(batchLimit: batchLimit, lingers: lingers, rule: rule))
+    init(batchLimit: Int = .max, lingers: Bool = false, rule: MailboxPolicy.Rule? = nil, feedsStream: Bool = false) {
+        self.init(Configuration(batchLimit: batchLimit, lingers: lingers, rule: rule, feedsStream: feedsStream))
     }
 
     // MARK: Reading the state
@@ -181,7 +202,8 @@ struct MailboxStateMachine: Sendable {
     /// The items of an open mailbox; an empty queue once it is closed.
     private var queue: Queue {
         switch state {
-        case .idle(let queue), .scheduled(let queue, _), .draining(let queue, _), .suspended(let queue, _):
+        case .idle(let queue), .scheduled(let queue, _), .draining(let queue, _), .suspended(let queue, _),
+            .awaitingItems(let queue, _):
             return queue
         case .closed:
             return Queue()
@@ -206,7 +228,7 @@ struct MailboxStateMachine: Sendable {
     /// Whether a drain job has been handed to the target and has not finished.
     var isJobPending: Bool {
         switch state {
-        case .idle: return false
+        case .idle, .awaitingItems: return false
         case .scheduled: return true
         case .draining(_, .job): return true
         case .draining(_, .inline(_, let pending)), .suspended(_, let pending): return pending != .none
@@ -217,7 +239,7 @@ struct MailboxStateMachine: Sendable {
     /// The drain running now, or `.suspended` while an async call runs; `nil` otherwise.
     var runner: Runner? {
         switch state {
-        case .idle, .scheduled: return nil
+        case .idle, .scheduled, .awaitingItems: return nil
         case .draining(_, .job(let thread, _, _)): return .job(thread: thread)
         case .draining(_, .inline(let thread, _)): return .inline(thread: thread)
         case .suspended: return .suspended
@@ -229,7 +251,7 @@ struct MailboxStateMachine: Sendable {
     /// async handler that has not finished.
     var isBusy: Bool {
         switch state {
-        case .idle(let queue): return queue.count > 0
+        case .idle(let queue), .awaitingItems(let queue, _): return queue.count > 0
         case .scheduled, .draining, .suspended: return true
         case .closed(let remains): return remains.isJobPending || remains.runner != nil
         }
@@ -293,21 +315,37 @@ struct MailboxStateMachine: Sendable {
     }
 
     private mutating func appendUnderPolicy(hold: UInt, pendingItemOfSubject: () -> Int?) -> PolicyAppendAction {
+        let room = waitingConsumers
         switch configuration.rule {
         case nil:
             return .store(schedule: append(hold: hold) == .storeAndSchedule)
         case .latest(let perSubject):
-            let index = perSubject ? pendingItemOfSubject() : (count > 0 ? count - 1 : nil)
-            guard let index else { return .store(schedule: append(hold: hold) == .storeAndSchedule) }
+            let pending = perSubject ? pendingItemOfSubject() : (count > 0 ? count - 1 : nil)
+            // With a consumer waiting for each pending item, the new one waits for nothing either.
+            guard let index = pending, count >= room else {
+                return .store(schedule: append(hold: hold) == .storeAndSchedule)
+            }
             remove(at: index)
             return .replace(index: index, schedule: append(hold: hold) == .storeAndSchedule)
         case .dropOldest(let limit):
-            guard count >= limit else { return .store(schedule: append(hold: hold) == .storeAndSchedule) }
+            guard count >= limit + room else { return .store(schedule: append(hold: hold) == .storeAndSchedule) }
+            // A limit of 0 keeps nothing to push out: what the mailbox holds is a consumer's already.
+            guard limit > 0 else { return .dropNew }
             remove(at: 0)
             return .dropOldest(schedule: append(hold: hold) == .storeAndSchedule)
         case .dropNewest(let limit):
-            guard count >= limit else { return .store(schedule: append(hold: hold) == .storeAndSchedule) }
+            guard count >= limit + room else { return .store(schedule: append(hold: hold) == .storeAndSchedule) }
             return .dropNew
+        }
+    }
+
+    /// The consumers that would take a new item at once (see "Bounds and waiting consumers"): a
+    /// stream's waiting consumers, or a handler's drain while the mailbox is idle and empty.
+    private var waitingConsumers: Int {
+        switch state {
+        case .awaitingItems(_, let consumers): return consumers
+        case .idle(let queue) where !configuration.feedsStream && queue.count == 0: return 1
+        default: return 0
         }
     }
 
@@ -361,11 +399,16 @@ struct MailboxStateMachine: Sendable {
             return nil
         case .idle(var queue):
             let mayClaim = change(&queue)
-            if mayClaim && queue.ready > 0 {
+            if mayClaim && queue.ready > 0 && !configuration.feedsStream {
                 state = .scheduled(queue, .fresh)
                 return true
             }
             state = .idle(queue)
+        case .awaitingItems(var queue, let consumers):
+            // Items a waiting consumer may take: the mailbox hands them (`handToConsumers`).
+            let mayClaim = change(&queue)
+            state = .awaitingItems(queue, consumers: consumers)
+            return mayClaim && queue.ready > 0
         case .scheduled(var queue, let pending):
             _ = change(&queue)
             state = .scheduled(queue, pending)
@@ -427,7 +470,7 @@ struct MailboxStateMachine: Sendable {
             remains.isJobPending = false
             state = .closed(remains)
             return .stop
-        case .idle, .draining, .suspended, .closed:
+        case .idle, .draining, .suspended, .awaitingItems, .closed:
             preconditionFailure("Herald: a mailbox job started that was not scheduled")
         }
     }
@@ -456,7 +499,7 @@ struct MailboxStateMachine: Sendable {
         case .closed(let remains) where remains.runner?.isJob == true:
             state = .closed(Remains(isJobPending: false, runner: nil))
             return .stop
-        case .idle, .scheduled, .draining, .suspended, .closed:
+        case .idle, .scheduled, .draining, .suspended, .awaitingItems, .closed:
             preconditionFailure("Herald: a mailbox batch ended outside its job")
         }
     }
@@ -523,7 +566,7 @@ struct MailboxStateMachine: Sendable {
             remains.runner = nil
             state = .closed(remains)
             return nil
-        case .idle, .scheduled, .draining, .suspended, .closed:
+        case .idle, .scheduled, .draining, .suspended, .awaitingItems, .closed:
             preconditionFailure("Herald: an inline batch ended outside its drain")
         }
     }
@@ -542,7 +585,7 @@ struct MailboxStateMachine: Sendable {
             if remains.runner?.isJob == true { remains.isJobPending = false }
             remains.runner = .suspended
             state = .closed(remains)
-        case .idle, .scheduled, .suspended, .closed:
+        case .idle, .scheduled, .suspended, .awaitingItems, .closed:
             preconditionFailure("Herald: a mailbox suspended outside a drain")
         }
     }
@@ -580,9 +623,63 @@ struct MailboxStateMachine: Sendable {
             remains.runner = nil
             state = .closed(remains)
             return false
-        case .idle, .scheduled, .draining, .closed:
+        case .idle, .scheduled, .draining, .awaitingItems, .closed:
             preconditionFailure("Herald: a mailbox resumed that was not suspended")
         }
+    }
+
+    // MARK: Stream consumers
+
+    enum ConsumerAction: Sendable, Equatable {
+        /// Take the front item.
+        case take
+        /// Wait: no item is ready. The consumer now counts as waiting, if it may wait.
+        case wait
+        /// The mailbox is closed: the stream has ended.
+        case finished
+    }
+
+    /// A stream's consumer asks for an item (see "Streams").
+    ///
+    /// - Parameter mayWait: Whether the consumer waits when no item is ready; `false` for a first
+    ///   look that does not wait yet.
+    mutating func consumerArrived(mayWait: Bool) -> ConsumerAction {
+        switch takeState() {
+        case .idle(var queue):
+            guard queue.ready > 0 else {
+                state = mayWait ? .awaitingItems(queue, consumers: 1) : .idle(queue)
+                return .wait
+            }
+            queue.taken += 1
+            state = .idle(queue)
+            return .take
+        case .awaitingItems(var queue, let consumers):
+            guard queue.ready > 0 else {
+                state = .awaitingItems(queue, consumers: mayWait ? consumers + 1 : consumers)
+                return .wait
+            }
+            queue.taken += 1
+            state = .awaitingItems(queue, consumers: consumers)
+            return .take
+        case .closed(let remains):
+            state = .closed(remains)
+            return .finished
+        case .scheduled, .draining, .suspended:
+            preconditionFailure("Herald: a consumer took from a mailbox whose drains run")
+        }
+    }
+
+    /// Items became ready while consumers wait (an append or a release returned
+    /// `.storeAndSchedule`).
+    ///
+    /// - Returns: How many items to hand out from the front, one to each of as many waiting
+    ///   consumers, oldest first.
+    mutating func handToConsumers() -> Int {
+        guard case .awaitingItems(var queue, let consumers) = state else { return 0 }
+        let count = min(queue.ready, consumers)
+        queue.taken += count
+        state = count == consumers ? .idle(queue) : .awaitingItems(queue, consumers: consumers - count)
+        return count
     }
 
     // MARK: Closing
@@ -602,7 +699,7 @@ struct MailboxStateMachine: Sendable {
     ///   lingering job that found the mailbox empty (the next post's job will be refused in turn).
     mutating func jobRefused() -> Bool {
         switch state {
-        case .idle, .draining(_, .job):
+        case .idle, .draining(_, .job), .awaitingItems:
             break
         case .scheduled(let queue, _):
             state = .idle(queue)

@@ -297,8 +297,9 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     ) {
         var flags = Flags.isStream
         if filters != nil { flags |= Flags.hasFilters }
+        if stream.mailbox.policy != nil { flags |= Flags.hasPolicy }
         self.handler = { _ in }
-        self.extras = Extras(filters: filters, family: family, feed: .stream(stream))
+        self.extras = Extras(filters: filters, family: family, mailbox: stream.mailbox, feed: .stream(stream))
         super.init(core: core, location: location, flags: flags)
     }
 
@@ -455,7 +456,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         -> EnqueueOutcome
     {
         let notification = payload.assumingMemoryBound(to: N.self)
-        if flags & (Flags.isStream | Flags.hasPolicy) != 0 {
+        if flags & Flags.hasPolicy != 0 {
             return enqueueRarely(notification, subject: subject, group: group, hold: hold)
         }
         let subjectID = subject.map(ObjectIdentifier.init)
@@ -472,15 +473,12 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         }
     }
 
-    /// ``enqueue(_:subjectID:group:hold:)`` for a stream, or a mailbox with a mailbox policy; kept out
+    /// ``enqueue(_:subjectID:group:hold:)`` for a mailbox with a mailbox policy; kept out
     /// of the path of an unbounded mailbox.
     @inline(never)
     private func enqueueRarely(
         _ notification: UnsafePointer<N>, subject: AnyObject?, group: WaitGroup?, hold: UInt
     ) -> EnqueueOutcome {
-        if let stream {
-            return stream.push(notification.pointee, hold: hold) ? .queued : .refused
-        }
         guard let mailbox, mailbox.policy != nil else { return .refused }
         let (action, displacement) = mailbox.appendUnderPolicy(notification, subject: subject, group: group, hold: hold)
         switch action {
@@ -507,10 +505,6 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     }
 
     override func release(hold: UInt) {
-        if let stream {
-            stream.release(hold: hold)
-            return
-        }
         if let mailbox, mailbox.release(hold: hold) {
             scheduleDrain()
         }
@@ -525,9 +519,6 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     ///   and the values a bounded stream dropped, to be released after that lock too.
     func preload(_ items: [QueuedItem<N>]) -> (mustSchedule: Bool, dropped: [N]) {
         guard !items.isEmpty else { return (false, []) }
-        if let stream {
-            return (false, stream.preload(items.map(\.notification)))
-        }
         guard let mailbox else { return (false, []) }
         let (mustSchedule, discarded) = mailbox.append(items)
         return (mustSchedule, discarded)
@@ -556,7 +547,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     }
 
     override var pendingDelivery: PendingDelivery? {
-        guard let mailbox else { return nil }
+        guard let mailbox, !mailbox.feedsStream else { return nil }  // nobody waits for a stream's consumer
         let state = mailbox.pendingState
         guard state.isBusy else { return nil }
         let location = self.location

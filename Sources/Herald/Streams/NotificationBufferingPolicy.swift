@@ -25,14 +25,14 @@ public enum NotificationBufferingPolicy: Sendable, Hashable, CustomStringConvert
     /// Keeps at most the newest *n* unconsumed notifications: a new one pushes out the oldest,
     /// which is *dropped*.
     ///
-    /// For a sequence, a limit of zero or less keeps nothing: only a consumer already waiting gets
-    /// a notification. An observer's mailbox keeps at least one.
+    /// A limit of zero or less keeps nothing that waits, as `AsyncStream`'s does: a notification
+    /// goes only to a consumer that is ready for it (a sequence's consumer waiting in `next()`, an
+    /// observer whose handler is neither running nor about to run), and is dropped otherwise.
     case bufferingNewest(Int)
     /// Keeps at most the oldest *n* unconsumed notifications: a new one is *dropped* while the buffer
     /// is full.
     ///
-    /// For a sequence, a limit of zero or less keeps nothing: only a consumer already waiting gets
-    /// a notification. An observer's mailbox keeps at least one.
+    /// A limit of zero or less keeps nothing that waits, as for ``bufferingNewest(_:)``.
     case bufferingOldest(Int)
     /// Keeps only the newest unconsumed notification, or, with `perSubject`, the newest of each
     /// subject (posts without a subject count as one more subject). A subject is the live object:

@@ -189,17 +189,24 @@ struct MailboxPolicyTests {
         #expect(token.droppedCount == 8)
     }
 
-    @Test("a limit below 1 keeps one notification in an observer's mailbox")
-    func limitBelowOne() {
+    @Test(
+        "a limit of 0 keeps nothing that waits: a notification reaches the handler only while it is idle",
+        arguments: [NotificationBufferingPolicy.bufferingNewest(0), .bufferingOldest(0), .bufferingNewest(-1)])
+    func zeroLimitReachesOnlyAnIdleHandler(policy: NotificationBufferingPolicy) {
         let hub = NotificationHub()
         let executor = ManualExecutor()
         let log = Log<Int>()
-        let token = hub.observe(Ping.self, on: .executor(executor), bufferingPolicy: .bufferingNewest(0)) {
+        let token = hub.observe(Ping.self, on: .executor(executor), bufferingPolicy: policy) {
             log.append($0.value)
         }
+        // The first post finds the observer idle: its drain takes it. Nothing waits behind it.
         for value in 1...3 { hub.post(Ping(value: value)) }
         executor.runUntilIdle()
-        #expect(log.values == [3])
+        #expect(log.values == [1])
+        #expect(token.droppedCount == 2)
+        hub.post(Ping(value: 4))  // idle again
+        executor.runUntilIdle()
+        #expect(log.values == [1, 4])
         #expect(token.droppedCount == 2)
     }
 

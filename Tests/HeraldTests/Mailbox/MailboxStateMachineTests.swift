@@ -331,6 +331,8 @@ struct MailboxStateMachineTransitionTests {
         case resume
         case close
         case jobRefused
+        case consumerArrived(mayWait: Bool)
+        case handToConsumers
     }
 
     /// What an input returned.
@@ -342,6 +344,8 @@ struct MailboxStateMachineTransitionTests {
         case count(Int?)
         case dropped(Int)
         case strandedItems(Bool)
+        case consumer(Machine.ConsumerAction)
+        case handed(Int)
         case nothing
     }
 
@@ -378,6 +382,8 @@ struct MailboxStateMachineTransitionTests {
         case .resume: return .schedule(machine.resume())
         case .close: return .dropped(machine.close())
         case .jobRefused: return .strandedItems(machine.jobRefused())
+        case .consumerArrived(let mayWait): return .consumer(machine.consumerArrived(mayWait: mayWait))
+        case .handToConsumers: return .handed(machine.handToConsumers())
         }
     }
 
@@ -400,8 +406,116 @@ struct MailboxStateMachineTransitionTests {
     static let async = Machine.Configuration(batchLimit: 1)
     static let latest = Machine.Configuration(rule: .latest(perSubject: false))
     static let latestPerSubject = Machine.Configuration(rule: .latest(perSubject: true))
+    static let newestZero = Machine.Configuration(rule: .dropOldest(limit: 0))
+    static let oldestZero = Machine.Configuration(rule: .dropNewest(limit: 0))
+    static let stream = Machine.Configuration(feedsStream: true)
+    static let streamNewestZero = Machine.Configuration(rule: .dropOldest(limit: 0), feedsStream: true)
+    static let streamNewestOne = Machine.Configuration(rule: .dropOldest(limit: 1), feedsStream: true)
 
-    static let rows: [Row] = appendRows + policyRows + releaseRows + jobRows + inlineRows + suspensionRows + closingRows
+    static let rows: [Row] =
+        appendRows + policyRows + releaseRows + jobRows + inlineRows + suspensionRows + closingRows + zeroLimitRows
+        + streamRows
+
+    /// A limit of 0 keeps nothing that waits: an item is stored only for a consumer that waits
+    /// for it (a handler's drain while its mailbox is idle and empty; a stream's waiting consumer).
+    static let zeroLimitRows: [Row] = [
+        Row(
+            name: "newest(0), idle and empty + item → stored, schedule: the idle drain takes it",
+            configuration: newestZero, from: .idle(queue(0)), input: .appendUnderPolicy(hold: 0, subjectIndex: nil),
+            to: .scheduled(queue(1), .fresh), output: .policy(.store(schedule: true))),
+        Row(
+            name: "newest(0), scheduled + item → the new one dropped: no drain waits",
+            configuration: newestZero, from: .scheduled(queue(1), .fresh),
+            input: .appendUnderPolicy(hold: 0, subjectIndex: nil), to: .scheduled(queue(1), .fresh),
+            output: .policy(.dropNew)),
+        Row(
+            name: "newest(0), draining with nothing left + item → dropped: the drain runs a handler",
+            configuration: newestZero, from: .draining(queue(1, taken: 1), job(1, slice: 127, batches: 1)),
+            input: .appendUnderPolicy(hold: 0, subjectIndex: nil),
+            to: .draining(queue(1, taken: 1), job(1, slice: 127, batches: 1)), output: .policy(.dropNew)),
+        Row(
+            name: "oldest(0), idle and empty + item → stored, schedule", configuration: oldestZero,
+            from: .idle(queue(0)), input: .appendUnderPolicy(hold: 0, subjectIndex: nil),
+            to: .scheduled(queue(1), .fresh), output: .policy(.store(schedule: true))),
+        Row(
+            name: "oldest(0), scheduled + item → dropped", configuration: oldestZero,
+            from: .scheduled(queue(1), .fresh),
+            input: .appendUnderPolicy(hold: 0, subjectIndex: nil), to: .scheduled(queue(1), .fresh),
+            output: .policy(.dropNew)),
+        Row(
+            name: "stream newest(0), a consumer waits + item → stored, hand it", configuration: streamNewestZero,
+            from: .awaitingItems(queue(0), consumers: 1), input: .appendUnderPolicy(hold: 0, subjectIndex: nil),
+            to: .awaitingItems(queue(1), consumers: 1), output: .policy(.store(schedule: true))),
+        Row(
+            name: "stream newest(0), no consumer waits + item → dropped", configuration: streamNewestZero,
+            from: .idle(queue(0)), input: .appendUnderPolicy(hold: 0, subjectIndex: nil), to: .idle(queue(0)),
+            output: .policy(.dropNew)),
+        Row(
+            name: "stream newest(1), a consumer waits behind a held item + item → stored: room for the consumer",
+            configuration: streamNewestOne, from: .awaitingItems(queue(1, holds: [(3, 0)]), consumers: 1),
+            input: .appendUnderPolicy(hold: 0, subjectIndex: nil),
+            to: .awaitingItems(queue(2, holds: [(3, 0)]), consumers: 1), output: .policy(.store(schedule: false))),
+    ]
+
+    /// A mailbox that feeds a stream: consumers take its items; no drain runs.
+    static let streamRows: [Row] = [
+        Row(
+            name: "stream, idle + ready item → idle: it waits for a consumer", configuration: stream,
+            from: .idle(queue(0)), input: .append(hold: 0), to: .idle(queue(1)), output: .append(.store)),
+        Row(
+            name: "stream, a consumer waits + ready item → hand it", configuration: stream,
+            from: .awaitingItems(queue(0), consumers: 1), input: .append(hold: 0),
+            to: .awaitingItems(queue(1), consumers: 1), output: .append(.storeAndSchedule)),
+        Row(
+            name: "stream, a consumer waits + held item → nothing to hand yet", configuration: stream,
+            from: .awaitingItems(queue(0), consumers: 1), input: .append(hold: 3),
+            to: .awaitingItems(queue(1, holds: [(3, 0)]), consumers: 1), output: .append(.store)),
+        Row(
+            name: "stream, a consumer waits + release of the held item → hand it", configuration: stream,
+            from: .awaitingItems(queue(1, holds: [(3, 0)]), consumers: 1), input: .release(hold: 3),
+            to: .awaitingItems(queue(1), consumers: 1), output: .schedule(true)),
+        Row(
+            name: "stream, idle with a ready item + consumer → take", configuration: stream, from: .idle(queue(1)),
+            input: .consumerArrived(mayWait: true), to: .idle(queue(1, taken: 1)), output: .consumer(.take)),
+        Row(
+            name: "stream, idle and empty + consumer → it waits", configuration: stream, from: .idle(queue(0)),
+            input: .consumerArrived(mayWait: true), to: .awaitingItems(queue(0), consumers: 1),
+            output: .consumer(.wait)),
+        Row(
+            name: "stream, idle with only a held item + a first look → idle, nothing taken", configuration: stream,
+            from: .idle(queue(1, holds: [(3, 0)])), input: .consumerArrived(mayWait: false),
+            to: .idle(queue(1, holds: [(3, 0)])), output: .consumer(.wait)),
+        Row(
+            name: "stream, a consumer waits + another → two wait", configuration: stream,
+            from: .awaitingItems(queue(0), consumers: 1), input: .consumerArrived(mayWait: true),
+            to: .awaitingItems(queue(0), consumers: 2), output: .consumer(.wait)),
+        Row(
+            name: "stream, items to hand + a new consumer → it takes one first", configuration: stream,
+            from: .awaitingItems(queue(1), consumers: 1), input: .consumerArrived(mayWait: true),
+            to: .awaitingItems(queue(1, taken: 1), consumers: 1), output: .consumer(.take)),
+        Row(
+            name: "closed + consumer → finished", configuration: stream, from: closed(jobPending: false, nil),
+            input: .consumerArrived(mayWait: true), to: closed(jobPending: false, nil), output: .consumer(.finished)),
+        Row(
+            name: "stream, two consumers wait, one item ready + hand → one handed, one still waits",
+            configuration: stream, from: .awaitingItems(queue(1), consumers: 2), input: .handToConsumers,
+            to: .awaitingItems(queue(1, taken: 1), consumers: 1), output: .handed(1)),
+        Row(
+            name: "stream, one consumer waits, two items ready + hand → one handed, idle", configuration: stream,
+            from: .awaitingItems(queue(2), consumers: 1), input: .handToConsumers, to: .idle(queue(2, taken: 1)),
+            output: .handed(1)),
+        Row(
+            name: "stream, idle + hand → nothing: no consumer waits", configuration: stream, from: .idle(queue(1)),
+            input: .handToConsumers, to: .idle(queue(1)), output: .handed(0)),
+        Row(
+            name: "stream, consumers wait + close → closed", configuration: stream,
+            from: .awaitingItems(queue(1, holds: [(3, 0)]), consumers: 2), input: .close,
+            to: closed(jobPending: false, nil), output: .dropped(1)),
+        Row(
+            name: "stream, consumers wait + a refused job → unchanged, nothing stranded", configuration: stream,
+            from: .awaitingItems(queue(0), consumers: 1), input: .jobRefused,
+            to: .awaitingItems(queue(0), consumers: 1), output: .strandedItems(false)),
+    ]
 
     static let appendRows: [Row] = [
         Row(
@@ -800,14 +914,15 @@ struct MailboxStateMachineTransitionTests {
             case .draining(_, .job): return "draining job"
             case .draining(_, .inline): return "draining inline"
             case .suspended: return "suspended"
+            case .awaitingItems: return "awaiting items"
             case .closed: return "closed"
             }
         }
         func kind(_ input: Input) -> String { String(String(describing: input).prefix { $0 != "(" }) }
         let states = Set(Self.rows.map { kind($0.from) })
         let inputs = Set(Self.rows.map { kind($0.input) })
-        #expect(states.count == 6)
-        #expect(inputs.count == 14)
+        #expect(states.count == 7)
+        #expect(inputs.count == 16)
     }
 
     @Test("Queries read the state: busy, pending job, runner, waiting for the target")
@@ -829,6 +944,8 @@ struct MailboxStateMachineTransitionTests {
                 false
             ),
             (.suspended(Self.queue(1, taken: 1), pending: .none), true, false, .suspended, false),
+            (.awaitingItems(Self.queue(0), consumers: 1), false, false, nil, false),
+            (.awaitingItems(Self.queue(1, holds: [(3, 0)]), consumers: 1), true, false, nil, false),
             (Self.closed(jobPending: false, nil), false, false, nil, false),
             (Self.closed(jobPending: true, nil), true, true, nil, true),
             (Self.closed(jobPending: false, .suspended), true, false, .suspended, false),

@@ -78,6 +78,31 @@ struct NotificationSequenceTests {
         #expect(ticks.droppedCount == 7)
     }
 
+    @Test("latest per subject keeps the newest notification of each subject, as an observer's mailbox does")
+    func latestPerSubjectKeepsEachSubjectsNewest() async {
+        let hub = NotificationHub()
+        let first = Source()
+        let second = Source()
+        let ticks = hub.notifications(of: Tick.self, bufferingPolicy: .latest(perSubject: true))
+        hub.post(Tick(value: 1), from: first)
+        hub.post(Tick(value: 2), from: second)
+        hub.post(Tick(value: 3), from: first)
+        hub.post(Tick(value: 4), from: second)
+        #expect(await collect(ticks, through: 4) == [3, 4], "in the order of the newest posts")
+        #expect(ticks.droppedCount == 2)
+    }
+
+    @Test("A stream's buffering policy and what it discarded show in registrations(of:)")
+    func registrationsShowTheStreamsPolicy() {
+        let hub = NotificationHub()
+        let ticks = hub.notifications(of: Tick.self, bufferingPolicy: .bufferingNewest(2))
+        for value in 1...5 { hub.post(Tick(value: value)) }
+        let registration = hub.registrations(of: Tick.self).first
+        #expect(registration?.bufferingPolicy == .bufferingNewest(2))
+        #expect(registration?.droppedCount == 3)
+        #expect(ticks.droppedCount == 3)
+    }
+
     @Test("A limit of zero keeps nothing, but still hands a notification to a waiting consumer")
     func zeroLimitOnlyFeedsWaitingConsumer() async {
         let hub = NotificationHub()
