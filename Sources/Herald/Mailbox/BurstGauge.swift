@@ -7,7 +7,7 @@ import Synchronization
 /// A drain that keeps up with a poster takes one or two items at a time, and each batch takes the
 /// mailbox's lock twice: the poster and the drain then pass the lock's cache line back and forth at
 /// every post, and a burst runs several times slower than either side alone. A job that the target
-/// runs again (the mailbox's `runSyncJob(for:continued:)`) first reads how many items were appended since
+/// runs again (the mailbox's `drain(for:asJob:continued:)`) first reads how many items were appended since
 /// its last batch. While that number is below a slice and still grows from one look to the next, it
 /// goes back to the target without touching the mailbox, for at most ``gatherLimit`` looks in a row.
 /// When the poster stops, the number stops growing and the next look takes the items; a lone

@@ -294,15 +294,10 @@ final class Mailbox<N: TypedNotification>: Sendable {
         }
     }
 
-    /// The drain job handed to the target: at most one slice of items, each run by ``run(_:_:_:for:)``
-    /// outside the lock; then, if items are left, the job goes back to the target behind whatever
-    /// it queued meanwhile.
+    /// The drain job handed to the target: at most one slice of items; then, if items are left, the
+    /// job goes back to the target behind whatever it queued meanwhile.
     private func runJob(for observer: Observer<N>, continued: Bool) {
-        let again =
-            asyncCalls == nil
-            ? runSyncJob(for: observer, continued: continued)
-            : runAsyncJob(for: observer, on: currentThreadID())
-        if again {
+        if drain(for: observer, asJob: true, continued: continued) {
             scheduleDrain(for: observer, continued: true)
         } else {
             observer.core.idleWatch.noteProgress()
@@ -312,20 +307,23 @@ final class Mailbox<N: TypedNotification>: Sendable {
     /// Drains the mailbox on the calling thread, which is on the target, unless another drain
     /// runs: for a waiting post, or a waiter that helps. Never sliced.
     func drainInline(for observer: Observer<N>) {
-        if asyncCalls != nil {
-            runAsyncInline(for: observer, on: currentThreadID())
-        } else {
-            runSyncInline(for: observer)
-            observer.core.idleWatch.noteProgress()
-        }
+        _ = drain(for: observer, asJob: false)
+        if asyncCalls == nil { observer.core.idleWatch.noteProgress() }
     }
 
-    /// One slice of a synchronous drain job.
+    /// The one drain loop: takes a batch under the lock, as the state machine says, and runs it
+    /// outside the lock, item by item (``run(_:_:_:for:)``), until the machine says stop. For an
+    /// `async` handler, a batch is one item whose call is prepared (``prepareCall(_:_:for:)``) and
+    /// started once the mailbox is suspended, so the call cannot finish before the suspension;
+    /// ``resume()`` goes on once it has returned.
     ///
+    /// - Parameters:
+    ///   - asJob: Whether this is the job handed to the target (sliced), rather than an inline drain.
+    ///   - continued: Whether the job handed itself back (see ``BurstGauge``).
     /// - Returns: Whether the job must be handed to the target again.
-    private func runSyncJob(for observer: Observer<N>, continued: Bool) -> Bool {
+    private func drain(for observer: Observer<N>, asJob: Bool, continued: Bool = false) -> Bool {
         var posterPaused = false
-        if continued, let gauge {
+        if asJob, continued, let gauge {
             switch gauge.look() {
             case .gather: return true  // the job stays pending: posts meanwhile only append
             case .take(let paused): posterPaused = paused
@@ -333,37 +331,43 @@ final class Mailbox<N: TypedNotification>: Sendable {
         }
         var batch = ItemQueue()
         defer { batch.deallocate() }
-        let (firstAction, handler) = startJob(on: currentThreadID(), posterPaused: posterPaused, into: &batch)
-        let plain = handler?.plain  // read once per job: a read per item would retain and release it
+        let thread = currentThreadID()
+        let (firstAction, box) = locked.withLock { locked in
+            let action =
+                asJob
+                ? locked.machine.jobStarted(on: thread, posterPaused: posterPaused)
+                : locked.machine.inlineStarted(on: thread).map(MailboxStateMachine.DrainAction.run) ?? .stop
+            take(action, from: &locked.items, into: &batch)
+            return (action, action == .stop ? nil : locked.handler)
+        }
+        let handler = box.map { unsafeDowncast($0, to: HandlerBox<N>.self) }
+        let plain = handler?.plain  // read once per drain: a read per item would retain and release it
+        let isAsync = asyncCalls != nil
         var action = firstAction
         while case .run = action {
-            runBatch(&batch) { run($0, handler, plain, for: observer) }
+            var launch: (() -> Void)?
+            let layout = self.layout
+            var index = 0
+            while index < batch.count {  // a while loop: `for in` over a range costs witness calls here
+                let item = batch.item(index, layout)
+                if isAsync {
+                    launch = prepareCall(item, handler, for: observer) ?? launch
+                } else {
+                    run(item, handler, plain, for: observer)
+                }
+                index += 1
+            }
+            // One block is kept, so that a drain that runs several batches does not allocate for each.
+            batch.removeAllMoved(keepingCapacity: true)
             action = locked.withLock { locked in
-                let action = locked.machine.jobRanBatch()
+                let action = locked.machine.batchRan(startedCall: launch != nil)
                 take(action, from: &locked.items, into: &batch)
                 Self.recycle(&batch, into: &locked.items)
                 return action
             }
+            launch?()
         }
         return action == .reschedule
-    }
-
-    /// Every ready item, on the calling thread; never sliced.
-    private func runSyncInline(for observer: Observer<N>) {
-        var batch = ItemQueue()
-        defer { batch.deallocate() }
-        let (firstCount, handler) = startInline(on: currentThreadID(), into: &batch)
-        let plain = handler?.plain  // read once per drain: a read per item would retain and release it
-        var count = firstCount
-        while count != nil {
-            runBatch(&batch) { run($0, handler, plain, for: observer) }
-            count = locked.withLock { locked in
-                let count = locked.machine.inlineRanBatch()
-                take(count.map(MailboxStateMachine.DrainAction.run) ?? .stop, from: &locked.items, into: &batch)
-                Self.recycle(&batch, into: &locked.items)
-                return count
-            }
-        }
     }
 
     /// Runs one item and consumes it (its payload is destroyed, its wait group told the outcome):
@@ -407,30 +411,6 @@ final class Mailbox<N: TypedNotification>: Sendable {
         group.leave(outcome)
     }
 
-    /// Starts the drain of the job handed to the target: its first action, with the items it takes
-    /// moved into `batch`, and the handler that runs them (`nil` once the mailbox is closed).
-    private func startJob(
-        on thread: UInt, posterPaused: Bool = false, into batch: inout ItemQueue
-    ) -> (MailboxStateMachine.DrainAction, HandlerBox<N>?) {
-        let (action, handler) = locked.withLock { locked in
-            let action = locked.machine.jobStarted(on: thread, posterPaused: posterPaused)
-            take(action, from: &locked.items, into: &batch)
-            return (action, action == .stop ? nil : locked.handler)
-        }
-        return (action, handler.map { unsafeDowncast($0, to: HandlerBox<N>.self) })
-    }
-
-    /// Starts an inline drain: how many items it runs first, moved into `batch`, or `nil` if
-    /// another drain runs or nothing is ready; and the handler that runs them.
-    private func startInline(on thread: UInt, into batch: inout ItemQueue) -> (Int?, HandlerBox<N>?) {
-        let (count, handler) = locked.withLock { locked in
-            let count = locked.machine.inlineStarted(on: thread)
-            take(count.map(MailboxStateMachine.DrainAction.run) ?? .stop, from: &locked.items, into: &batch)
-            return (count, count == nil ? nil : locked.handler)
-        }
-        return (count, handler.map { unsafeDowncast($0, to: HandlerBox<N>.self) })
-    }
-
     /// Moves the items a drain action takes into `batch`. Call under the mailbox's lock.
     @inline(__always)
     private func take(
@@ -451,77 +431,7 @@ final class Mailbox<N: TypedNotification>: Sendable {
         swap(&batch, &items)
     }
 
-    /// Runs and consumes every item of `batch`, outside the lock.
-    @inline(__always)
-    private func runBatch(_ batch: inout ItemQueue, _ run: (UnsafeMutableRawPointer) -> Void) {
-        let layout = self.layout
-        var index = 0
-        while index < batch.count {  // a while loop: `for in` over a range costs witness calls here
-            run(batch.item(index, layout))
-            index += 1
-        }
-        // One block is kept, so that a drain that runs several batches does not allocate for each.
-        batch.removeAllMoved(keepingCapacity: true)
-    }
-
     // MARK: Async handlers
-
-    /// The drain of a mailbox whose handler is `async`: it takes one item at a time and prepares
-    /// the handler's call for it (``prepareCall(_:_:for:)``). The mailbox is suspended before that
-    /// call's task starts, so the call cannot finish before the mailbox is suspended, and the drain
-    /// ends; ``resume()`` goes on once the call has returned.
-    ///
-    /// - Returns: Whether the job must be handed to the target again.
-    private func runAsyncJob(for observer: Observer<N>, on thread: UInt) -> Bool {
-        var batch = ItemQueue()
-        defer { batch.deallocate() }
-        let (firstAction, handler) = startJob(on: thread, into: &batch)
-        var action = firstAction
-        while case .run = action {
-            let launch = prepareAsyncBatch(&batch) { prepareCall($0, handler, for: observer) }
-            action = locked.withLock { locked in
-                let action = locked.machine.jobRanAsyncBatch(startedCall: launch != nil)
-                take(action, from: &locked.items, into: &batch)
-                return action
-            }
-            launch?()
-        }
-        return action == .reschedule
-    }
-
-    /// ``runAsyncJob(for:on:)`` inline, for a waiting post: it starts at most one call.
-    private func runAsyncInline(for observer: Observer<N>, on thread: UInt) {
-        var batch = ItemQueue()
-        defer { batch.deallocate() }
-        let (firstCount, handler) = startInline(on: thread, into: &batch)
-        var count = firstCount
-        while count != nil {
-            let launch = prepareAsyncBatch(&batch) { prepareCall($0, handler, for: observer) }
-            count = locked.withLock { locked in
-                let count = locked.machine.inlineRanAsyncBatch(startedCall: launch != nil)
-                take(count.map(MailboxStateMachine.DrainAction.run) ?? .stop, from: &locked.items, into: &batch)
-                return count
-            }
-            launch?()
-        }
-    }
-
-    /// Gives the item of `batch` (an async mailbox takes one at a time) to `prepare`, outside the lock.
-    ///
-    /// - Returns: The start of the handler's task, if a call is due.
-    private func prepareAsyncBatch(
-        _ batch: inout ItemQueue, _ prepare: (UnsafeMutableRawPointer) -> (() -> Void)?
-    ) -> (() -> Void)? {
-        let layout = self.layout
-        var launch: (() -> Void)?
-        var index = 0
-        while index < batch.count {
-            if let next = prepare(batch.item(index, layout)) { launch = next }
-            index += 1
-        }
-        batch.removeAllMoved(keepingCapacity: true)
-        return launch
-    }
 
     /// The async handler started by the last drain has finished.
     ///

@@ -608,6 +608,21 @@ struct MailboxStateMachine: Sendable {
         return nil
     }
 
+    /// The drain that runs, a job's or an inline one, ran the batch it took; if that batch started
+    /// an async call (`startedCall`), the mailbox suspends and the drain ends. (The one input a
+    /// drain gives after each batch: ``jobRanBatch()``, ``inlineRanBatch()`` and their async forms,
+    /// by the drain that runs.)
+    mutating func batchRan(startedCall: Bool = false) -> DrainAction {
+        let isInline: Bool
+        switch state {
+        case .draining(_, .inline): isInline = true
+        case .closed(let remains): isInline = remains.runner?.isInline == true
+        default: isInline = false
+        }
+        guard isInline else { return jobRanAsyncBatch(startedCall: startedCall) }
+        return inlineRanAsyncBatch(startedCall: startedCall).map(DrainAction.run) ?? .stop
+    }
+
     /// The async handler finished.
     ///
     /// - Returns: Whether the caller must hand a drain job to the target.

@@ -178,7 +178,7 @@ enum AsyncCall {
 final class HandlerBox<N: TypedNotification>: Sendable {
     let handler: Handler<N>
     /// The closure of a `.plain` handler, which a drain reads once and passes to each item's call
-    /// (``Mailbox/runSyncJob(for:continued:)``): an optional closure loads directly, where a switch
+    /// (the mailbox's `drain(for:asJob:continued:)`): an optional closure loads directly, where a switch
     /// over the generic `Handler` copies it through its value witnesses, and a read per item would
     /// retain and release it per item (about 15 ns per item in the async burst row).
     let plain: Plain?

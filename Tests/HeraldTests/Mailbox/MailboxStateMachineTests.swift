@@ -333,6 +333,7 @@ struct MailboxStateMachineTransitionTests {
         case jobRefused
         case consumerArrived(mayWait: Bool)
         case handToConsumers
+        case batchRan(startedCall: Bool)
     }
 
     /// What an input returned.
@@ -384,6 +385,7 @@ struct MailboxStateMachineTransitionTests {
         case .jobRefused: return .strandedItems(machine.jobRefused())
         case .consumerArrived(let mayWait): return .consumer(machine.consumerArrived(mayWait: mayWait))
         case .handToConsumers: return .handed(machine.handToConsumers())
+        case .batchRan(let startedCall): return .drain(machine.batchRan(startedCall: startedCall))
         }
     }
 
@@ -414,7 +416,30 @@ struct MailboxStateMachineTransitionTests {
 
     static let rows: [Row] =
         appendRows + policyRows + releaseRows + jobRows + inlineRows + suspensionRows + closingRows + zeroLimitRows
-        + streamRows
+        + streamRows + batchRanRows
+
+    /// The input the mailbox's one drain loop gives after each batch: the job's or the inline
+    /// drain's, by the drain that runs.
+    static let batchRanRows: [Row] = [
+        Row(
+            name: "draining (job) + batch ran → the job's next batch",
+            from: .draining(queue(3, taken: 1), job(1, slice: 127, batches: 1)), input: .batchRan(startedCall: false),
+            to: .draining(queue(3, taken: 3), job(1, slice: 125, batches: 2)), output: .drain(.run(2))),
+        Row(
+            name: "draining (inline) + batch ran → the inline drain's next batch",
+            from: .draining(queue(3, taken: 2), .inline(thread: 5, pending: .none)),
+            input: .batchRan(startedCall: false), to: .draining(queue(3, taken: 3), .inline(thread: 5, pending: .none)),
+            output: .drain(.run(1))),
+        Row(
+            name: "draining (inline), async + batch ran that started a call → suspended",
+            configuration: async, from: .draining(queue(2, taken: 1), .inline(thread: 5, pending: .fresh)),
+            input: .batchRan(startedCall: true), to: .suspended(queue(2, taken: 1), pending: .fresh),
+            output: .drain(.stop)),
+        Row(
+            name: "closed while an inline drain ran + batch ran → closed, the drain ends",
+            from: closed(jobPending: true, .inline(thread: 5)), input: .batchRan(startedCall: false),
+            to: closed(jobPending: true, nil), output: .drain(.stop)),
+    ]
 
     /// A limit of 0 keeps nothing that waits: an item is stored only for a consumer that waits
     /// for it (a handler's drain while its mailbox is idle and empty; a stream's waiting consumer).
@@ -922,7 +947,7 @@ struct MailboxStateMachineTransitionTests {
         let states = Set(Self.rows.map { kind($0.from) })
         let inputs = Set(Self.rows.map { kind($0.input) })
         #expect(states.count == 7)
-        #expect(inputs.count == 16)
+        #expect(inputs.count == 17)
     }
 
     @Test("Queries read the state: busy, pending job, runner, waiting for the target")
