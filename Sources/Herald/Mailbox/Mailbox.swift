@@ -336,7 +336,7 @@ final class Mailbox<N: TypedNotification>: Sendable {
             let action =
                 asJob
                 ? locked.machine.jobStarted(on: thread, posterPaused: posterPaused)
-                : locked.machine.inlineStarted(on: thread).map(MailboxStateMachine.DrainAction.run) ?? .stop
+                : locked.machine.inlineStarted(on: thread)
             take(action, from: &locked.items, into: &batch)
             return (action, action == .stop ? nil : locked.handler)
         }

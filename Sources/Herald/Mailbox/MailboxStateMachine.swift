@@ -475,35 +475,6 @@ struct MailboxStateMachine: Sendable {
         }
     }
 
-    /// The job ran the items it took.
-    mutating func jobRanBatch() -> DrainAction {
-        switch takeState() {
-        case .draining(let queue, .job(let thread, let sliceRemaining, let batches)):
-            if sliceRemaining == 0 && queue.ready > 0 {
-                state = .scheduled(queue, .fresh)
-                return .reschedule
-            }
-            if configuration.oneBatchPerJob {
-                guard queue.ready > 0 else {
-                    state = .idle(queue)
-                    return .stop
-                }
-                state = .scheduled(queue, .fresh)
-                return .reschedule  // behind what the target queued meanwhile
-            }
-            if configuration.lingers && queue.ready > 0 {
-                state = .scheduled(queue, .lingering)
-                return .reschedule
-            }
-            return takeForJob(queue, thread: thread, sliceRemaining: sliceRemaining, batches: batches)
-        case .closed(let remains) where remains.runner?.isJob == true:
-            state = .closed(Remains(isJobPending: false, runner: nil))
-            return .stop
-        case .idle, .scheduled, .draining, .suspended, .awaitingItems, .closed:
-            preconditionFailure("Herald: a mailbox batch ended outside its job")
-        }
-    }
-
     /// The running job takes its next batch, or ends.
     private mutating func takeForJob(
         _ queue: consuming Queue, thread: UInt, sliceRemaining: Int, batches: Int
@@ -524,51 +495,31 @@ struct MailboxStateMachine: Sendable {
 
     /// A thread that is on the target wants to drain the mailbox itself.
     ///
-    /// - Returns: How many items to run, or `nil` if another drain runs or nothing is ready.
-    mutating func inlineStarted(on thread: UInt) -> Int? {
-        var queue: Queue
-        let pending: PendingJob
+    /// - Returns: `.run` with how many items to run, or `.stop` if another drain runs or nothing
+    ///   is ready. An inline drain is never rescheduled.
+    mutating func inlineStarted(on thread: UInt) -> DrainAction {
         switch takeState() {
-        case .idle(let idle):
-            queue = idle
-            pending = .none
-        case .scheduled(let scheduled, let job):
-            queue = scheduled
-            pending = job
+        case .idle(let queue):
+            return takeInlineBatch(from: queue, on: thread, pending: .none)
+        case .scheduled(let queue, let pending):
+            return takeInlineBatch(from: queue, on: thread, pending: pending)
         case let other:
             state = other
-            return nil
+            return .stop
         }
-        return takeInlineBatch(from: queue, on: thread, pending: pending)
     }
 
     /// Takes the inline drain's next batch from `queue`, or ends the drain when nothing is ready.
-    private mutating func takeInlineBatch(from queue: Queue, on thread: UInt, pending: PendingJob) -> Int? {
+    private mutating func takeInlineBatch(from queue: Queue, on thread: UInt, pending: PendingJob) -> DrainAction {
         var queue = queue
         let count = min(queue.ready, configuration.batchLimit)
         guard count > 0 else {
             state = pending == .none ? .idle(queue) : .scheduled(queue, pending)
-            return nil
+            return .stop
         }
         queue.taken += count
         state = .draining(queue, .inline(thread: thread, pending: pending))
-        return count
-    }
-
-    /// The inline drain ran the items it took.
-    ///
-    /// - Returns: How many more items to run, or `nil` when the drain ends.
-    mutating func inlineRanBatch() -> Int? {
-        switch takeState() {
-        case .draining(let queue, .inline(let thread, let pending)):
-            return takeInlineBatch(from: queue, on: thread, pending: pending)
-        case .closed(var remains) where remains.runner?.isInline == true:
-            remains.runner = nil
-            state = .closed(remains)
-            return nil
-        case .idle, .scheduled, .draining, .suspended, .awaitingItems, .closed:
-            preconditionFailure("Herald: an inline batch ended outside its drain")
-        }
+        return .run(count)
     }
 
     // MARK: Suspending
@@ -590,37 +541,47 @@ struct MailboxStateMachine: Sendable {
         }
     }
 
-    /// The batch of an async drain has run: if it started a call (`startedCall`), the mailbox
-    /// suspends and the drain ends; otherwise the job goes on.
-    mutating func jobRanAsyncBatch(startedCall: Bool) -> DrainAction {
-        guard startedCall else { return jobRanBatch() }
-        suspend()
-        return .stop
-    }
-
-    /// The batch of an async inline drain has run: if it started a call (`startedCall`), the
-    /// mailbox suspends and the drain ends; otherwise it goes on.
-    ///
-    /// - Returns: How many more items to run, or `nil` when the drain ends.
-    mutating func inlineRanAsyncBatch(startedCall: Bool) -> Int? {
-        guard startedCall else { return inlineRanBatch() }
-        suspend()
-        return nil
-    }
-
-    /// The drain that runs, a job's or an inline one, ran the batch it took; if that batch started
-    /// an async call (`startedCall`), the mailbox suspends and the drain ends. (The one input a
-    /// drain gives after each batch: ``jobRanBatch()``, ``inlineRanBatch()`` and their async forms,
-    /// by the drain that runs.)
+    /// The drain that runs, a job's or an inline one, ran the batch it took: the one input a
+    /// drain gives after each batch. If the batch started an async call (`startedCall`), the
+    /// mailbox suspends and the drain ends. Otherwise a job may end its slice, hand itself back
+    /// (one batch per job for `.latest`; lingering) or take its next batch; an inline drain takes
+    /// every ready item, unsliced.
     mutating func batchRan(startedCall: Bool = false) -> DrainAction {
-        let isInline: Bool
-        switch state {
-        case .draining(_, .inline): isInline = true
-        case .closed(let remains): isInline = remains.runner?.isInline == true
-        default: isInline = false
+        if startedCall {
+            suspend()
+            return .stop
         }
-        guard isInline else { return jobRanAsyncBatch(startedCall: startedCall) }
-        return inlineRanAsyncBatch(startedCall: startedCall).map(DrainAction.run) ?? .stop
+        switch takeState() {
+        case .draining(let queue, .job(let thread, let sliceRemaining, let batches)):
+            if sliceRemaining == 0 && queue.ready > 0 {
+                state = .scheduled(queue, .fresh)
+                return .reschedule
+            }
+            if configuration.oneBatchPerJob {
+                guard queue.ready > 0 else {
+                    state = .idle(queue)
+                    return .stop
+                }
+                state = .scheduled(queue, .fresh)
+                return .reschedule  // behind what the target queued meanwhile
+            }
+            if configuration.lingers && queue.ready > 0 {
+                state = .scheduled(queue, .lingering)
+                return .reschedule
+            }
+            return takeForJob(queue, thread: thread, sliceRemaining: sliceRemaining, batches: batches)
+        case .draining(let queue, .inline(let thread, let pending)):
+            return takeInlineBatch(from: queue, on: thread, pending: pending)
+        case .closed(let remains) where remains.runner?.isJob == true:
+            state = .closed(Remains(isJobPending: false, runner: nil))
+            return .stop
+        case .closed(var remains) where remains.runner?.isInline == true:
+            remains.runner = nil
+            state = .closed(remains)
+            return .stop
+        case .idle, .scheduled, .suspended, .awaitingItems, .closed:
+            preconditionFailure("Herald: a mailbox batch ended outside its drain")
+        }
     }
 
     /// The async handler finished.

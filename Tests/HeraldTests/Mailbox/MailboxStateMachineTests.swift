@@ -27,7 +27,7 @@ struct MailboxStateMachineTests {
             #expect(result == .run(2))
         }
         do {
-            let result = machine.jobRanBatch()
+            let result = machine.batchRan()
             #expect(result == .stop)
         }
         #expect(!machine.isJobPending)
@@ -66,18 +66,18 @@ struct MailboxStateMachineTests {
         #expect(machine.append(hold: 0) == .store)  // arrives while the job runs: a poster is at work
         // The job does not take it: it gives the target back and stays pending, so a post
         // meanwhile schedules nothing and no other drain starts.
-        #expect(machine.jobRanBatch() == .reschedule)
+        #expect(machine.batchRan() == .reschedule)
         #expect(machine.isJobPending)
         #expect(machine.runner == nil)
         #expect(machine.append(hold: 0) == .store)
         // The job handed back takes both, then lingers once more after emptying the mailbox.
         #expect(machine.jobStarted(on: 1) == .run(2))
-        #expect(machine.jobRanBatch() == .reschedule)
+        #expect(machine.batchRan() == .reschedule)
         #expect(machine.isJobPending)
         #expect(machine.append(hold: 0) == .store)
         // The lingering job finds that item and runs it, then lingers again.
         #expect(machine.jobStarted(on: 1) == .run(1))
-        #expect(machine.jobRanBatch() == .reschedule)
+        #expect(machine.batchRan() == .reschedule)
         // Nothing came: the job ends, and the next post hands a new one to the target.
         #expect(machine.jobStarted(on: 1) == .stop)
         #expect(!machine.isJobPending)
@@ -91,9 +91,9 @@ struct MailboxStateMachineTests {
         #expect(machine.append(hold: 0) == .storeAndSchedule)
         #expect(machine.jobStarted(on: 1) == .run(1))
         #expect(machine.append(hold: 0) == .store)
-        #expect(machine.jobRanBatch() == .reschedule)
+        #expect(machine.batchRan() == .reschedule)
         #expect(machine.jobStarted(on: 1, posterPaused: true) == .run(1))
-        #expect(machine.jobRanBatch() == .stop)
+        #expect(machine.batchRan() == .stop)
         #expect(!machine.isJobPending)
         #expect(machine.append(hold: 0) == .storeAndSchedule)
     }
@@ -104,8 +104,8 @@ struct MailboxStateMachineTests {
         #expect(machine.append(hold: 0) == .storeAndSchedule)
         #expect(machine.jobStarted(on: 1) == .run(1))
         #expect(machine.append(hold: 0) == .store)
-        #expect(machine.jobRanBatch() == .run(1))
-        #expect(machine.jobRanBatch() == .stop)
+        #expect(machine.batchRan() == .run(1))
+        #expect(machine.batchRan() == .stop)
         #expect(!machine.isJobPending)
     }
 
@@ -115,7 +115,7 @@ struct MailboxStateMachineTests {
             var machine = MailboxStateMachine(lingers: lingers)
             #expect(machine.append(hold: 0) == .storeAndSchedule)
             #expect(machine.jobStarted(on: 1) == .run(1))
-            #expect(machine.jobRanBatch() == .stop)
+            #expect(machine.batchRan() == .stop)
             #expect(!machine.isJobPending)
         }
     }
@@ -137,7 +137,7 @@ struct MailboxStateMachineTests {
             #expect(result == .run(MailboxStateMachine.sliceLimit))
         }
         do {
-            let result = machine.jobRanBatch()
+            let result = machine.batchRan()
             #expect(result == .reschedule)
         }
         #expect(machine.isJobPending)
@@ -150,7 +150,7 @@ struct MailboxStateMachineTests {
             #expect(result == .run(11))
         }
         do {
-            let result = machine.jobRanBatch()
+            let result = machine.batchRan()
             #expect(result == .stop)
         }
     }
@@ -171,11 +171,11 @@ struct MailboxStateMachineTests {
             #expect(result == .store)
         }
         do {
-            let result = machine.jobRanBatch()
+            let result = machine.batchRan()
             #expect(result == .run(1))
         }
         do {
-            let result = machine.jobRanBatch()
+            let result = machine.batchRan()
             #expect(result == .stop)
         }
     }
@@ -191,7 +191,7 @@ struct MailboxStateMachineTests {
         for _ in 1..<total { _ = machine.append(hold: 0) }
         do {
             let result = machine.inlineStarted(on: 5)
-            #expect(result == total)
+            #expect(result == .run(total))
         }
         #expect(machine.runner == .inline(thread: 5))
         do {
@@ -199,8 +199,8 @@ struct MailboxStateMachineTests {
             #expect(result == .stop)
         }
         do {
-            let result = machine.inlineRanBatch()
-            #expect(result == nil)
+            let result = machine.batchRan()
+            #expect(result == .stop)
         }
         #expect(machine.runner == nil)
         #expect(!machine.isJobPending)
@@ -241,12 +241,12 @@ struct MailboxStateMachineTests {
         let r4 = machine.append(hold: 0)
         #expect(r4 == .store, "no job while suspended")
         let r5 = machine.inlineStarted(on: 2)
-        #expect(r5 == nil, "no inline drain while suspended")
+        #expect(r5 == .stop, "no inline drain while suspended")
         let r6 = machine.resume()
         #expect(r6, "the next item needs a job")
         let r7 = machine.jobStarted(on: 1)
         #expect(r7 == .run(1))
-        let r8 = machine.jobRanBatch()
+        let r8 = machine.batchRan()
         #expect(r8 == .run(1), "a handler that did not start a task lets the job go on")
         machine.suspend()
         let last = machine.resume()
@@ -322,11 +322,7 @@ struct MailboxStateMachineTransitionTests {
         case release(hold: UInt)
         case remove(at: Int)
         case jobStarted(thread: UInt, posterPaused: Bool)
-        case jobRanBatch
-        case jobRanAsyncBatch(startedCall: Bool)
         case inlineStarted(thread: UInt)
-        case inlineRanBatch
-        case inlineRanAsyncBatch(startedCall: Bool)
         case suspend
         case resume
         case close
@@ -342,7 +338,6 @@ struct MailboxStateMachineTransitionTests {
         case policy(Machine.PolicyAppendAction)
         case schedule(Bool)
         case drain(Machine.DrainAction)
-        case count(Int?)
         case dropped(Int)
         case strandedItems(Bool)
         case consumer(Machine.ConsumerAction)
@@ -372,11 +367,7 @@ struct MailboxStateMachineTransitionTests {
             return .nothing
         case .jobStarted(let thread, let posterPaused):
             return .drain(machine.jobStarted(on: thread, posterPaused: posterPaused))
-        case .jobRanBatch: return .drain(machine.jobRanBatch())
-        case .jobRanAsyncBatch(let startedCall): return .drain(machine.jobRanAsyncBatch(startedCall: startedCall))
-        case .inlineStarted(let thread): return .count(machine.inlineStarted(on: thread))
-        case .inlineRanBatch: return .count(machine.inlineRanBatch())
-        case .inlineRanAsyncBatch(let startedCall): return .count(machine.inlineRanAsyncBatch(startedCall: startedCall))
+        case .inlineStarted(let thread): return .drain(machine.inlineStarted(on: thread))
         case .suspend:
             machine.suspend()
             return .nothing
@@ -722,48 +713,53 @@ struct MailboxStateMachineTransitionTests {
             output: .drain(.stop)),
         Row(
             name: "draining (job) + batch ran, more ready → the next batch",
-            from: .draining(queue(3, taken: 1), job(1, slice: 127, batches: 1)), input: .jobRanBatch,
+            from: .draining(queue(3, taken: 1), job(1, slice: 127, batches: 1)), input: .batchRan(startedCall: false),
             to: .draining(queue(3, taken: 3), job(1, slice: 125, batches: 2)), output: .drain(.run(2))),
         Row(
             name: "draining (job) + batch ran, nothing left → idle",
-            from: .draining(queue(1, taken: 1), job(1, slice: 127, batches: 1)), input: .jobRanBatch,
+            from: .draining(queue(1, taken: 1), job(1, slice: 127, batches: 1)), input: .batchRan(startedCall: false),
             to: .idle(queue(1, taken: 1)), output: .drain(.stop)),
         Row(
             name: "draining (job) + batch ran, only held items left → idle",
-            from: .draining(queue(2, taken: 1, holds: [(8, 1)]), job(1, slice: 127, batches: 1)), input: .jobRanBatch,
+            from: .draining(queue(2, taken: 1, holds: [(8, 1)]), job(1, slice: 127, batches: 1)),
+            input: .batchRan(startedCall: false),
             to: .idle(queue(2, taken: 1, holds: [(8, 1)])), output: .drain(.stop)),
         Row(
             name: "draining (job) + slice used up, more ready → scheduled, reschedule",
-            from: .draining(queue(200, taken: slice), job(1, slice: 0, batches: 1)), input: .jobRanBatch,
+            from: .draining(queue(200, taken: slice), job(1, slice: 0, batches: 1)),
+            input: .batchRan(startedCall: false),
             to: .scheduled(queue(200, taken: slice), .fresh), output: .drain(.reschedule)),
         Row(
             name: "draining (job) + slice used up, nothing ready → idle",
-            from: .draining(queue(slice, taken: slice), job(1, slice: 0, batches: 1)), input: .jobRanBatch,
+            from: .draining(queue(slice, taken: slice), job(1, slice: 0, batches: 1)),
+            input: .batchRan(startedCall: false),
             to: .idle(queue(slice, taken: slice)), output: .drain(.stop)),
         Row(
             name: "lingering, draining (job) + batch ran, more ready → scheduled (lingering)", configuration: lingering,
-            from: .draining(queue(2, taken: 1), job(1, slice: 127, batches: 1)), input: .jobRanBatch,
+            from: .draining(queue(2, taken: 1), job(1, slice: 127, batches: 1)), input: .batchRan(startedCall: false),
             to: .scheduled(queue(2, taken: 1), .lingering), output: .drain(.reschedule)),
         Row(
             name: "lingering, draining (job) after two batches + emptied → scheduled (lingering)",
             configuration: lingering, from: .draining(queue(2, taken: 2), job(1, slice: 126, batches: 2)),
-            input: .jobRanBatch, to: .scheduled(queue(2, taken: 2), .lingering), output: .drain(.reschedule)),
+            input: .batchRan(startedCall: false), to: .scheduled(queue(2, taken: 2), .lingering),
+            output: .drain(.reschedule)),
         Row(
             name: "lingering, draining (job) after one batch + emptied → idle", configuration: lingering,
-            from: .draining(queue(1, taken: 1), job(1, slice: 127, batches: 1)), input: .jobRanBatch,
+            from: .draining(queue(1, taken: 1), job(1, slice: 127, batches: 1)), input: .batchRan(startedCall: false),
             to: .idle(queue(1, taken: 1)), output: .drain(.stop)),
         Row(
             name: "latest, draining (job) + batch ran, more ready → scheduled, one batch per job",
             configuration: latest, from: .draining(queue(2, taken: 1), job(1, slice: 127, batches: 1)),
-            input: .jobRanBatch, to: .scheduled(queue(2, taken: 1), .fresh), output: .drain(.reschedule)),
+            input: .batchRan(startedCall: false), to: .scheduled(queue(2, taken: 1), .fresh),
+            output: .drain(.reschedule)),
         Row(
             name: "latest, draining (job) + batch ran, nothing ready → idle", configuration: latest,
-            from: .draining(queue(1, taken: 1), job(1, slice: 127, batches: 1)), input: .jobRanBatch,
+            from: .draining(queue(1, taken: 1), job(1, slice: 127, batches: 1)), input: .batchRan(startedCall: false),
             to: .idle(queue(1, taken: 1)), output: .drain(.stop)),
         Row(
             name: "closed while its job drained + batch ran → closed, job over",
             from: closed(jobPending: true, .job(thread: 1)),
-            input: .jobRanBatch, to: closed(jobPending: false, nil), output: .drain(.stop)),
+            input: .batchRan(startedCall: false), to: closed(jobPending: false, nil), output: .drain(.stop)),
         Row(
             name: "scheduled + target refused the job → idle, items stranded", from: .scheduled(queue(2), .fresh),
             input: .jobRefused, to: .idle(queue(2)), output: .strandedItems(true)),
@@ -792,48 +788,52 @@ struct MailboxStateMachineTransitionTests {
         Row(
             name: "idle + inline drain starts → draining everything ready", from: .idle(queue(3)),
             input: .inlineStarted(thread: 5), to: .draining(queue(3, taken: 3), .inline(thread: 5, pending: .none)),
-            output: .count(3)),
+            output: .drain(.run(3))),
         Row(
             name: "scheduled (lingering) + inline drain starts → draining unsliced, the job still pending",
             from: .scheduled(queue(300), .lingering), input: .inlineStarted(thread: 5),
-            to: .draining(queue(300, taken: 300), .inline(thread: 5, pending: .lingering)), output: .count(300)),
+            to: .draining(queue(300, taken: 300), .inline(thread: 5, pending: .lingering)), output: .drain(.run(300))),
         Row(
             name: "async, idle + inline drain starts → one item", configuration: async, from: .idle(queue(2)),
             input: .inlineStarted(thread: 5), to: .draining(queue(2, taken: 1), .inline(thread: 5, pending: .none)),
-            output: .count(1)),
+            output: .drain(.run(1))),
         Row(
             name: "idle with only held items + inline drain starts → nothing", from: .idle(queue(1, holds: [(3, 0)])),
-            input: .inlineStarted(thread: 5), to: .idle(queue(1, holds: [(3, 0)])), output: .count(nil)),
+            input: .inlineStarted(thread: 5), to: .idle(queue(1, holds: [(3, 0)])), output: .drain(.stop)),
         Row(
             name: "draining (job) + inline drain starts → nothing",
             from: .draining(queue(2, taken: 1), job(1, slice: 127, batches: 1)), input: .inlineStarted(thread: 5),
-            to: .draining(queue(2, taken: 1), job(1, slice: 127, batches: 1)), output: .count(nil)),
+            to: .draining(queue(2, taken: 1), job(1, slice: 127, batches: 1)), output: .drain(.stop)),
         Row(
             name: "suspended + inline drain starts → nothing", from: .suspended(queue(2, taken: 1), pending: .none),
-            input: .inlineStarted(thread: 5), to: .suspended(queue(2, taken: 1), pending: .none), output: .count(nil)),
+            input: .inlineStarted(thread: 5), to: .suspended(queue(2, taken: 1), pending: .none), output: .drain(.stop)),
         Row(
             name: "closed + inline drain starts → nothing", from: closed(jobPending: true, nil),
-            input: .inlineStarted(thread: 5), to: closed(jobPending: true, nil), output: .count(nil)),
+            input: .inlineStarted(thread: 5), to: closed(jobPending: true, nil), output: .drain(.stop)),
         Row(
             name: "draining (inline) + batch ran, more ready → the next batch",
-            from: .draining(queue(3, taken: 2), .inline(thread: 5, pending: .none)), input: .inlineRanBatch,
-            to: .draining(queue(3, taken: 3), .inline(thread: 5, pending: .none)), output: .count(1)),
+            from: .draining(queue(3, taken: 2), .inline(thread: 5, pending: .none)),
+            input: .batchRan(startedCall: false),
+            to: .draining(queue(3, taken: 3), .inline(thread: 5, pending: .none)), output: .drain(.run(1))),
         Row(
             name: "draining (inline) + batch ran, nothing ready → idle",
-            from: .draining(queue(2, taken: 2), .inline(thread: 5, pending: .none)), input: .inlineRanBatch,
-            to: .idle(queue(2, taken: 2)), output: .count(nil)),
+            from: .draining(queue(2, taken: 2), .inline(thread: 5, pending: .none)),
+            input: .batchRan(startedCall: false),
+            to: .idle(queue(2, taken: 2)), output: .drain(.stop)),
         Row(
             name: "draining (inline) with a job pending + batch ran, nothing ready → scheduled",
-            from: .draining(queue(2, taken: 2), .inline(thread: 5, pending: .fresh)), input: .inlineRanBatch,
-            to: .scheduled(queue(2, taken: 2), .fresh), output: .count(nil)),
+            from: .draining(queue(2, taken: 2), .inline(thread: 5, pending: .fresh)),
+            input: .batchRan(startedCall: false),
+            to: .scheduled(queue(2, taken: 2), .fresh), output: .drain(.stop)),
         Row(
             name: "draining (inline) with a lingering job pending + batch ran → scheduled (lingering)",
-            from: .draining(queue(2, taken: 2), .inline(thread: 5, pending: .lingering)), input: .inlineRanBatch,
-            to: .scheduled(queue(2, taken: 2), .lingering), output: .count(nil)),
+            from: .draining(queue(2, taken: 2), .inline(thread: 5, pending: .lingering)),
+            input: .batchRan(startedCall: false),
+            to: .scheduled(queue(2, taken: 2), .lingering), output: .drain(.stop)),
         Row(
             name: "closed while draining inline + batch ran → closed, drain over",
-            from: closed(jobPending: true, .inline(thread: 5)), input: .inlineRanBatch,
-            to: closed(jobPending: true, nil), output: .count(nil)),
+            from: closed(jobPending: true, .inline(thread: 5)), input: .batchRan(startedCall: false),
+            to: closed(jobPending: true, nil), output: .drain(.stop)),
     ]
 
     static let suspensionRows: [Row] = [
@@ -856,23 +856,23 @@ struct MailboxStateMachineTransitionTests {
         Row(
             name: "async, draining (job) + batch started a call → suspended, stop", configuration: async,
             from: .draining(queue(2, taken: 1), job(1, slice: 127, batches: 1)),
-            input: .jobRanAsyncBatch(startedCall: true), to: .suspended(queue(2, taken: 1), pending: .none),
+            input: .batchRan(startedCall: true), to: .suspended(queue(2, taken: 1), pending: .none),
             output: .drain(.stop)),
         Row(
             name: "async, draining (job) + batch started no call → the next item", configuration: async,
             from: .draining(queue(2, taken: 1), job(1, slice: 127, batches: 1)),
-            input: .jobRanAsyncBatch(startedCall: false),
+            input: .batchRan(startedCall: false),
             to: .draining(queue(2, taken: 2), job(1, slice: 126, batches: 2)), output: .drain(.run(1))),
         Row(
             name: "async, draining (inline) + batch started a call → suspended, stop", configuration: async,
             from: .draining(queue(2, taken: 1), .inline(thread: 5, pending: .none)),
-            input: .inlineRanAsyncBatch(startedCall: true), to: .suspended(queue(2, taken: 1), pending: .none),
-            output: .count(nil)),
+            input: .batchRan(startedCall: true), to: .suspended(queue(2, taken: 1), pending: .none),
+            output: .drain(.stop)),
         Row(
             name: "async, draining (inline) + batch started no call → the next item", configuration: async,
             from: .draining(queue(2, taken: 1), .inline(thread: 5, pending: .none)),
-            input: .inlineRanAsyncBatch(startedCall: false),
-            to: .draining(queue(2, taken: 2), .inline(thread: 5, pending: .none)), output: .count(1)),
+            input: .batchRan(startedCall: false),
+            to: .draining(queue(2, taken: 2), .inline(thread: 5, pending: .none)), output: .drain(.run(1))),
         Row(
             name: "suspended, empty + resume → idle", from: .suspended(queue(1, taken: 1), pending: .none),
             input: .resume, to: .idle(queue(1, taken: 1)), output: .schedule(false)),
@@ -947,7 +947,7 @@ struct MailboxStateMachineTransitionTests {
         let states = Set(Self.rows.map { kind($0.from) })
         let inputs = Set(Self.rows.map { kind($0.input) })
         #expect(states.count == 7)
-        #expect(inputs.count == 17)
+        #expect(inputs.count == 13)
     }
 
     @Test("Queries read the state: busy, pending job, runner, waiting for the target")
