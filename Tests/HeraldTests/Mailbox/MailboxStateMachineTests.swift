@@ -407,30 +407,7 @@ struct MailboxStateMachineTransitionTests {
 
     static let rows: [Row] =
         appendRows + policyRows + releaseRows + jobRows + inlineRows + suspensionRows + closingRows + zeroLimitRows
-        + streamRows + batchRanRows
-
-    /// The input the mailbox's one drain loop gives after each batch: the job's or the inline
-    /// drain's, by the drain that runs.
-    static let batchRanRows: [Row] = [
-        Row(
-            name: "draining (job) + batch ran → the job's next batch",
-            from: .draining(queue(3, taken: 1), job(1, slice: 127, batches: 1)), input: .batchRan(startedCall: false),
-            to: .draining(queue(3, taken: 3), job(1, slice: 125, batches: 2)), output: .drain(.run(2))),
-        Row(
-            name: "draining (inline) + batch ran → the inline drain's next batch",
-            from: .draining(queue(3, taken: 2), .inline(thread: 5, pending: .none)),
-            input: .batchRan(startedCall: false), to: .draining(queue(3, taken: 3), .inline(thread: 5, pending: .none)),
-            output: .drain(.run(1))),
-        Row(
-            name: "draining (inline), async + batch ran that started a call → suspended",
-            configuration: async, from: .draining(queue(2, taken: 1), .inline(thread: 5, pending: .fresh)),
-            input: .batchRan(startedCall: true), to: .suspended(queue(2, taken: 1), pending: .fresh),
-            output: .drain(.stop)),
-        Row(
-            name: "closed while an inline drain ran + batch ran → closed, the drain ends",
-            from: closed(jobPending: true, .inline(thread: 5)), input: .batchRan(startedCall: false),
-            to: closed(jobPending: true, nil), output: .drain(.stop)),
-    ]
+        + streamRows
 
     /// A limit of 0 keeps nothing that waits: an item is stored only for a consumer that waits
     /// for it (a handler's drain while its mailbox is idle and empty; a stream's waiting consumer).
