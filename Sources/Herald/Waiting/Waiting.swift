@@ -145,6 +145,8 @@ final class OnceJob: Sendable {
 final class WaitGroup: Sendable {
     private struct State {
         var remaining = 1  // one for the poster itself, released by `arrive()` after enqueueing
+        /// Whether the poster has released its own hold (`arrive()`).
+        var hasArrived = false
         var delivered = 0
         var skipped = 0
         var replaced = 0
@@ -249,7 +251,9 @@ final class WaitGroup: Sendable {
     func abandon(_ makeFailure: () -> ObserverFailure) -> [ObserverFailure] {
         let failures = state.withLock { state -> [ObserverFailure] in
             guard !state.isComplete else { return [] }
-            let failures = (0..<state.remaining).map { _ in makeFailure() }
+            // The poster's own hold, if it has not arrived yet, is no delivery: it is not failed.
+            let outstanding = state.remaining - (state.hasArrived ? 0 : 1)
+            let failures = (0..<max(outstanding, 0)).map { _ in makeFailure() }
             state.skipped += failures.count
             state.failures += failures
             state.remaining = 0
@@ -268,7 +272,11 @@ final class WaitGroup: Sendable {
 
     /// Releases the poster's own hold, once every delivery has been enqueued.
     func arrive() {
-        if state.withLock({ Self.release(&$0) }) { wake() }
+        let isComplete = state.withLock { state -> Bool in
+            state.hasArrived = true
+            return !state.isAbandoned && Self.release(&state)
+        }
+        if isComplete { wake() }
     }
 
     /// Suspends until every delivery has been recorded, or until `deadline`.
