@@ -514,21 +514,14 @@ final class Mailbox<N: TypedNotification>: Sendable {
         let layout = self.layout
         return withUnsafeTemporaryAllocation(byteCount: layout.stride, alignment: layout.alignment) { buffer in
             let slot = buffer.baseAddress.unsafelyUnwrapped
-            let action = locked.withLock { locked in
-                let action = locked.machine.consumerArrived(mayWait: consumer != nil)
-                switch action {
-                case .take: removeItem(at: 0, into: slot, from: &locked.items)
-                case .wait: if let consumer { locked.consumers.append(consumer) }
-                case .finished: break
+            return locked.withLock { locked in
+                switch locked.machine.consumerArrived(mayWait: consumer != nil) {
+                case .take: return .taken(takeFront(of: &locked.items, via: slot))
+                case .wait:
+                    if let consumer { locked.consumers.append(consumer) }
+                    return .waiting
+                case .finished: return .finished
                 }
-                return action
-            }
-            switch action {
-            case .take:
-                _ = layout.takeHeader(slot)  // a stream's items have no wait group
-                return .taken(layout.payload(slot, as: N.self).move())
-            case .wait: return .waiting
-            case .finished: return .finished
             }
         }
     }
@@ -544,10 +537,8 @@ final class Mailbox<N: TypedNotification>: Sendable {
             withUnsafeTemporaryAllocation(byteCount: layout.stride, alignment: layout.alignment) { buffer in
                 let slot = buffer.baseAddress.unsafelyUnwrapped
                 for consumer in locked.consumers.prefix(count) {
-                    removeItem(at: 0, into: slot, from: &locked.items)
-                    _ = layout.takeHeader(slot)
                     handed.append(
-                        (unsafeDowncast(consumer, to: Consumer.self), layout.payload(slot, as: N.self).move()))
+                        (unsafeDowncast(consumer, to: Consumer.self), takeFront(of: &locked.items, via: slot)))
                 }
             }
             locked.consumers.removeFirst(count)
@@ -561,19 +552,23 @@ final class Mailbox<N: TypedNotification>: Sendable {
     /// Ends the stream this mailbox feeds: closes the mailbox, drops its items and tells every
     /// waiting consumer that the stream has ended. Does nothing the second time.
     func finishStream() {
-        let (items, consumers) = locked.withLock { locked -> (ItemQueue, [any AnyObject & Sendable]) in
-            _ = locked.machine.close()
-            defer {
-                locked.items = ItemQueue()
-                locked.consumers = []
-            }
-            return (locked.items, locked.consumers)
+        var (items, _) = close()  // once closed, no consumer starts to wait
+        drop(&items)
+        let consumers = locked.withLock { locked in
+            defer { locked.consumers = [] }
+            return locked.consumers
         }
-        var dropped = items
-        drop(&dropped)
         for consumer in consumers {
             unsafeDowncast(consumer, to: Consumer.self).continuation.resume(returning: nil)
         }
+    }
+
+    /// Moves the front item of a stream's mailbox out, through `slot` (room for one item). A
+    /// stream's items have no wait group. Call under the mailbox's lock.
+    private func takeFront(of items: inout ItemQueue, via slot: UnsafeMutableRawPointer) -> N {
+        removeItem(at: 0, into: slot, from: &items)
+        _ = layout.takeHeader(slot)
+        return layout.payload(slot, as: N.self).move()
     }
 
     /// A consumer of the stream this mailbox feeds, waiting in ``next(isolation:)``.

@@ -137,7 +137,7 @@ final class Member<N: TypedNotification, Value: Sendable>: AnyObserver, @uncheck
         if let direct = link.direct {
             // The posting-thread loop's form for a plain family observer: the cast value goes straight
             // to the handler, without a `FamilyDelivery` and the family cast (see ``Family/direct``).
-            do { try direct(value) } catch { observer.reportThrown(error) }
+            do { try direct(value) } catch { observer.report(error) }
         } else {
             let subjectID = subject.map(ObjectIdentifier.init)
             let delivery = FamilyDelivery(value: value, type: N.self, subjectID: subjectID)

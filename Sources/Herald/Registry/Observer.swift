@@ -391,7 +391,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
                 do {
                     try typed.handler(payload.assumingMemoryBound(to: N.self).pointee)
                 } catch {
-                    typed.reportThrown(error)
+                    typed.report(error)
                 }
                 return true
             }
@@ -399,13 +399,6 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
             index += 1
         }
         return reached
-    }
-
-    /// Reports a handler's error to the hub.
-    @usableFromInline
-    @inline(never)
-    func reportThrown(_ error: any Error) {
-        report(error)
     }
 
     /// Calls the handler of this posting-thread observer with the notification at `payload`.
@@ -422,7 +415,9 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         }
     }
 
-    /// Reports a handler's error to the hub and returns it as a failure.
+    /// Reports a handler's error to the hub and returns it as a failure. Out of line: the hot
+    /// loops that call it stay small.
+    @usableFromInline
     @discardableResult
     @inline(never)
     func report(_ error: any Error) -> ObserverFailure {
