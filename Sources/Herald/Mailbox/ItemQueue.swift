@@ -171,7 +171,7 @@ struct ItemQueue: @unchecked Sendable {  // Owned by one mailbox, under its lock
 
     /// Makes room for one more item at the back and returns its address; the caller initialises it.
     @inline(__always)
-    mutating func appendSlot(_ layout: Layout, move: Move) -> UnsafeMutableRawPointer {
+    mutating func appendSlot(_ layout: Layout) -> UnsafeMutableRawPointer {
         if end == blocks.count << layout.blockShift { addBlock(layout) }
         end += 1
         return address(end - 1, layout)

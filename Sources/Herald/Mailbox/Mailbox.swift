@@ -75,48 +75,29 @@ final class Mailbox<N: TypedNotification>: Sendable {
         }
     }
 
-    /// Appends copies of `items`, which a drain may take at once (replayed values), under the
-    /// mailbox's policy if it has one.
+    /// Appends copies of replayed values, which a drain may take at once, under the mailbox's policy
+    /// if it has one.
     ///
     /// - Returns: Whether the caller must hand a drain job to the target, and the notifications
     ///   the policy discarded, to release after every lock.
-    func append(_ items: [QueuedItem<N>]) -> (mustSchedule: Bool, discarded: [N]) {
-        locked.withLock { locked in
-            var mustSchedule = false
-            var discarded: [N] = []
-            for item in items {
-                if let policy {
+    func append(_ replays: [RetainedValues<N>.Replay]) -> (mustSchedule: Bool, dropped: [N]) {
+        let layout = self.layout
+        return withUnsafeTemporaryAllocation(byteCount: layout.stride, alignment: layout.alignment) { buffer in
+            let slot = buffer.baseAddress.unsafelyUnwrapped
+            return locked.withLock { locked in
+                var mustSchedule = false
+                var discarded: [N] = []
+                for replay in replays {
+                    let (action, displacement) = withUnsafePointer(to: replay.value) {
+                        append($0, subjectID: replay.subjectID, subject: nil, group: nil, hold: 0, displacingInto: slot, in: &locked)
+                    }
                     // Replayed items have no wait group: only payloads are left to release.
-                    let action = withUnsafeTemporaryAllocation(byteCount: layout.stride, alignment: layout.alignment) {
-                        buffer in
-                        let slot = buffer.baseAddress.unsafelyUnwrapped
-                        let (action, displacement) = withUnsafePointer(to: item.notification) {
-                            append(
-                                $0, subjectID: item.subjectID, subject: nil, group: nil, hold: 0, under: policy,
-                                displacingInto: slot, in: &locked)
-                        }
-                        if displacement == .removed {
-                            discarded.append(layout.payload(slot, as: N.self).move())
-                        }
-                        return action
-                    }
-                    switch action {
-                    case .reject: return (false, discarded)
-                    case .store: break
-                    case .storeAndSchedule: mustSchedule = true
-                    }
-                    continue
+                    if displacement == .removed { discarded.append(takeMoved(slot)) }
+                    if action == .reject { break }
+                    if action == .storeAndSchedule { mustSchedule = true }
                 }
-                switch locked.machine.append(hold: 0) {
-                case .reject: return (false, discarded)
-                case .store: break
-                case .storeAndSchedule: mustSchedule = true
-                }
-                withUnsafePointer(to: item.notification) {
-                    store($0, subjectID: item.subjectID, group: item.group, in: &locked.items)
-                }
+                return (mustSchedule, discarded)
             }
-            return (mustSchedule, discarded)
         }
     }
 
@@ -133,14 +114,13 @@ final class Mailbox<N: TypedNotification>: Sendable {
     func appendUnderPolicy(
         _ notification: UnsafePointer<N>, subject: AnyObject?, group: WaitGroup?, hold: UInt
     ) -> (action: MailboxStateMachine.AppendAction, displacement: MailboxPolicy.Displacement) {
-        let policy = self.policy.unsafelyUnwrapped
         let layout = self.layout
         return withUnsafeTemporaryAllocation(byteCount: layout.stride, alignment: layout.alignment) { buffer in
             let slot = buffer.baseAddress.unsafelyUnwrapped
             let (action, displacement) = locked.withLock { locked in
                 append(
                     notification, subjectID: subject.map(ObjectIdentifier.init), subject: subject, group: group,
-                    hold: hold, under: policy, displacingInto: slot, in: &locked)
+                    hold: hold, displacingInto: slot, in: &locked)
             }
             // After the mailbox's lock.
             switch displacement {
@@ -152,17 +132,21 @@ final class Mailbox<N: TypedNotification>: Sendable {
         }
     }
 
-    /// The body of ``appendUnderPolicy(_:subject:group:hold:)``: does what the state machine
-    /// decides, moving a removed item into `slot` (room for one item of ``layout``) for the caller to
-    /// finish after unlocking. Call under the mailbox's lock.
+    /// The body of ``appendUnderPolicy(_:subject:group:hold:)`` and of a replay: does what the state
+    /// machine decides, moving a removed item into `slot` (room for one item of ``layout``) for the
+    /// caller to finish after unlocking. Call under the mailbox's lock.
     ///
     /// - Parameter subject: The post's subject, alive for the length of the call, or `nil` when
     ///   only its identity is known (a replayed value).
     private func append(
         _ notification: UnsafePointer<N>, subjectID: ObjectIdentifier?, subject: AnyObject?, group: WaitGroup?,
-        hold: UInt, under policy: MailboxPolicy, displacingInto slot: UnsafeMutableRawPointer,
-        in locked: inout MailboxStorage
+        hold: UInt, displacingInto slot: UnsafeMutableRawPointer, in locked: inout MailboxStorage
     ) -> (action: MailboxStateMachine.AppendAction, displacement: MailboxPolicy.Displacement) {
+        guard let policy else {
+            let action = locked.machine.append(hold: hold)
+            if action != .reject { store(notification, subjectID: subjectID, group: group, in: &locked.items) }
+            return (action, .none)
+        }
         let decision: MailboxStateMachine.PolicyAppendAction
         do {
             let items = locked.items
@@ -247,7 +231,7 @@ final class Mailbox<N: TypedNotification>: Sendable {
     ) {
         gauge?.noteAppended()
         let layout = self.layout
-        let slot = items.appendSlot(layout) { layout.move(N.self, from: $0, to: $1, count: $2) }
+        let slot = items.appendSlot(layout)
         layout.initialize(slot, with: notification, subjectID: subjectID, group: group)
     }
 
@@ -567,6 +551,11 @@ final class Mailbox<N: TypedNotification>: Sendable {
     /// stream's items have no wait group. Call under the mailbox's lock.
     private func takeFront(of items: inout ItemQueue, via slot: UnsafeMutableRawPointer) -> N {
         removeItem(at: 0, into: slot, from: &items)
+        return takeMoved(slot)
+    }
+
+    /// The notification of the item moved into `slot`, which has no wait group.
+    private func takeMoved(_ slot: UnsafeMutableRawPointer) -> N {
         _ = layout.takeHeader(slot)
         return layout.payload(slot, as: N.self).move()
     }

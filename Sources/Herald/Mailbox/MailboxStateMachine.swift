@@ -219,12 +219,6 @@ struct MailboxStateMachine: Sendable {
     /// Items still held.
     var heldCount: Int { queue.holds.count }
 
-    /// Whether the mailbox accepts nothing more.
-    var isClosed: Bool {
-        if case .closed = state { return true }
-        return false
-    }
-
     /// Whether a drain job has been handed to the target and has not finished.
     var isJobPending: Bool {
         switch state {
@@ -311,10 +305,6 @@ struct MailboxStateMachine: Sendable {
     ///     only when an open mailbox needs it.
     mutating func append(hold: UInt, pendingItemOfSubject: () -> Int?) -> PolicyAppendAction {
         if case .closed = state { return .reject }
-        return appendUnderPolicy(hold: hold, pendingItemOfSubject: pendingItemOfSubject)
-    }
-
-    private mutating func appendUnderPolicy(hold: UInt, pendingItemOfSubject: () -> Int?) -> PolicyAppendAction {
         let room = waitingConsumers
         switch configuration.rule {
         case nil:
@@ -420,18 +410,6 @@ struct MailboxStateMachine: Sendable {
             state = .suspended(queue, pending: pending)
         }
         return false
-    }
-
-    /// Stores the queue of a mailbox that has no job and no drain, with a job when items are ready.
-    ///
-    /// - Returns: Whether the caller must hand the job to the target.
-    private mutating func claimJob(_ queue: Queue) -> Bool {
-        guard queue.ready > 0 else {
-            state = .idle(queue)
-            return false
-        }
-        state = .scheduled(queue, .fresh)
-        return true
     }
 
     // MARK: Draining
@@ -590,11 +568,12 @@ struct MailboxStateMachine: Sendable {
     mutating func resume() -> Bool {
         switch state {
         case .suspended(let queue, let pending):
-            guard pending == .none else {
-                state = .scheduled(queue, pending)
+            guard pending == .none, queue.ready > 0 else {
+                state = pending == .none ? .idle(queue) : .scheduled(queue, pending)
                 return false
             }
-            return claimJob(queue)
+            state = .scheduled(queue, .fresh)
+            return true
         case .closed(var remains) where remains.runner == .suspended:
             remains.runner = nil
             state = .closed(remains)

@@ -29,10 +29,3 @@ final class Filters: @unchecked Sendable {
         return subject === postedSubject
     }
 }
-
-/// One queued delivery (a replayed value).
-struct QueuedItem<N: TypedNotification>: Sendable {
-    let notification: N
-    let subjectID: ObjectIdentifier?
-    let group: WaitGroup?
-}

@@ -512,11 +512,9 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     ///
     /// - Returns: Whether ``scheduleDrain()`` must be called once the registry lock is released,
     ///   and the values a bounded stream dropped, to be released after that lock too.
-    func preload(_ items: [QueuedItem<N>]) -> (mustSchedule: Bool, dropped: [N]) {
-        guard !items.isEmpty else { return (false, []) }
-        guard let mailbox else { return (false, []) }
-        let (mustSchedule, discarded) = mailbox.append(items)
-        return (mustSchedule, discarded)
+    func preload(_ replays: [RetainedValues<N>.Replay]) -> (mustSchedule: Bool, dropped: [N]) {
+        guard !replays.isEmpty, let mailbox else { return (false, []) }
+        return mailbox.append(replays)
     }
 
     /// Has the mailbox hand a drain job to the target (``Mailbox/scheduleDrain(for:continued:)``).

@@ -266,10 +266,7 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
             let index = state.bucket(creating: N.self)
             let replays = state.buckets[index].retainedValues?.replays(
                 of: N.self, matching: observer.filters, after: 0)
-            let items = (replays ?? []).map {
-                QueuedItem(notification: $0.value, subjectID: $0.subjectID, group: nil)
-            }
-            let (mustSchedule, dropped) = observer.preload(items)
+            let (mustSchedule, dropped) = observer.preload(replays ?? [])
             let sequence = state.nextSequence()
             let replaced = state.buckets[index].add(observer, sequence: sequence)
             return (mustSchedule, dropped, replaced, state.recordChange(of: key))

@@ -68,7 +68,7 @@ struct MailboxBlockTests {
         var queue = ItemQueue()
         let total = layout.blockItems * 5 + 1
         for value in 0..<total {
-            let slot = queue.appendSlot(layout, move: move)
+            let slot = queue.appendSlot(layout)
             (slot + layout.payloadOffset).storeBytes(of: value, as: Int.self)
         }
         #expect(queue.blockCount == 6)
