@@ -89,7 +89,9 @@ final class Mailbox<N: TypedNotification>: Sendable {
                 var discarded: [N] = []
                 for replay in replays {
                     let (action, displacement) = withUnsafePointer(to: replay.value) {
-                        append($0, subjectID: replay.subjectID, subject: nil, group: nil, hold: 0, displacingInto: slot, in: &locked)
+                        append(
+                            $0, subjectID: replay.subjectID, subject: nil, group: nil, hold: 0, displacingInto: slot,
+                            in: &locked)
                     }
                     // Replayed items have no wait group: only payloads are left to release.
                     if displacement == .removed { discarded.append(takeMoved(slot)) }
