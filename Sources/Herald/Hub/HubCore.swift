@@ -49,10 +49,7 @@ final class HubCore: Sendable {
             return standIn.withLock { $0 }?.standIn
         }
         set {
-            let old = standIn.withLock { box in
-                defer { box = newValue.map(StandInBox.init(standIn:)) }
-                return box
-            }
+            let old = standIn.exchange(newValue.map(StandInBox.init(standIn:)))
             if newValue != nil { hasStandIn.store(true, ordering: .releasing) }
             withExtendedLifetime(old) {}
         }
@@ -95,11 +92,6 @@ final class HubCore: Sendable {
         registry.snapshot(of: type, payload: payload)?.scan(payload, subject: subject, wait: nil) ?? false
     }
 
-    /// Makes `observer` visible to posts.
-    func add<N: TypedNotification>(_ observer: Observer<N>) {
-        registry.add(observer)
-    }
-
     /// Rounds a posting-thread registration replays outside the lock before it falls back to
     /// replaying the remainder after it became visible.
     static let maxReplayRounds = 8
@@ -139,45 +131,10 @@ final class HubCore: Sendable {
         }
     }
 
-    /// Makes `observer`, an observer of a family, visible to posts of every type of the family at
-    /// once.
-    ///
-    /// No type is visited: the next post of each type finds out (once per family type) whether it
-    /// belongs to the family, and includes the observer if it does (see ``Registry``).
-    ///
-    /// - Complexity: O(1), amortised.
-    func addFamily(_ observer: AnyObserver) {
-        registry.addFamily(observer)
-    }
-
-    /// Ends the registration of `observer`, an observer of a family: it and its stand-ins among
-    /// the observers of the types that joined it are released after the locks.
-    ///
-    /// - Complexity: O(the types that joined the observer).
-    func removeFamily(_ observer: AnyObserver) {
-        let released = registry.removeFamily(observer)
-        withExtendedLifetime(released) {}  // released here, outside the locks
-    }
-
-    /// Ends `observer`'s registration, so that the hub no longer holds its handler, nor anything
-    /// the handler captures, once ``AnyObserver/cancel()`` returns (except while a post that
-    /// started before is still scanning it).
-    ///
-    /// What the registry lets go of is released after the locks: releasing a handler can run any
-    /// `deinit`, and one that cancels another observation or posts needs them.
-    func remove<N: TypedNotification>(_ observer: Observer<N>) {
-        registry.remove(observer)
-    }
-
-    /// The current snapshot of `type`'s observers, read from the registry.
-    func snapshot<N: TypedNotification>(of type: N.Type) -> ObserverSnapshot? {
-        registry.snapshot(of: type)
-    }
-
     /// The live observers of `type`, in registration order (posting-thread observers first).
     /// Registrations whose owner or subject has been deallocated are ended first.
     func observers<N: TypedNotification>(of type: N.Type) -> [Observer<N>] {
-        guard let snapshot = snapshot(of: type) else { return [] }
+        guard let snapshot = registry.snapshot(of: type) else { return [] }
         let all = snapshot.withObservers { queued, posting in
             (Array(posting) + Array(queued)).compactMap { unmanaged -> Observer<N>? in
                 let observer = unmanaged.takeUnretainedValue()
@@ -208,10 +165,7 @@ final class HubCore: Sendable {
     var errorHandlerValue: @Sendable (ObserverFailure) -> Void {
         get { errorHandler.withLock { $0 }.call }
         set {
-            let old = errorHandler.withLock { handler in
-                defer { handler = ErrorHandler(call: newValue) }
-                return handler
-            }
+            let old = errorHandler.exchange(ErrorHandler(call: newValue))
             withExtendedLifetime(old) {}  // the old closure and its captures go here, after the lock
         }
     }
@@ -219,10 +173,7 @@ final class HubCore: Sendable {
     var unobservedHandlerValue: (@Sendable (UnobservedPost) -> Void)? {
         get { unobservedHandler.withLock { $0 }?.call }
         set {
-            let old = unobservedHandler.withLock { handler in
-                defer { handler = newValue.map(UnobservedPostHandler.init(call:)) }
-                return handler
-            }
+            let old = unobservedHandler.exchange(newValue.map(UnobservedPostHandler.init(call:)))
             withExtendedLifetime(old) {}  // the old closure and its captures go here, after the lock
         }
     }
@@ -232,10 +183,7 @@ final class HubCore: Sendable {
     }
 
     func takeMisuses() -> [RegistrationMisuse] {
-        misuses.withLock { misuses in
-            defer { misuses = [] }
-            return misuses
-        }
+        misuses.exchange([])
     }
 
     func report(_ failure: ObserverFailure) {

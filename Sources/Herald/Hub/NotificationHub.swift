@@ -295,11 +295,11 @@ public final class NotificationHub: Sendable {
             bufferingPolicy: bufferingPolicy, priority: priority, family: family
         )
         if family != nil {
-            core.addFamily(observer)
+            core.registry.addFamily(observer)
         } else if replayLatest {
             core.addReplaying(observer)
         } else {
-            core.add(observer)
+            core.registry.add(observer)
         }
         noteMainActorRegistration(on: target)
         return ObservationToken(registration: observer, cancelsOnDeinit: owner == nil)

@@ -180,10 +180,7 @@ private final class ClosureRegistration: Cancellable, @unchecked Sendable {  // 
     }
 
     override func cancel() {
-        let work = onCancel.withLock { work in
-            defer { work = nil }
-            return work
-        }
+        let work = onCancel.exchange(nil)
         work?.run()
     }
 

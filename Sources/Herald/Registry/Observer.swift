@@ -335,9 +335,9 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     @discardableResult
     private func end(leaving outcome: DeliveryOutcome) -> Int {
         if family != nil {
-            core.removeFamily(self)
+            core.registry.removeFamily(self)
         } else {
-            core.remove(self)
+            core.registry.remove(self)
         }
         if let stream { stream.finish() }
         guard let mailbox else { return 0 }

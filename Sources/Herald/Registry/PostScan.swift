@@ -120,12 +120,12 @@ extension ObserverSnapshot {
                 return true
             }
             let isCurrent = wait.pointee.blocks && observer.target.isCurrent(isolation: wait.pointee.isolation)
-            if isCurrent && observer.drainerThread == wait.pointee.thread {
-                // A handler posting to its own mailbox: waiting would never end, so enqueue only.
-                return observer.enqueue(payload, subject: subject, group: nil, hold: hold) != .refused
-            }
-            if isCurrent && observer.isAsync && observer.target.isolatesAsyncHandlers {
-                // An async handler isolated to the target that this thread blocks: enqueue only.
+            if isCurrent
+                && (observer.drainerThread == wait.pointee.thread
+                    || observer.isAsync && observer.target.isolatesAsyncHandlers)
+            {
+                // A handler posting to its own mailbox, or an async handler isolated to the target
+                // that this thread blocks: waiting would never end, so enqueue only.
                 return observer.enqueue(payload, subject: subject, group: nil, hold: hold) != .refused
             }
             if !wait.pointee.blocks, case .main = observer.target.kind, let post = wait.pointee.standInPost,

@@ -1,15 +1,5 @@
 import Synchronization
 
-#if canImport(Darwin)
-import Darwin
-#elseif canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#else
-#error("Herald supports Darwin, Glibc and Musl platforms")
-#endif
-
 /// The registry of a hub: one bucket per notification type, behind one lock, and the snapshots
 /// that posts read, cached per thread group.
 ///
@@ -56,9 +46,7 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
     func add<N: TypedNotification>(_ observer: Observer<N>) {
         let key = ObjectIdentifier(N.self)
         let (replaced, change) = state.withLock { state in
-            let index = state.bucket(creating: N.self)
-            let sequence = state.nextSequence()
-            return (state.buckets[index].add(observer, sequence: sequence), state.recordChange(of: key))
+            state.add(observer, at: state.bucket(creating: N.self), key: key)
         }
         didChange(change)
         withExtendedLifetime(replaced) {}  // released here, outside the locks
@@ -99,10 +87,11 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
     /// Ends the registration of `observer`, an observer of a family: drops its stand-ins from the
     /// types that joined it, as the cancellation of an observer of each of those types would.
     ///
-    /// - Returns: What it let go of (the observer, its stand-ins and the outdated snapshots), to
-    ///   release after the locks.
+    /// What it lets go of (the observer, its stand-ins and the outdated snapshots) is released
+    /// after the locks.
+    ///
     /// - Complexity: O(the types that joined the observer).
-    func removeFamily(_ observer: AnyObserver) -> [any Sendable] {
+    func removeFamily(_ observer: AnyObserver) {
         let (released, changes) = state.withLock { state -> ([any Sendable], [RegistryChange]) in
             guard let removed = state.families.remove(observer) else { return ([], []) }
             var released: [any Sendable] = [removed]
@@ -117,7 +106,7 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
             return (released, changes)
         }
         for change in changes { didChange(change) }
-        return released
+        withExtendedLifetime(released) {}  // released here, outside the locks
     }
 
     /// The current snapshot of `type`'s observers, built if a change outdated the last one.
@@ -267,9 +256,8 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
             let replays = state.buckets[index].retainedValues?.replays(
                 of: N.self, matching: observer.filters, after: 0)
             let (mustSchedule, dropped) = observer.preload(replays ?? [])
-            let sequence = state.nextSequence()
-            let replaced = state.buckets[index].add(observer, sequence: sequence)
-            return (mustSchedule, dropped, replaced, state.recordChange(of: key))
+            let (replaced, change) = state.add(observer, at: index, key: key)
+            return (mustSchedule, dropped, replaced, change)
         }
         didChange(change)
         withExtendedLifetime((dropped, replaced)) {}  // released here, outside the locks
@@ -290,9 +278,8 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
             let latest = values?.lastSequence ?? 0
             let replays = values?.replays(of: N.self, matching: observer.filters, after: seen) ?? []
             guard replays.isEmpty || force else { return (replays, latest, nil, nil) }
-            let sequence = state.nextSequence()
-            let replaced = state.buckets[index].add(observer, sequence: sequence)
-            return (replays, latest, state.recordChange(of: key), replaced)
+            let (replaced, change) = state.add(observer, at: index, key: key)
+            return (replays, latest, change, replaced)
         }
         if let change { didChange(change) }
         withExtendedLifetime(replaced) {}  // released here, outside the locks
@@ -393,11 +380,7 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
     /// Clears every shard (the hub is going away). Call without holding a lock.
     private func clearShards() {
         for shard in shards {
-            let cleared = shard.table.withLock { table in
-                defer { table = SnapshotTable() }
-                return table
-            }
-            withExtendedLifetime(cleared) {}
+            withExtendedLifetime(shard.table.exchange(SnapshotTable())) {}  // released after the lock
         }
     }
 

@@ -47,6 +47,17 @@ struct RegistryState: Sendable {
         types[key].bucket
     }
 
+    /// Adds `observer` to the bucket at `index`, that of the type `key`, with the next registration
+    /// number.
+    ///
+    /// - Returns: The snapshot it outdated, to release after the lock, and the change to publish.
+    mutating func add(
+        _ observer: AnyObserver, at index: Int, key: ObjectIdentifier
+    ) -> (ObserverSnapshot?, RegistryChange) {
+        let sequence = nextSequence()
+        return (buckets[index].add(observer, sequence: sequence), recordChange(of: key))
+    }
+
     /// The index in `buckets` of `type`'s bucket, created if needed.
     mutating func bucket(creating type: any TypedNotification.Type) -> Int {
         let slot = types.insert(ObjectIdentifier(type)).slot

@@ -91,7 +91,7 @@ extension NotificationHub {
         let observer = Observer<FamilyDelivery<Family>>(
             core: core, stream: storage, filters: subject.map { Filters(subject: $0, owner: nil) },
             location: SourceLocation(fileID: fileID, line: UInt32(clamping: line)), family: Herald.Family<Family>())
-        core.addFamily(observer)
+        core.registry.addFamily(observer)
         let observation = ObservationToken(registration: observer)
         storage.attach(observation)
         return FamilyNotificationSequence(base: NotificationSequence(storage: storage))

@@ -45,7 +45,7 @@ extension NotificationHub {
         if replayLatest {
             core.addReplaying(observer)
         } else {
-            core.add(observer)
+            core.registry.add(observer)
         }
         let observation = ObservationToken(registration: observer)
         storage.attach(observation)

@@ -46,10 +46,9 @@ extension NotificationSequence {
         /// Ends the sequence: cancels the observation, discards what the mailbox holds, and tells
         /// every waiting consumer that the sequence has ended.
         func finish() {
-            let token = observation.withLock { observation -> ObservationToken? in
+            let token = observation.withLock { observation in
                 observation.isFinished = true
-                defer { observation.token = nil }
-                return observation.token
+                return observation.token.take()
             }
             mailbox.finishStream()
             token?.cancel()

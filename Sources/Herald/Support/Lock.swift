@@ -36,6 +36,15 @@ struct Lock<Value: Sendable>: ~Copyable, Sendable {
             return try body(&value)
         }
     }
+
+    /// Stores `newValue` and returns the value it replaces, which the caller releases after the
+    /// lock: releasing a closure or an object can run any `deinit`.
+    borrowing func exchange(_ newValue: Value) -> Value {
+        withLock { value in
+            defer { value = newValue }
+            return value
+        }
+    }
 }
 
 /// An object whose address names one ``Lock`` to ThreadSanitizer.

@@ -43,8 +43,7 @@ final class AsyncCallSlot: Sendable {
         let (waiter, cancelled) = state.withLock { state in
             state.task = task
             state.isArmed = true
-            defer { state.waiter = nil }
-            return (state.waiter, state.isCancelled)
+            return (state.waiter.take(), state.isCancelled)
         }
         if cancelled { task.cancel() }
         waiter?.resume()

@@ -296,10 +296,7 @@ final class WaitGroup: Sendable {
             guard deadline != .distantFuture else { return }
             DispatchQueue.global().asyncAfter(deadline: deadline) { [self] in
                 // Whoever takes the continuation resumes it: the timer or the last delivery.
-                let timedOut = state.withLock { state -> CheckedContinuation<Bool, Never>? in
-                    defer { state.continuation = nil }
-                    return state.continuation
-                }
+                let timedOut = state.withLock { $0.continuation.take() }
                 timedOut?.resume(returning: false)
             }
         }
@@ -351,10 +348,7 @@ final class WaitGroup: Sendable {
             semaphore._withUnsafeGuaranteedRef { _ = $0.signal() }
             return
         }
-        let continuation = state.withLock { state -> CheckedContinuation<Bool, Never>? in
-            defer { state.continuation = nil }
-            return state.continuation
-        }
+        let continuation = state.withLock { $0.continuation.take() }
         continuation?.resume(returning: true)
     }
 }
