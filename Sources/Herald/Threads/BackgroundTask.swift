@@ -141,10 +141,6 @@ public protocol BackgroundTaskDependency: Sendable {
 public struct BackgroundTaskHandle: Sendable, Hashable {
     let operation: Operation
 
-    init(operation: Operation) {
-        self.operation = operation
-    }
-
     /// Two handles are equal when they refer to the same task.
     public static func == (lhs: BackgroundTaskHandle, rhs: BackgroundTaskHandle) -> Bool {
         lhs.operation === rhs.operation
