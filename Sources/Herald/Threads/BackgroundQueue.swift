@@ -147,7 +147,7 @@ public final class BackgroundQueue: Sendable {
         for dependency in dependencies {
             let upstream = dependency.dependencyHandle.operation
             // Foundation does not retain an operation's dependents (see `DependentsKeeper`).
-            (upstream as? any KeepsDependents)?.dependents.keep(BackgroundTaskHandle(operation: operation))
+            (upstream as? any TaskOperating)?.dependents.keep(BackgroundTaskHandle(operation: operation))
             operation.addDependency(upstream)
         }
         let task = BackgroundTask(operation: operation)
@@ -188,7 +188,7 @@ public final class BackgroundQueue: Sendable {
     /// work that has not started never runs, and its ``BackgroundTask/value`` throws
     /// `CancellationError`.
     public func cancelAllTasks() {
-        for case let operation as any TaskCancelling in operations.operations {
+        for case let operation as any TaskOperating in operations.operations {
             operation.cancelTask()
         }
     }
