@@ -696,8 +696,7 @@ private struct UserInfoUnkeyedDecodingContainer: UnkeyedDecodingContainer {
         try checkNotAtEnd(expected: UserInfoUnboxer.typeName(type))
         let value = try UserInfoUnboxer.unbox(
             type, from: array[currentIndex], at: path + [.index(currentIndex)], options: options)
-        currentIndex += 1
-        return value
+        return advancing(past: value)
     }
 
     mutating func decode(_ type: Bool.Type) throws -> Bool { try decodeValue(type) }
@@ -720,21 +719,21 @@ private struct UserInfoUnkeyedDecodingContainer: UnkeyedDecodingContainer {
     mutating func nestedContainer<NestedKey: CodingKey>(
         keyedBy type: NestedKey.Type
     ) throws -> KeyedDecodingContainer<NestedKey> {
-        let container = try nextDecoder(expected: "a dictionary").container(keyedBy: type)
-        currentIndex += 1
-        return container
+        try advancing(past: nextDecoder(expected: "a dictionary").container(keyedBy: type))
     }
 
     mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {
-        let container = try nextDecoder(expected: "an array").unkeyedContainer()
-        currentIndex += 1
-        return container
+        try advancing(past: nextDecoder(expected: "an array").unkeyedContainer())
     }
 
     mutating func superDecoder() throws -> any Decoder {
-        let decoder = try nextDecoder(expected: "a value")
+        try advancing(past: nextDecoder(expected: "a value"))
+    }
+
+    /// Moves to the next element, once `result` has been read from the current one.
+    private mutating func advancing<Result>(past result: Result) -> Result {
         currentIndex += 1
-        return decoder
+        return result
     }
 
     private func nextDecoder(expected: String) throws -> UserInfoDecoderImplementation {
