@@ -573,6 +573,11 @@ private struct UserInfoDecoderImplementation: Decoder {
         UserInfoSingleValueDecodingContainer(decoder: self)
     }
 
+    /// Decodes the value this decoder stands for as a `T`.
+    func unbox<T: Decodable>(_ type: T.Type) throws -> T {
+        try UserInfoUnboxer.unbox(type, from: value, at: path, options: options)
+    }
+
     private func present() throws -> Any {
         guard let flat = UserInfoValue.flatten(value), !(flat is NSNull) else {
             throw UserInfoUnboxer.wrap(.valueNotFound(at: path, expected: expected, found: value), type: Any.self)
@@ -606,12 +611,7 @@ private struct UserInfoKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingCont
     }
 
     private func decodeValue<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
-        let keyPath = path + [.key(key.stringValue)]
-        guard let value = dictionary[key.stringValue] else {
-            throw UserInfoUnboxer.wrap(
-                .keyNotFound(at: keyPath, expected: UserInfoUnboxer.typeName(type)), type: type)
-        }
-        return try UserInfoUnboxer.unbox(type, from: value, at: keyPath, options: options)
+        try decoder(forKey: key, expected: UserInfoUnboxer.typeName(type)).unbox(type)
     }
 
     func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try decodeValue(type, forKey: key) }
@@ -693,10 +693,7 @@ private struct UserInfoUnkeyedDecodingContainer: UnkeyedDecodingContainer {
     }
 
     private mutating func decodeValue<T: Decodable>(_ type: T.Type) throws -> T {
-        try checkNotAtEnd(expected: UserInfoUnboxer.typeName(type))
-        let value = try UserInfoUnboxer.unbox(
-            type, from: array[currentIndex], at: path + [.index(currentIndex)], options: options)
-        return advancing(past: value)
+        try advancing(past: nextDecoder(expected: UserInfoUnboxer.typeName(type)).unbox(type))
     }
 
     mutating func decode(_ type: Bool.Type) throws -> Bool { try decodeValue(type) }
@@ -767,7 +764,7 @@ private struct UserInfoSingleValueDecodingContainer: SingleValueDecodingContaine
     }
 
     private func decodeValue<T: Decodable>(_ type: T.Type) throws -> T {
-        try UserInfoUnboxer.unbox(type, from: decoder.value, at: decoder.path, options: decoder.options)
+        try decoder.unbox(type)
     }
 
     func decode(_ type: Bool.Type) throws -> Bool { try decodeValue(type) }
