@@ -122,7 +122,6 @@ extension NotificationHub {
     ) -> ObservationToken {
         let link = ForwardingLink(hub: self, center: center, type: type)
         let weakSubject = WeakSubject(subject)
-        let center = CenterReference(center)
         return observe(type, from: subject, on: .posting, fileID: fileID, line: line) { value in
             // A notification that came from this center: its observers already have it.
             guard !ForwardingFrame.isActive(link, direction: .fromCenter) else { return }
@@ -130,7 +129,7 @@ extension NotificationHub {
             if weakSubject.hadObject && object == nil { return }
             let notification = try value.makeNotification(object: object)
             ForwardingFrame.run(link, direction: .toCenter) {
-                center.center.post(notification)
+                center.post(notification)
             }
         }
     }
@@ -208,15 +207,6 @@ final class WeakSubject: @unchecked Sendable {  // Written only in init; weak lo
     init(_ object: AnyObject?) {
         self.object = object
         self.hadObject = object != nil
-    }
-}
-
-/// A `NotificationCenter` to post on from any thread.
-final class CenterReference: @unchecked Sendable {  // Immutable; NotificationCenter is thread-safe.
-    let center: NotificationCenter
-
-    init(_ center: NotificationCenter) {
-        self.center = center
     }
 }
 

@@ -54,12 +54,7 @@ extension NotificationCenter {
             // The notification is handed over with the closure (`sending`): nothing shares it.
             DeliveryTarget.mainQueue.performAndWait(isolation: nil) { [self] in post(notification) }
         } else {
-            let handOver = HandOver(notification)
-            DispatchQueue.main.async { [self] in
-                if let notification = handOver.take() {
-                    post(notification)
-                }
-            }
+            postLater(HandOver(notification))
         }
     }
 
@@ -134,16 +129,11 @@ extension NotificationCenter {
         }
         let handOver = HandOver(notification)
         guard waitUntilDone else {
-            DispatchQueue.main.async { [self] in
-                if let notification = handOver.take() { post(notification) }
-            }
+            postLater(handOver)
             return
         }
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            DispatchQueue.main.async { [self] in
-                if let notification = handOver.take() { post(notification) }
-                done.resume()
-            }
+            postLater(handOver) { done.resume() }
         }
     }
 
@@ -165,5 +155,13 @@ extension NotificationCenter {
     ) async {
         await postOnMainThread(
             Notification(name: name, object: object, userInfo: userInfo), waitUntilDone: waitUntilDone)
+    }
+
+    /// Posts the handed-over notification from the main queue, later, then calls `completion`.
+    private func postLater(_ handOver: HandOver<Notification>, completion: @escaping @Sendable () -> Void = {}) {
+        DispatchQueue.main.async { [self] in
+            if let notification = handOver.take() { post(notification) }
+            completion()
+        }
     }
 }

@@ -343,7 +343,7 @@ enum UserInfoUnboxer {
         // swift-format-ignore
         switch type {
         case is Bool.Type: result = try unboxBool(value, at: path)
-        case is String.Type: result = try unboxString(value, at: path)
+        case is String.Type: result = try unboxCast(String.self, value, at: path)
         case is Int.Type: result = try unboxInteger(Int.self, value, at: path)
         case is Int8.Type: result = try unboxInteger(Int8.self, value, at: path)
         case is Int16.Type: result = try unboxInteger(Int16.self, value, at: path)
@@ -358,10 +358,11 @@ enum UserInfoUnboxer {
         case is UInt128.Type: result = try unboxInteger(UInt128.self, value, at: path)
         case is Double.Type: result = try unboxFloatingPoint(Double.self, value, at: path)
         case is Float.Type: result = try unboxFloatingPoint(Float.self, value, at: path)
-        case is Date.Type: result = try unboxFoundation(Date.self, value, at: path)
-        case is Data.Type: result = try unboxFoundation(Data.self, value, at: path)
-        case is URL.Type: result = try unboxURL(value, at: path)
-        case is UUID.Type: result = try unboxUUID(value, at: path)
+        case is Date.Type: result = try unboxCast(Date.self, value, at: path)
+        case is Data.Type: result = try unboxCast(Data.self, value, at: path)
+        case is URL.Type: result = try unboxParsed(value, at: path, detail: "not a valid URL") { URL(string: $0) }
+        case is UUID.Type:
+            result = try unboxParsed(value, at: path, detail: "not a valid UUID string") { UUID(uuidString: $0) }
         default: return nil
         }
         guard let typed = result as? T else {
@@ -385,14 +386,6 @@ enum UserInfoUnboxer {
             return bool
         }
         throw wrap(.typeMismatch(at: path, expected: "Bool", found: flat), type: Bool.self)
-    }
-
-    private static func unboxString(_ value: Any, at path: Path) throws -> String {
-        let flat = try present(value, String.self, at: path)
-        if let string = flat as? String {
-            return string
-        }
-        throw wrap(.typeMismatch(at: path, expected: "String", found: flat), type: String.self)
     }
 
     private static func unboxInteger<I: FixedWidthInteger>(_ type: I.Type, _ value: Any, at path: Path) throws -> I {
@@ -444,7 +437,8 @@ enum UserInfoUnboxer {
         throw wrap(.numberNotExact(at: path, expected: expected, found: flat), type: type)
     }
 
-    private static func unboxFoundation<T>(_ type: T.Type, _ value: Any, at path: Path) throws -> T {
+    /// A value stored as itself (a `String`, a `Date`, `Data`).
+    private static func unboxCast<T>(_ type: T.Type, _ value: Any, at path: Path) throws -> T {
         let flat = try present(value, type, at: path)
         if let typed = flat as? T {
             return typed
@@ -452,29 +446,22 @@ enum UserInfoUnboxer {
         throw wrap(.typeMismatch(at: path, expected: typeName(type), found: flat), type: type)
     }
 
-    private static func unboxURL(_ value: Any, at path: Path) throws -> URL {
-        try unboxParsed(value, at: path, name: "URL", detail: "not a valid URL") { URL(string: $0) }
-    }
-
-    private static func unboxUUID(_ value: Any, at path: Path) throws -> UUID {
-        try unboxParsed(value, at: path, name: "UUID", detail: "not a valid UUID string") { UUID(uuidString: $0) }
-    }
-
     /// A value stored either as itself or as a string that `parse` reads (a `URL`, a `UUID`).
     private static func unboxParsed<T>(
-        _ value: Any, at path: Path, name: String, detail: String, parse: (String) -> T?
+        _ value: Any, at path: Path, detail: String, parse: (String) -> T?
     ) throws -> T {
         let flat = try present(value, T.self, at: path)
         if let typed = flat as? T {
             return typed
         }
         guard let string = flat as? String else {
-            throw wrap(.typeMismatch(at: path, expected: name, found: flat), type: T.self)
+            throw wrap(.typeMismatch(at: path, expected: typeName(T.self), found: flat), type: T.self)
         }
         guard let parsed = parse(string) else {
             throw wrap(
                 .invalidValue(
-                    at: path, expected: name, found: UserInfoDecodingError.describeFound(flat), detail: detail),
+                    at: path, expected: typeName(T.self), found: UserInfoDecodingError.describeFound(flat),
+                    detail: detail),
                 type: T.self)
         }
         return parsed
@@ -487,24 +474,17 @@ enum UserInfoUnboxer {
     /// Turns a ``UserInfoDecodingError`` into the `DecodingError` that Codable code expects,
     /// carrying the original as its underlying error.
     static func wrap(_ error: UserInfoDecodingError, type: Any.Type) -> DecodingError {
-        let codingPath = error.codingPath
+        func context(_ codingPath: [any CodingKey]) -> DecodingError.Context {
+            DecodingError.Context(codingPath: codingPath, debugDescription: error.description, underlyingError: error)
+        }
+        var codingPath = error.codingPath
+        if error.code == .keyNotFound, let key = codingPath.popLast() {
+            return .keyNotFound(key, context(codingPath))
+        }
         switch error.code {
-        case .keyNotFound where !codingPath.isEmpty:
-            let context = DecodingError.Context(
-                codingPath: Array(codingPath.dropLast()), debugDescription: error.description, underlyingError: error)
-            return .keyNotFound(codingPath[codingPath.count - 1], context)
-        case .valueNotFound:
-            let context = DecodingError.Context(
-                codingPath: codingPath, debugDescription: error.description, underlyingError: error)
-            return .valueNotFound(type, context)
-        case .typeMismatch:
-            let context = DecodingError.Context(
-                codingPath: codingPath, debugDescription: error.description, underlyingError: error)
-            return .typeMismatch(type, context)
-        default:
-            let context = DecodingError.Context(
-                codingPath: codingPath, debugDescription: error.description, underlyingError: error)
-            return .dataCorrupted(context)
+        case .valueNotFound: return .valueNotFound(type, context(codingPath))
+        case .typeMismatch: return .typeMismatch(type, context(codingPath))
+        default: return .dataCorrupted(context(codingPath))
         }
     }
 
@@ -530,33 +510,29 @@ enum UserInfoUnboxer {
         if let carried = decodingError.userInfoDecodingError {
             return carried
         }
-        // A DecodingError made by the type's own init(from:).
-        func describe(_ context: DecodingError.Context) -> (path: Path, expected: String, found: String) {
+        // A DecodingError made by the type's own init(from:). When it is about the value this step
+        // decodes, the error describes that value.
+        func converted(
+            _ code: UserInfoDecodingError.Code, _ context: DecodingError.Context, expected valueType: Any.Type?
+        ) -> UserInfoDecodingError {
             let errorPath = context.codingPath.map(UserInfoDecodingError.PathComponent.init)
-            if errorPath == path {
-                return (path, typeName(type), UserInfoDecodingError.describeFound(value))
-            }
-            return (errorPath, "a valid value", "an invalid value")
+            let (expected, found) =
+                errorPath == path
+                ? (typeName(type), UserInfoDecodingError.describeFound(value)) : ("a valid value", "an invalid value")
+            return UserInfoDecodingError(
+                code: code, path: errorPath, expected: valueType.map(typeName) ?? expected, found: found,
+                detail: context.debugDescription)
         }
         switch decodingError {
         case .keyNotFound(let key, let context):
             let keyPath = context.codingPath.map(UserInfoDecodingError.PathComponent.init) + [.init(key)]
             return .keyNotFound(at: keyPath, expected: "a value", detail: context.debugDescription)
         case .valueNotFound(let valueType, let context):
-            let location = describe(context)
-            return UserInfoDecodingError(
-                code: .valueNotFound, path: location.path, expected: typeName(valueType), found: location.found,
-                detail: context.debugDescription)
+            return converted(.valueNotFound, context, expected: valueType)
         case .typeMismatch(let valueType, let context):
-            let location = describe(context)
-            return UserInfoDecodingError(
-                code: .typeMismatch, path: location.path, expected: typeName(valueType), found: location.found,
-                detail: context.debugDescription)
+            return converted(.typeMismatch, context, expected: valueType)
         case .dataCorrupted(let context):
-            let location = describe(context)
-            return .invalidValue(
-                at: location.path, expected: location.expected, found: location.found,
-                detail: context.debugDescription)
+            return converted(.invalidValue, context, expected: nil)
         @unknown default:
             return .decodingFailed(
                 at: path, expected: typeName(type), found: UserInfoDecodingError.describeFound(value), error: error)
@@ -597,6 +573,11 @@ private struct UserInfoDecoderImplementation: Decoder {
         UserInfoSingleValueDecodingContainer(decoder: self)
     }
 
+    /// Decodes the value this decoder stands for as a `T`.
+    func unbox<T: Decodable>(_ type: T.Type) throws -> T {
+        try UserInfoUnboxer.unbox(type, from: value, at: path, options: options)
+    }
+
     private func present() throws -> Any {
         guard let flat = UserInfoValue.flatten(value), !(flat is NSNull) else {
             throw UserInfoUnboxer.wrap(.valueNotFound(at: path, expected: expected, found: value), type: Any.self)
@@ -630,12 +611,7 @@ private struct UserInfoKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingCont
     }
 
     private func decodeValue<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
-        let keyPath = path + [.key(key.stringValue)]
-        guard let value = dictionary[key.stringValue] else {
-            throw UserInfoUnboxer.wrap(
-                .keyNotFound(at: keyPath, expected: UserInfoUnboxer.typeName(type)), type: type)
-        }
-        return try UserInfoUnboxer.unbox(type, from: value, at: keyPath, options: options)
+        try decoder(forKey: key, expected: UserInfoUnboxer.typeName(type)).unbox(type)
     }
 
     func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try decodeValue(type, forKey: key) }
@@ -717,11 +693,7 @@ private struct UserInfoUnkeyedDecodingContainer: UnkeyedDecodingContainer {
     }
 
     private mutating func decodeValue<T: Decodable>(_ type: T.Type) throws -> T {
-        try checkNotAtEnd(expected: UserInfoUnboxer.typeName(type))
-        let value = try UserInfoUnboxer.unbox(
-            type, from: array[currentIndex], at: path + [.index(currentIndex)], options: options)
-        currentIndex += 1
-        return value
+        try advancing(past: nextDecoder(expected: UserInfoUnboxer.typeName(type)).unbox(type))
     }
 
     mutating func decode(_ type: Bool.Type) throws -> Bool { try decodeValue(type) }
@@ -744,21 +716,21 @@ private struct UserInfoUnkeyedDecodingContainer: UnkeyedDecodingContainer {
     mutating func nestedContainer<NestedKey: CodingKey>(
         keyedBy type: NestedKey.Type
     ) throws -> KeyedDecodingContainer<NestedKey> {
-        let container = try nextDecoder(expected: "a dictionary").container(keyedBy: type)
-        currentIndex += 1
-        return container
+        try advancing(past: nextDecoder(expected: "a dictionary").container(keyedBy: type))
     }
 
     mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {
-        let container = try nextDecoder(expected: "an array").unkeyedContainer()
-        currentIndex += 1
-        return container
+        try advancing(past: nextDecoder(expected: "an array").unkeyedContainer())
     }
 
     mutating func superDecoder() throws -> any Decoder {
-        let decoder = try nextDecoder(expected: "a value")
+        try advancing(past: nextDecoder(expected: "a value"))
+    }
+
+    /// Moves to the next element, once `result` has been read from the current one.
+    private mutating func advancing<Result>(past result: Result) -> Result {
         currentIndex += 1
-        return decoder
+        return result
     }
 
     private func nextDecoder(expected: String) throws -> UserInfoDecoderImplementation {
@@ -792,7 +764,7 @@ private struct UserInfoSingleValueDecodingContainer: SingleValueDecodingContaine
     }
 
     private func decodeValue<T: Decodable>(_ type: T.Type) throws -> T {
-        try UserInfoUnboxer.unbox(type, from: decoder.value, at: decoder.path, options: decoder.options)
+        try decoder.unbox(type)
     }
 
     func decode(_ type: Bool.Type) throws -> Bool { try decodeValue(type) }

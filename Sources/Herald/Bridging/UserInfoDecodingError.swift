@@ -27,55 +27,29 @@ public struct UserInfoDecodingError: Error, CustomStringConvertible, Sendable {
     ///
     /// Compare with `==` against the static members, for example `error.code == .numberOutOfRange`.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum _Code: Hashable, Sendable {
-            case keyNotFound
-            case valueNotFound
-            case typeMismatch
-            case numberOutOfRange
-            case numberNotExact
-            case invalidValue
-            case nameMismatch
-            case decodingFailed
-        }
-
-        private let _code: _Code
-
-        private init(_ code: _Code) {
-            self._code = code
-        }
+        private let name: String
 
         /// A required key is missing from the dictionary, or an array has fewer elements than asked for.
-        public static let keyNotFound = Code(.keyNotFound)
+        public static let keyNotFound = Code(name: "keyNotFound")
         /// A key holds `NSNull` or `nil` where a value is required.
-        public static let valueNotFound = Code(.valueNotFound)
+        public static let valueNotFound = Code(name: "valueNotFound")
         /// A value of another type was found, for example a `String` where an `Int` is expected.
-        public static let typeMismatch = Code(.typeMismatch)
+        public static let typeMismatch = Code(name: "typeMismatch")
         /// A number was found that does not fit in the expected numeric type, for example 300 for a `UInt8`.
-        public static let numberOutOfRange = Code(.numberOutOfRange)
+        public static let numberOutOfRange = Code(name: "numberOutOfRange")
         /// A number was found that the expected type cannot hold exactly, for example 3.5 for an `Int`.
-        public static let numberNotExact = Code(.numberNotExact)
+        public static let numberNotExact = Code(name: "numberNotExact")
         /// A value of the right kind was found but it is not valid, for example a `String` that is not a UUID,
         /// or a raw value that names no case of an enumeration.
-        public static let invalidValue = Code(.invalidValue)
+        public static let invalidValue = Code(name: "invalidValue")
         /// The notification's name is not the name that the type declares.
-        public static let nameMismatch = Code(.nameMismatch)
+        public static let nameMismatch = Code(name: "nameMismatch")
         /// The type's own decoding code threw an error that is not a decoding error; see
         /// ``UserInfoDecodingError/underlyingError``.
-        public static let decodingFailed = Code(.decodingFailed)
+        public static let decodingFailed = Code(name: "decodingFailed")
 
         /// The code's name, for example `keyNotFound`.
-        public var description: String {
-            switch _code {
-            case .keyNotFound: "keyNotFound"
-            case .valueNotFound: "valueNotFound"
-            case .typeMismatch: "typeMismatch"
-            case .numberOutOfRange: "numberOutOfRange"
-            case .numberNotExact: "numberNotExact"
-            case .invalidValue: "invalidValue"
-            case .nameMismatch: "nameMismatch"
-            case .decodingFailed: "decodingFailed"
-            }
-        }
+        public var description: String { name }
     }
 
     /// One step of a key path: a dictionary key or an array index.
@@ -148,7 +122,14 @@ public struct UserInfoDecodingError: Error, CustomStringConvertible, Sendable {
     /// a ``Code/nameMismatch``.
     public var keyPath: String {
         if code == .nameMismatch { return "Notification.name" }
-        return Self.keyPathDescription(path)
+        var text = "userInfo"
+        for component in path {
+            switch component {
+            case .key(let key): text += "[\(String(reflecting: key))]"
+            case .index(let index): text += "[\(index)]"
+            }
+        }
+        return text
     }
 
     /// A one-line message: `userInfo["profile"]["age"]: expected Int, found String "forty"`.
@@ -158,17 +139,6 @@ public struct UserInfoDecodingError: Error, CustomStringConvertible, Sendable {
             message += " (\(detail))"
         }
         return message
-    }
-
-    static func keyPathDescription(_ path: [PathComponent]) -> String {
-        var text = "userInfo"
-        for component in path {
-            switch component {
-            case .key(let key): text += "[\(String(reflecting: key))]"
-            case .index(let index): text += "[\(index)]"
-            }
-        }
-        return text
     }
 }
 
@@ -190,9 +160,7 @@ extension UserInfoDecodingError {
     ///   - expected: The type that the key should hold.
     /// - Returns: An error with code ``Code/keyNotFound``.
     public static func keyNotFound(keyPath: [String], expected: Any.Type) -> Self {
-        Self(
-            code: .keyNotFound, path: keyPath.map(PathComponent.key), expected: typeName(expected),
-            found: "nothing", detail: "no value for this key")
+        keyNotFound(at: keyPath.map(PathComponent.key), expected: typeName(expected))
     }
 
     /// Makes the error for a value of the wrong type.
@@ -208,9 +176,7 @@ extension UserInfoDecodingError {
     ///   - found: The value that was found. Only its description is kept.
     /// - Returns: An error with code ``Code/typeMismatch``.
     public static func typeMismatch(keyPath: [String], expected: Any.Type, found: Any?) -> Self {
-        Self(
-            code: .typeMismatch, path: keyPath.map(PathComponent.key), expected: typeName(expected),
-            found: describeFound(found))
+        typeMismatch(at: keyPath.map(PathComponent.key), expected: typeName(expected), found: found)
     }
 
     /// Makes the error for a value of the right kind that is not valid, such as an unknown raw value.

@@ -45,59 +45,35 @@ import Foundation
 public struct UserInfoEncoder: Sendable {
     /// How a `URL` is stored.
     public struct URLEncodingStrategy: Hashable, Sendable {
-        private enum _Strategy: Hashable, Sendable {
-            case absoluteString
-            case url
-        }
-
-        private let strategy: _Strategy
-
-        private init(_ strategy: _Strategy) {
-            self.strategy = strategy
-        }
+        private let storesString: Bool
 
         /// Stores the URL's `absoluteString`, a property-list value, for legacy observers that read
         /// `userInfo["key"] as? String`.
-        public static let absoluteString = URLEncodingStrategy(.absoluteString)
+        public static let absoluteString = URLEncodingStrategy(storesString: true)
 
         /// Stores the `URL` itself, for legacy observers that read `userInfo["key"] as? URL`. This
         /// is the default.
-        public static let url = URLEncodingStrategy(.url)
+        public static let url = URLEncodingStrategy(storesString: false)
 
         func encode(_ url: URL) -> Any {
-            switch strategy {
-            case .absoluteString: url.absoluteString
-            case .url: url
-            }
+            storesString ? url.absoluteString : url
         }
     }
 
     /// How a `UUID` is stored.
     public struct UUIDEncodingStrategy: Hashable, Sendable {
-        private enum _Strategy: Hashable, Sendable {
-            case uuidString
-            case uuid
-        }
-
-        private let strategy: _Strategy
-
-        private init(_ strategy: _Strategy) {
-            self.strategy = strategy
-        }
+        private let storesString: Bool
 
         /// Stores the UUID's `uuidString`, a property-list value, for legacy observers that read
         /// `userInfo["key"] as? String`.
-        public static let uuidString = UUIDEncodingStrategy(.uuidString)
+        public static let uuidString = UUIDEncodingStrategy(storesString: true)
 
         /// Stores the `UUID` itself, for legacy observers that read `userInfo["key"] as? UUID`.
         /// This is the default.
-        public static let uuid = UUIDEncodingStrategy(.uuid)
+        public static let uuid = UUIDEncodingStrategy(storesString: false)
 
         func encode(_ uuid: UUID) -> Any {
-            switch strategy {
-            case .uuidString: uuid.uuidString
-            case .uuid: uuid
-            }
+            storesString ? uuid.uuidString : uuid
         }
     }
 
@@ -207,41 +183,24 @@ final class UserInfoEncodingNode {
     }
 
     func setValue(_ newValue: Any) {
-        kind = .value
+        clear(as: .value)
         value = newValue
-        keyed = [:]
-        unkeyed = []
     }
 
-    func reset() {
-        kind = .empty
+    /// Makes the node a container of the given kind, keyed or unkeyed. A node that held a value or
+    /// the other kind of container is emptied first, and then the result is `false`.
+    func makeContainer(_ container: Kind) -> Bool {
+        guard kind != container else { return true }
+        let wasEmpty = kind == .empty
+        clear(as: container)
+        return wasEmpty
+    }
+
+    private func clear(as newKind: Kind) {
+        kind = newKind
         value = NSNull()
         keyed = [:]
         unkeyed = []
-    }
-
-    func makeKeyed() -> Bool {
-        switch kind {
-        case .empty:
-            kind = .keyed
-            return true
-        case .keyed:
-            return true
-        case .value, .unkeyed:
-            return false
-        }
-    }
-
-    func makeUnkeyed() -> Bool {
-        switch kind {
-        case .empty:
-            kind = .unkeyed
-            return true
-        case .unkeyed:
-            return true
-        case .value, .keyed:
-            return false
-        }
     }
 
     func set(_ child: UserInfoEncodingNode, forKey key: String) {
@@ -338,20 +297,16 @@ private struct UserInfoEncoderImplementation: Encoder {
     var userInfo: [CodingUserInfoKey: Any] { state.userInfo }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
-        if !node.makeKeyed() {
+        if !node.makeContainer(.keyed) {
             state.record(misuse("a keyed container was requested where a value or an array was already encoded"))
-            node.reset()
-            _ = node.makeKeyed()
         }
         return KeyedEncodingContainer(
             UserInfoKeyedEncodingContainer<Key>(node: node, codingPath: codingPath, state: state))
     }
 
     func unkeyedContainer() -> any UnkeyedEncodingContainer {
-        if !node.makeUnkeyed() {
+        if !node.makeContainer(.unkeyed) {
             state.record(misuse("an unkeyed container was requested where a value or a dictionary was already encoded"))
-            node.reset()
-            _ = node.makeUnkeyed()
         }
         return UserInfoUnkeyedEncodingContainer(node: node, codingPath: codingPath, state: state)
     }
@@ -405,30 +360,24 @@ private struct UserInfoKeyedEncodingContainer<Key: CodingKey>: KeyedEncodingCont
         keyedBy keyType: NestedKey.Type,
         forKey key: Key
     ) -> KeyedEncodingContainer<NestedKey> {
-        let child = UserInfoEncodingNode()
-        node.set(child, forKey: key.stringValue)
-        return UserInfoEncoderImplementation(node: child, codingPath: codingPath + [key], state: state)
-            .container(keyedBy: keyType)
+        childEncoder(forKey: key).container(keyedBy: keyType)
     }
 
     mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
-        let child = UserInfoEncodingNode()
-        node.set(child, forKey: key.stringValue)
-        return UserInfoEncoderImplementation(node: child, codingPath: codingPath + [key], state: state)
-            .unkeyedContainer()
+        childEncoder(forKey: key).unkeyedContainer()
     }
 
     mutating func superEncoder() -> any Encoder {
-        superEncoder(forKeyString: UserInfoCodingKey.super.stringValue, key: UserInfoCodingKey.super)
+        childEncoder(forKey: UserInfoCodingKey.super)
     }
 
     mutating func superEncoder(forKey key: Key) -> any Encoder {
-        superEncoder(forKeyString: key.stringValue, key: key)
+        childEncoder(forKey: key)
     }
 
-    private func superEncoder(forKeyString string: String, key: any CodingKey) -> any Encoder {
+    private func childEncoder(forKey key: any CodingKey) -> UserInfoEncoderImplementation {
         let child = UserInfoEncodingNode()
-        node.set(child, forKey: string)
+        node.set(child, forKey: key.stringValue)
         return UserInfoEncoderImplementation(node: child, codingPath: codingPath + [key], state: state)
     }
 }
@@ -476,22 +425,18 @@ private struct UserInfoUnkeyedEncodingContainer: UnkeyedEncodingContainer {
     mutating func nestedContainer<NestedKey: CodingKey>(
         keyedBy keyType: NestedKey.Type
     ) -> KeyedEncodingContainer<NestedKey> {
-        let key = nextKey
-        let child = UserInfoEncodingNode()
-        node.append(child)
-        return UserInfoEncoderImplementation(node: child, codingPath: codingPath + [key], state: state)
-            .container(keyedBy: keyType)
+        nextEncoder().container(keyedBy: keyType)
     }
 
     mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
-        let key = nextKey
-        let child = UserInfoEncodingNode()
-        node.append(child)
-        return UserInfoEncoderImplementation(node: child, codingPath: codingPath + [key], state: state)
-            .unkeyedContainer()
+        nextEncoder().unkeyedContainer()
     }
 
     mutating func superEncoder() -> any Encoder {
+        nextEncoder()
+    }
+
+    private func nextEncoder() -> UserInfoEncoderImplementation {
         let key = nextKey
         let child = UserInfoEncodingNode()
         node.append(child)

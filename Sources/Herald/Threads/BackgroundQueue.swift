@@ -147,7 +147,7 @@ public final class BackgroundQueue: Sendable {
         for dependency in dependencies {
             let upstream = dependency.dependencyHandle.operation
             // Foundation does not retain an operation's dependents (see `DependentsKeeper`).
-            (upstream as? any KeepsDependents)?.dependents.keep(BackgroundTaskHandle(operation: operation))
+            (upstream as? any TaskOperating)?.dependents.keep(BackgroundTaskHandle(operation: operation))
             operation.addDependency(upstream)
         }
         let task = BackgroundTask(operation: operation)
@@ -188,7 +188,7 @@ public final class BackgroundQueue: Sendable {
     /// work that has not started never runs, and its ``BackgroundTask/value`` throws
     /// `CancellationError`.
     public func cancelAllTasks() {
-        for case let operation as any TaskCancelling in operations.operations {
+        for case let operation as any TaskOperating in operations.operations {
             operation.cancelTask()
         }
     }
@@ -291,52 +291,29 @@ struct SharedSlot<Value: Sendable>: Sendable {
 public struct BackgroundQueueError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What went wrong; compare it with the static members.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Value: Hashable, Sendable {
-            case invalidMaxConcurrentTasks
-            case sharedAlreadyInUse
-            case sharedAlreadyReplaced
-        }
-
-        private let value: Value
-
-        private init(_ value: Value) {
-            self.value = value
-        }
+        private let name: String
+        /// What the message says was expected.
+        let expectation: String
 
         /// A maximum concurrency below 1 was given.
-        public static let invalidMaxConcurrentTasks = Code(.invalidMaxConcurrentTasks)
+        public static let invalidMaxConcurrentTasks = Code(
+            name: "invalidMaxConcurrentTasks", expectation: "expected maxConcurrentTasks of at least 1")
         /// ``BackgroundQueue/setShared(_:)`` was called after ``BackgroundQueue/shared`` was used.
-        public static let sharedAlreadyInUse = Code(.sharedAlreadyInUse)
+        public static let sharedAlreadyInUse = Code(
+            name: "sharedAlreadyInUse",
+            expectation: "expected setShared(_:) before the first use of BackgroundQueue.shared")
         /// ``BackgroundQueue/setShared(_:)`` was called a second time.
-        public static let sharedAlreadyReplaced = Code(.sharedAlreadyReplaced)
-
-        var expectation: String {
-            switch value {
-            case .invalidMaxConcurrentTasks: return "expected maxConcurrentTasks of at least 1"
-            case .sharedAlreadyInUse: return "expected setShared(_:) before the first use of BackgroundQueue.shared"
-            case .sharedAlreadyReplaced: return "expected setShared(_:) to be called at most once"
-            }
-        }
+        public static let sharedAlreadyReplaced = Code(
+            name: "sharedAlreadyReplaced", expectation: "expected setShared(_:) to be called at most once")
 
         /// The code's name, such as `invalidMaxConcurrentTasks`.
-        public var description: String {
-            switch value {
-            case .invalidMaxConcurrentTasks: return "invalidMaxConcurrentTasks"
-            case .sharedAlreadyInUse: return "sharedAlreadyInUse"
-            case .sharedAlreadyReplaced: return "sharedAlreadyReplaced"
-            }
-        }
+        public var description: String { name }
     }
 
     /// What went wrong.
     public let code: Code
     /// What was found instead of what was expected.
     public let detail: String
-
-    init(code: Code, detail: String) {
-        self.code = code
-        self.detail = detail
-    }
 
     /// A message that says what was expected and what was found.
     public var description: String {

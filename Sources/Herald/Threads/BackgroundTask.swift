@@ -141,10 +141,6 @@ public protocol BackgroundTaskDependency: Sendable {
 public struct BackgroundTaskHandle: Sendable, Hashable {
     let operation: Operation
 
-    init(operation: Operation) {
-        self.operation = operation
-    }
-
     /// Two handles are equal when they refer to the same task.
     public static func == (lhs: BackgroundTaskHandle, rhs: BackgroundTaskHandle) -> Bool {
         lhs.operation === rhs.operation
@@ -190,20 +186,15 @@ public enum BackgroundTaskPriority: Sendable, Hashable, CaseIterable {
     }
 }
 
-/// Cancels the task behind an operation of a ``BackgroundQueue``, without cancelling the operation.
-protocol TaskCancelling: AnyObject {
-    func cancelTask()
-}
-
 /// The operation that runs one task.
 ///
 /// It holds the task's core, never the ``BackgroundTask`` handle: a task still runs when nobody
 /// holds its handle, and there is no reference cycle. Herald cancels a task through its core
-/// (``TaskCancelling``): the operation then runs, finds the task cancelled, and finishes at once.
-/// If someone cancels the operation itself, the core is cancelled first, so the task still
-/// finishes even though `Operation` never calls `main()` for it.
+/// (``TaskOperating/cancelTask()``): the operation then runs, finds the task cancelled, and
+/// finishes at once. If someone cancels the operation itself, the core is cancelled first, so the
+/// task still finishes even though `Operation` never calls `main()` for it.
 // `@unchecked Sendable` restated from Operation; it adds only the immutable, Sendable `core` and `dependents`.
-final class TaskOperation<Value: Sendable>: Operation, KeepsDependents, @unchecked Sendable {
+final class TaskOperation<Value: Sendable>: Operation, TaskOperating, @unchecked Sendable {
     let core: BackgroundTaskCore<Value>
     let dependents = DependentsKeeper()
 
@@ -222,17 +213,19 @@ final class TaskOperation<Value: Sendable>: Operation, KeepsDependents, @uncheck
         core.cancel()
         super.cancel()
     }
-}
 
-extension TaskOperation: TaskCancelling {
     func cancelTask() {
         core.cancel()
     }
 }
 
-/// An operation that keeps the operations depending on it alive until it has finished.
-protocol KeepsDependents: AnyObject {
+/// What a ``BackgroundQueue`` needs of a ``TaskOperation``, whatever its value type.
+protocol TaskOperating: AnyObject {
+    /// Keeps the operations depending on this one alive until it has finished.
     var dependents: DependentsKeeper { get }
+
+    /// Cancels the task behind the operation, without cancelling the operation.
+    func cancelTask()
 }
 
 /// Keeps the operations that depend on one task alive until that task has finished.
@@ -296,27 +289,26 @@ final class BackgroundTaskCore<Value: Sendable>: Sendable {
 
     /// Runs the work, unless the task was cancelled first. Called by the operation.
     func run() {
-        let work = state.withLock { state -> (@Sendable () throws -> Value)? in
-            guard case .pending(let work) = state.phase else { return nil }
-            state.phase = .running
-            return work
-        }
-        guard let work else { return }
+        guard let work = claimWork() else { return }
         let result = BackgroundQueue.current.withValue(cancellation) { Result { try work() } }
         finish(result)
     }
 
     func cancel() {
         cancellation.set()
-        // The work is taken out and released after the lock: releasing a closure can run any
-        // `deinit`, which may use this very task.
-        let pendingWork = state.withLock { state -> (@Sendable () throws -> Value)? in
+        // Once claimed here, the work never starts. It is released after the lock: releasing a
+        // closure can run any `deinit`, which may use this very task.
+        guard claimWork() != nil else { return }
+        finish(.failure(CancellationError()))
+    }
+
+    /// Takes the work out, once: `nil` if it has been taken by ``run()`` or ``cancel()`` before.
+    private func claimWork() -> (@Sendable () throws -> Value)? {
+        state.withLock { state in
             guard case .pending(let work) = state.phase else { return nil }
-            state.phase = .running  // claimed: `run()` will not start the work
+            state.phase = .running
             return work
         }
-        guard pendingWork != nil else { return }
-        finish(.failure(CancellationError()))
     }
 
     func outcome() async -> Result<Value, any Error> {

@@ -262,9 +262,7 @@ public final class DeliveryThread: SerialExecutor, CustomStringConvertible {
 
     /// Schedules `job` to run later on this thread; rejected work goes to the `rejectionHandler`.
     func submit(_ job: @escaping @Sendable () -> Void) {
-        if !core.submit(.block(job)) {
-            core.reject(DeliveryThreadError(code: .shutDown, threadName: name))
-        }
+        reportUnlessAccepted(core.submit(.block(job)))
     }
 
     /// Schedules `job` to run later on this thread, or returns the error if the thread was shut down.
@@ -280,7 +278,13 @@ public final class DeliveryThread: SerialExecutor, CustomStringConvertible {
     /// Schedules `job` to run on this thread once `delay` has passed. The thread keeps its own
     /// timers: no dispatch queue or run loop is involved.
     func submit(after delay: Duration, _ job: @escaping @Sendable () -> Void) {
-        if !core.submit(after: delay, job) {
+        reportUnlessAccepted(core.submit(after: delay, job))
+    }
+
+    /// Reports work that the core refused, because the thread was shut down, to the
+    /// `rejectionHandler`.
+    private func reportUnlessAccepted(_ accepted: Bool) {
+        if !accepted {
             core.reject(DeliveryThreadError(code: .shutDown, threadName: name))
         }
     }
@@ -295,10 +299,7 @@ public final class DeliveryThread: SerialExecutor, CustomStringConvertible {
     ///
     /// - Parameter job: The job to run.
     public func enqueue(_ job: consuming ExecutorJob) {
-        let unownedJob = UnownedJob(job)
-        if !core.submit(.job(unownedJob, asUnownedSerialExecutor())) {
-            core.reject(DeliveryThreadError(code: .shutDown, threadName: name))
-        }
+        reportUnlessAccepted(core.submit(.job(UnownedJob(job), asUnownedSerialExecutor())))
     }
 
     /// This thread as the executor of an actor.

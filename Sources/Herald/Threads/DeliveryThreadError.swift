@@ -13,31 +13,17 @@
 public struct DeliveryThreadError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What went wrong; compare it with the static members.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Value: Hashable, Sendable {
-            case shutDown
-            case shutDownBeforeDelayEnded
-        }
-
-        private let value: Value
-
-        private init(_ value: Value) {
-            self.value = value
-        }
+        private let name: String
 
         /// Work was submitted after ``DeliveryThread/shutdown()``.
-        public static let shutDown = Code(.shutDown)
+        public static let shutDown = Code(name: "shutDown")
 
         /// Work submitted with ``DeliveryThread/perform(after:_:)`` was still waiting for its delay
         /// when the thread was shut down.
-        public static let shutDownBeforeDelayEnded = Code(.shutDownBeforeDelayEnded)
+        public static let shutDownBeforeDelayEnded = Code(name: "shutDownBeforeDelayEnded")
 
         /// The code's name, such as `shutDown`.
-        public var description: String {
-            switch value {
-            case .shutDown: return "shutDown"
-            case .shutDownBeforeDelayEnded: return "shutDownBeforeDelayEnded"
-            }
-        }
+        public var description: String { name }
     }
 
     /// What went wrong.

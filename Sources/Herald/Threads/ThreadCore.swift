@@ -140,14 +140,10 @@ final class ThreadCore: Sendable {
             while true {
                 let step = state.withLock { state -> Step in
                     let now = DispatchTime.now().uptimeNanoseconds
-                    if let firstLater = state.timers.firstIndex(where: { $0.deadline > now }) {
-                        if firstLater > 0 {
-                            state.ready.append(contentsOf: state.timers[..<firstLater].lazy.map { .block($0.work) })
-                            state.timers.removeFirst(firstLater)
-                        }
-                    } else if !state.timers.isEmpty {
-                        state.ready.append(contentsOf: state.timers.lazy.map { .block($0.work) })
-                        state.timers.removeAll()
+                    let dueCount = state.timers.firstIndex { $0.deadline > now } ?? state.timers.endIndex
+                    if dueCount > 0 {
+                        state.ready.append(contentsOf: state.timers[..<dueCount].lazy.map { .block($0.work) })
+                        state.timers.removeFirst(dueCount)
                     }
                     if !state.ready.isEmpty {
                         swap(&state.ready, &batch)

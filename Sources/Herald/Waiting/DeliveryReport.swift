@@ -63,17 +63,13 @@ public struct DeliveryReport: Sendable, Equatable, CustomStringConvertible {
         return text + ", failures: \(failures.count))"
     }
 
-    mutating func merge(_ other: DeliveryReport) {
-        deliveredCount += other.deliveredCount
-        skippedCount += other.skippedCount
-        replacedCount += other.replacedCount
-        droppedCount += other.droppedCount
-        if !other.failures.isEmpty { failures += other.failures }  // an empty append still replaces the buffer
-    }
-
     func merging(_ other: DeliveryReport) -> DeliveryReport {
         var sum = self
-        sum.merge(other)
+        sum.deliveredCount += other.deliveredCount
+        sum.skippedCount += other.skippedCount
+        sum.replacedCount += other.replacedCount
+        sum.droppedCount += other.droppedCount
+        if !other.failures.isEmpty { sum.failures += other.failures }  // an empty append still replaces the buffer
         return sum
     }
 }

@@ -115,13 +115,8 @@ extension NotificationHub {
         _ payload: UnsafeRawPointer, of type: any TypedNotification.Type, from subject: AnyObject?,
         timeout: Duration, isolation: (any Actor)?
     ) throws(DeliveryTimeout) -> DeliveryReport {
-        let outcome = waitingPost(
-            payload, of: type, subject: subject, isolation: isolation, deadline: timeout.deadlineFromNow)
-        guard outcome.completed else {
-            throw DeliveryTimeout(
-                timeout: timeout, notificationType: String(describing: type), pendingCount: outcome.pendingCount)
-        }
-        return outcome.report
+        try waitingPost(payload, of: type, subject: subject, isolation: isolation, deadline: timeout.deadlineFromNow)
+            .report(orTimeoutAfter: timeout, of: type)
     }
 
     /// Posts a notification and suspends until every observer has run, blocking no thread.
@@ -160,11 +155,7 @@ extension NotificationHub {
         from subject: AnyObject? = nil,
         isolation: isolated (any Actor)? = #isolation
     ) async -> DeliveryReport {
-        let (group, report, held) = startAsyncWaitingPost(notification, subject: subject)
-        await runOrHoldStandIn(held, group: group, isolation: isolation)
-        _ = await group.wait()
-        if let held { core.mainActorStandIn?.release(held) }
-        return report.merging(group.report)
+        await asyncWaitingPost(notification, subject: subject, timeout: nil, isolation: isolation).report
     }
 
     /// Posts a notification and suspends until every observer has run or `timeout` has passed,
@@ -195,25 +186,16 @@ extension NotificationHub {
         timeout: Duration,
         isolation: isolated (any Actor)? = #isolation
     ) async throws(DeliveryTimeout) -> DeliveryReport {
-        let (group, report, held) = startAsyncWaitingPost(notification, subject: subject)
-        await runOrHoldStandIn(held, group: group, isolation: isolation)
-        let completed = await group.wait(until: timeout.deadlineFromNow)
-        if let held { core.mainActorStandIn?.release(held) }
-        guard completed else {
-            throw DeliveryTimeout(
-                timeout: timeout, notificationType: String(describing: N.self), pendingCount: group.pendingCount)
-        }
-        return report.merging(group.report)
+        try await asyncWaitingPost(notification, subject: subject, timeout: timeout, isolation: isolation)
+            .report(orTimeoutAfter: timeout, of: N.self)
     }
 
-    /// Enqueues a post for the async waiting forms and runs its posting-thread observers.
-    ///
-    /// - Returns: The group to wait for, the posting-thread observers' report and, when some
-    ///   deliveries went to a main-actor stand-in, the waiting post to run or hold there.
-    private func startAsyncWaitingPost<N: TypedNotification>(
-        _ notification: N,
-        subject: AnyObject?
-    ) -> (WaitGroup, DeliveryReport, StandInWaitingPost?) {
+    /// The body of the async waiting posts: enqueues the post, runs its posting-thread observers
+    /// and, when some deliveries went to a main-actor stand-in, runs or holds the post there; then
+    /// suspends until every delivery is done or `timeout`, if any, has passed.
+    private func asyncWaitingPost<N: TypedNotification>(
+        _ notification: N, subject: AnyObject?, timeout: Duration?, isolation: isolated (any Actor)?
+    ) async -> WaitOutcome {
         let group = WaitGroup(waiter: nil)
         var wait = PostWait(group: group, isolation: nil, blocks: false)
         if let standIn = core.mainActorStandIn {
@@ -226,7 +208,12 @@ extension NotificationHub {
             scan(UnsafeRawPointer(payload), of: N.self, subject: subject, wait: &wait)
         }
         group.arrive()
-        return (group, wait.report, wait.isStandInPostHeld ? wait.standInPost : nil)
+        let held = wait.isStandInPostHeld ? wait.standInPost : nil
+        await runOrHoldStandIn(held, group: group, isolation: isolation)
+        let completed = await group.wait(until: timeout?.deadlineFromNow ?? .distantFuture)
+        if let held { core.mainActorStandIn?.release(held) }
+        let (delivered, pendingCount) = group.outcome
+        return WaitOutcome(completed: completed, pendingCount: pendingCount, report: wait.report.merging(delivered))
     }
 
     /// Under a main-actor stand-in, an async waiting post sees what it sees in the app: made on
@@ -247,6 +234,17 @@ extension NotificationHub {
         var completed: Bool
         var pendingCount: Int
         var report: DeliveryReport
+
+        /// The report, or ``DeliveryTimeout`` if the wait for a post of `type` ended at its timeout.
+        func report(
+            orTimeoutAfter timeout: Duration, of type: any TypedNotification.Type
+        ) throws(DeliveryTimeout) -> DeliveryReport {
+            guard completed else {
+                throw DeliveryTimeout(
+                    timeout: timeout, notificationType: String(describing: type), pendingCount: pendingCount)
+            }
+            return report
+        }
     }
 
     /// The body of the waiting posts; not generic, so it runs without generic metadata lookups.
@@ -283,9 +281,7 @@ extension NotificationHub {
         group.arrive()
         let completed = waiter.wait(until: deadline, for: group)
         let (delivered, pendingCount) = group.outcome
-        var report = wait.report
-        report.merge(delivered)
-        return WaitOutcome(completed: completed, pendingCount: pendingCount, report: report)
+        return WaitOutcome(completed: completed, pendingCount: pendingCount, report: wait.report.merging(delivered))
     }
 
     /// Runs the scan of a waiting post and counts an unobserved post.

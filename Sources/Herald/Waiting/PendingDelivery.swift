@@ -42,11 +42,6 @@ public struct PendingWorkError: Error, Sendable, Equatable, CustomStringConverti
     /// What was still pending when the wait ended.
     public let pending: [PendingDelivery]
 
-    private init(code: Code, pending: [PendingDelivery]) {
-        self.code = code
-        self.pending = pending
-    }
-
     /// The wait did not end within `timeout`.
     ///
     /// - Parameters:
