@@ -329,17 +329,20 @@ final class Mailbox<N: TypedNotification>: Sendable {
         let handler = box.map { unsafeDowncast($0, to: HandlerBox<N>.self) }
         let plain = handler?.plain  // read once per drain: a read per item would retain and release it
         let isAsync = asyncCalls != nil
+        // Read once per drain, like every field of the mailbox the loop needs: a read per item would
+        // pull the mailbox's first cache line, which the poster's appends write (the lock is next to
+        // it), back and forth between the two threads at every item.
+        let layout = self.layout
         var action = firstAction
         while case .run = action {
             var launch: (() -> Void)?
-            let layout = self.layout
             var index = 0
             while index < batch.count {  // a while loop: `for in` over a range costs witness calls here
                 let item = batch.item(index, layout)
                 if isAsync {
                     launch = prepareCall(item, handler, for: observer) ?? launch
                 } else {
-                    run(item, handler, plain, for: observer)
+                    run(item, handler, plain, layout, for: observer)
                 }
                 index += 1
             }
@@ -361,7 +364,7 @@ final class Mailbox<N: TypedNotification>: Sendable {
     @inline(__always)
     private func run(
         _ item: UnsafeMutableRawPointer, _ handler: HandlerBox<N>?, _ plain: HandlerBox<N>.Plain?,
-        for observer: Observer<N>
+        _ layout: ItemQueue.Layout, for observer: Observer<N>
     ) {
         let payload = layout.payload(item, as: N.self)
         let (subjectID, group) = layout.takeHeader(item)
