@@ -30,6 +30,7 @@ SOURCES = {
     "README.md": ["Examples/QuickStart/main.swift", "Tests/DocSnippetTests/README.swift"],
     "Sources/Herald/Herald.docc/Herald.md": ["Tests/DocSnippetTests/HeraldArticle.swift"],
     "Sources/Herald/Herald.docc/ThreadingAndDelivery.md": ["Tests/DocSnippetTests/ThreadingAndDelivery.swift"],
+    "Sources/Herald/Herald.docc/ObservingNotifications.md": ["Tests/DocSnippetTests/ObservingNotifications.swift"],
     "Sources/Herald/Herald.docc/MigratingFromNotificationCenter.md": [
         "Tests/DocSnippetTests/MigratingFromNotificationCenter.swift"
     ],

@@ -536,7 +536,7 @@ extension NotificationHub {
     }
 
     /// Starts recording every notification of a family: every type that conforms to a protocol,
-    /// or every subclass of a class (see `observe(every:from:on:priority:bufferingPolicy:fileID:line:_:)`).
+    /// or every subclass of a class (see `observe(every:)`).
     ///
     /// ```swift
     /// let events = hub.record(every: (any AnalyticsEvent).self)
@@ -575,7 +575,7 @@ extension NotificationHub {
     }
 
     /// Starts recording every notification posted to this hub, of every type, as a tap does (see
-    /// `observeAll(from:on:priority:bufferingPolicy:fileID:line:_:)`).
+    /// `observeAll`).
     ///
     /// ```swift
     /// let everything = hub.recordAll()

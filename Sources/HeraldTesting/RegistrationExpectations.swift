@@ -217,6 +217,7 @@ extension NotificationHub {
     ///
     /// - Parameters:
     ///   - target: The target the taps must use, or `nil` for any target.
+    ///   - bufferingPolicy: The mailbox policy the taps must have, or `nil` for any.
     ///   - count: The number of matching taps expected; 0 to expect none.
     ///   - comment: An optional note added to the issue.
     ///   - fileID: Where to report; leave the default.
@@ -227,6 +228,7 @@ extension NotificationHub {
     @discardableResult
     public func expectTapsRegistered(
         on target: DeliveryTarget? = nil,
+        bufferingPolicy: NotificationBufferingPolicy? = nil,
         count: Int = 1,
         _ comment: Comment? = nil,
         fileID: String = #fileID,
@@ -234,7 +236,8 @@ extension NotificationHub {
         line: Int = #line,
         column: Int = #column
     ) -> Bool {
-        let failure = Self.registrationFailure(tapRegistrations(), of: "taps", on: target, count: count)
+        let failure = Self.registrationFailure(
+            tapRegistrations(), of: "taps", on: target, bufferingPolicy: bufferingPolicy, count: count)
         return report(failure, comment, FailureSite(fileID: fileID, filePath: filePath, line: line, column: column))
     }
 
@@ -322,20 +325,23 @@ extension NotificationHub {
         return report(failure, comment, FailureSite(sourceLocation))
     }
 
-    /// ``expectTapsRegistered(on:count:_:fileID:filePath:line:column:)``, reporting at
+    /// ``expectTapsRegistered(on:bufferingPolicy:count:_:fileID:filePath:line:column:)``, reporting at
     /// `sourceLocation`.
     ///
     /// - Parameters:
     ///   - target: The target the taps must use, or `nil` for any target.
+    ///   - bufferingPolicy: The mailbox policy the taps must have, or `nil` for any.
     ///   - count: The number of matching taps expected; 0 to expect none.
     ///   - comment: An optional note added to the issue.
     ///   - sourceLocation: Where to report.
     /// - Returns: `true` if the expectation held.
     @discardableResult
     public func expectTapsRegistered(
-        on target: DeliveryTarget? = nil, count: Int = 1, _ comment: Comment? = nil, sourceLocation: SourceLocation
+        on target: DeliveryTarget? = nil, bufferingPolicy: NotificationBufferingPolicy? = nil, count: Int = 1,
+        _ comment: Comment? = nil, sourceLocation: SourceLocation
     ) -> Bool {
-        let failure = Self.registrationFailure(tapRegistrations(), of: "taps", on: target, count: count)
+        let failure = Self.registrationFailure(
+            tapRegistrations(), of: "taps", on: target, bufferingPolicy: bufferingPolicy, count: count)
         return report(failure, comment, FailureSite(sourceLocation))
     }
 

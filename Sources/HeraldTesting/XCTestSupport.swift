@@ -197,10 +197,11 @@ extension NotificationHub {
     }
 
     /// Fails the current test unless exactly `count` live taps exist (on `target`, if given): the
-    /// XCTest twin of ``expectTapsRegistered(on:count:_:fileID:filePath:line:column:)``.
+    /// XCTest twin of ``expectTapsRegistered(on:bufferingPolicy:count:_:fileID:filePath:line:column:)``.
     ///
     /// - Parameters:
     ///   - target: The target the taps must use, or `nil` for any target.
+    ///   - bufferingPolicy: The mailbox policy the taps must have, or `nil` for any.
     ///   - count: The number of matching taps expected; 0 to expect none.
     ///   - fileID: The file to report; leave the default.
     ///   - file: The file to report; leave the default.
@@ -210,13 +211,15 @@ extension NotificationHub {
     @discardableResult
     public func assertTapsRegistered(
         on target: DeliveryTarget? = nil,
+        bufferingPolicy: NotificationBufferingPolicy? = nil,
         count: Int = 1,
         fileID: String = #fileID,
         file: StaticString = #filePath,
         line: UInt = #line,
         column: UInt = #column
     ) -> Bool {
-        let failure = Self.registrationFailure(tapRegistrations(), of: "taps", on: target, count: count)
+        let failure = Self.registrationFailure(
+            tapRegistrations(), of: "taps", on: target, bufferingPolicy: bufferingPolicy, count: count)
         return report(failure, nil, FailureSite(fileID: fileID, file: file, line: line, column: column))
     }
 

@@ -78,8 +78,11 @@ struct FamilyTestingTests {
         let main = TestDeliveryTarget(name: "main")
         let family = hub.observe(every: (any ShopEvent).self, on: main.target, priority: 3) { _ in }
         let tap = hub.observeAll(on: .posting) { _ in }
+        let latestTap = hub.observeAll(on: main.target, bufferingPolicy: .latest) { _ in }
         #expect(hub.expectRegistered(every: (any ShopEvent).self, on: main.target))
         #expect(hub.expectTapsRegistered(on: .posting))
+        #expect(hub.expectTapsRegistered(bufferingPolicy: .latest))  // the tap checks take a policy too
+        latestTap.cancel()
         #expect(hub.registrations(every: (any ShopEvent).self).map(\.priority) == [3])
         withKnownIssue {
             #expect(!hub.expectRegistered(every: (any ShopEvent).self, on: .mainQueue))

@@ -88,8 +88,11 @@ final class HubCore: Sendable {
     ///
     /// - Returns: Whether the post reached at least one observer (a tap does not count).
     @inline(__always)  // a method of the core, so that reading its registry retains nothing
-    func post(_ payload: UnsafeRawPointer, type: any TypedNotification.Type, subject: AnyObject?) -> Bool {
-        registry.snapshot(of: type, payload: payload)?.scan(payload, subject: subject, wait: nil) ?? false
+    func post(
+        _ payload: UnsafeRawPointer, type: any TypedNotification.Type, subject: AnyObject?, postingLoop: PostingLoop
+    ) -> Bool {
+        registry.snapshot(of: type, payload: payload)?.scan(payload, subject: subject, postingLoop: postingLoop)
+            ?? false
     }
 
     /// Rounds a posting-thread registration replays outside the lock before it falls back to

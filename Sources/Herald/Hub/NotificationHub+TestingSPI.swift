@@ -13,7 +13,7 @@ extension NotificationHub {
     /// ```
     ///
     /// ## Threading
-    /// As for ``observe(_:from:on:bufferingPolicy:replayLatest:fileID:line:_:)``.
+    /// As for `observe(_:)`: see <doc:ObservingNotifications>.
     ///
     /// - Parameters:
     ///   - type: The notification type to observe.
@@ -70,7 +70,7 @@ extension NotificationHub {
     ) -> ObservationToken {
         registerFamily(
             family, target: target, subject: subject, owner: nil, priority: 0, bufferingPolicy: bufferingPolicy,
-            fileID: fileID, line: line,
+            replayLatest: false, fileID: fileID, line: line,
             handler: .contextual(handler))
     }
 
@@ -120,7 +120,7 @@ extension NotificationHub {
         _ handler: @escaping @Sendable (PostedNotification, DeliveryContext) throws -> Void
     ) -> ObservationToken {
         registerTap(
-            target: target, subject: subject, priority: 0,
+            target: target, subject: subject, owner: nil, priority: 0,
             bufferingPolicy: bufferingPolicy, fileID: fileID, line: line,
             handler: .contextual(handler))
     }

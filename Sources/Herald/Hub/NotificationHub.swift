@@ -37,239 +37,7 @@ public final class NotificationHub: Sendable {
         core.removeAll()
     }
 
-    // MARK: - Observing
-
-    /// Observes notifications of type `N` on the given target.
-    ///
-    /// ```swift
-    /// let token = hub.observe(UserCreated.self, on: .queue(database)) { note in
-    ///     try store.insert(note.userID)
-    /// }
-    /// ```
-    ///
-    /// - Parameters:
-    ///   - type: The notification type to observe.
-    ///   - subject: If not `nil`, only posts made with this very object as subject are delivered.
-    ///     The hub holds it weakly; when it is deallocated, the observation ends.
-    ///   - target: Where the handler runs. The default, ``DeliveryTarget/posting``, runs it
-    ///     synchronously inside `post`.
-    ///   - priority: Among the observers of a post, higher priorities come first; equal ones keep
-    ///     registration order. The default is 0. See <doc:ThreadingAndDelivery#Priorities>.
-    ///   - bufferingPolicy: What the observer's mailbox keeps when notifications arrive faster than
-    ///     the handler runs: everything (``NotificationBufferingPolicy/unbounded``, the default), the
-    ///     newest one (``NotificationBufferingPolicy/latest``), or at most *n*. See
-    ///     ``NotificationBufferingPolicy``. On ``DeliveryTarget/posting`` the handler runs inside
-    ///     `post` and has no mailbox: the policy has no effect.
-    ///   - replayLatest: Whether to start with the values retained by ``postAndRetain(_:from:)``:
-    ///     on an asynchronous target they run first, in order, before any later post; on the
-    ///     posting thread they run inside this call. No retaining post is missed or delivered
-    ///     twice, even one racing with this call.
-    ///   - fileID: The file that registers, for error reports; leave the default.
-    ///   - line: The line that registers, for error reports; leave the default.
-    ///   - handler: The handler. Errors it throws go to ``errorHandler``.
-    /// - Returns: The observation; it ends when you cancel it or let go of it.
-    /// - Complexity: Amortised O(1).
-    public func observe<N: TypedNotification>(
-        _ type: N.Type,
-        from subject: AnyObject? = nil,
-        on target: DeliveryTarget = .posting,
-        priority: Int = 0,
-        bufferingPolicy: NotificationBufferingPolicy = .unbounded,
-        replayLatest: Bool = false,
-        fileID: StaticString = #fileID,
-        line: UInt = #line,
-        _ handler: @escaping @Sendable (N) throws -> Void
-    ) -> ObservationToken {
-        register(
-            target: target, subject: subject, owner: nil, fileID: fileID, line: line, bufferingPolicy: bufferingPolicy,
-            priority: priority,
-            replayLatest: replayLatest,
-            handler: .plain(handler))
-    }
-
-    /// Observes notifications of type `N` on the main actor, with a `@MainActor` handler.
-    ///
-    /// ```swift
-    /// let token = hub.observe(UserCreated.self, on: MainActor.shared) { note in
-    ///     loginView.dismiss()                     // the compiler knows this is the main actor
-    /// }
-    /// ```
-    ///
-    /// Deliveries run on the main dispatch queue, which is the main actor's executor.
-    ///
-    /// - Parameters:
-    ///   - type: The notification type to observe.
-    ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
-    ///   - mainActor: `MainActor.shared`.
-    ///   - priority: Among the observers of a post, higher priorities come first; equal ones keep
-    ///     registration order. The default is 0. See <doc:ThreadingAndDelivery#Priorities>.
-    ///   - bufferingPolicy: What the observer's mailbox keeps when notifications arrive faster than
-    ///     the handler runs: everything (``NotificationBufferingPolicy/unbounded``, the default), the
-    ///     newest one (``NotificationBufferingPolicy/latest``), or at most *n*. See
-    ///     ``NotificationBufferingPolicy``.
-    ///   - replayLatest: Whether to start with the values retained by ``postAndRetain(_:from:)``:
-    ///     on an asynchronous target they run first, in order, before any later post; on the
-    ///     posting thread they run inside this call. No retaining post is missed or delivered
-    ///     twice, even one racing with this call.
-    ///   - fileID: The file that registers; leave the default.
-    ///   - line: The line that registers; leave the default.
-    ///   - handler: The main-actor handler.
-    /// - Returns: The observation.
-    public func observe<N: TypedNotification>(
-        _ type: N.Type,
-        from subject: AnyObject? = nil,
-        on mainActor: MainActor,
-        priority: Int = 0,
-        bufferingPolicy: NotificationBufferingPolicy = .unbounded,
-        replayLatest: Bool = false,
-        fileID: StaticString = #fileID,
-        line: UInt = #line,
-        _ handler: @escaping @MainActor @Sendable (N) throws -> Void
-    ) -> ObservationToken {
-        register(
-            target: .mainQueue, subject: subject, owner: nil, fileID: fileID, line: line,
-            bufferingPolicy: bufferingPolicy, priority: priority, replayLatest: replayLatest,
-            handler: .plain(Adapt.onMainActor(handler))
-        )
-    }
-
-    /// Observes notifications of type `N` on an actor, with a handler isolated to it.
-    ///
-    /// ```swift
-    /// actor Store { func apply(_ note: UserCreated) { … } }
-    /// let token = hub.observe(UserCreated.self, on: store) { store, note in
-    ///     store.apply(note)                       // synchronous: the handler is isolated to `store`
-    /// }
-    /// ```
-    ///
-    /// - Parameters:
-    ///   - type: The notification type to observe.
-    ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
-    ///   - actor: The actor to deliver on. The hub retains it for as long as the observation lasts.
-    ///   - priority: Among the observers of a post, higher priorities come first; equal ones keep
-    ///     registration order. The default is 0. See <doc:ThreadingAndDelivery#Priorities>.
-    ///   - bufferingPolicy: What the observer's mailbox keeps when notifications arrive faster than
-    ///     the handler runs: everything (``NotificationBufferingPolicy/unbounded``, the default), the
-    ///     newest one (``NotificationBufferingPolicy/latest``), or at most *n*. See
-    ///     ``NotificationBufferingPolicy``.
-    ///   - replayLatest: Whether to start with the values retained by ``postAndRetain(_:from:)``:
-    ///     on an asynchronous target they run first, in order, before any later post; on the
-    ///     posting thread they run inside this call. No retaining post is missed or delivered
-    ///     twice, even one racing with this call.
-    ///   - fileID: The file that registers; leave the default.
-    ///   - line: The line that registers; leave the default.
-    ///   - handler: The handler, called with the actor isolated.
-    /// - Returns: The observation.
-    public func observe<N: TypedNotification, A: Actor>(
-        _ type: N.Type,
-        from subject: AnyObject? = nil,
-        on actor: A,
-        priority: Int = 0,
-        bufferingPolicy: NotificationBufferingPolicy = .unbounded,
-        replayLatest: Bool = false,
-        fileID: StaticString = #fileID,
-        line: UInt = #line,
-        _ handler: @escaping @Sendable (isolated A, N) throws -> Void
-    ) -> ObservationToken {
-        register(
-            target: DeliveryTarget(kind: .actor(actor)), subject: subject, owner: nil, fileID: fileID, line: line,
-            bufferingPolicy: bufferingPolicy, priority: priority, replayLatest: replayLatest,
-            handler: .plain(Adapt.on(actor, handler))
-        )
-    }
-
-    /// Observes notifications of type `N` for as long as `owner` lives.
-    ///
-    /// The hub holds `owner` weakly and passes it to the handler, so the handler needs no
-    /// `[weak self]` dance. The observation ends when `owner` is deallocated: you may discard the
-    /// returned token, and letting go of it does not end the observation.
-    ///
-    /// ```swift
-    /// hub.observe(UserCreated.self, owner: self, on: .queue(sync)) { model, note in
-    ///     model.refresh(note.userID)
-    /// }
-    /// ```
-    ///
-    /// - Parameters:
-    ///   - type: The notification type to observe.
-    ///   - owner: The object whose lifetime bounds the observation.
-    ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
-    ///   - target: Where the handler runs.
-    ///   - priority: Among the observers of a post, higher priorities come first; equal ones keep
-    ///     registration order. The default is 0. See <doc:ThreadingAndDelivery#Priorities>.
-    ///   - bufferingPolicy: What the observer's mailbox keeps when notifications arrive faster than
-    ///     the handler runs: everything (``NotificationBufferingPolicy/unbounded``, the default), the
-    ///     newest one (``NotificationBufferingPolicy/latest``), or at most *n*. See
-    ///     ``NotificationBufferingPolicy``. On ``DeliveryTarget/posting`` the handler runs inside
-    ///     `post` and has no mailbox: the policy has no effect.
-    ///   - replayLatest: Whether to start with the values retained by ``postAndRetain(_:from:)``:
-    ///     on an asynchronous target they run first, in order, before any later post; on the
-    ///     posting thread they run inside this call. No retaining post is missed or delivered
-    ///     twice, even one racing with this call.
-    ///   - fileID: The file that registers; leave the default.
-    ///   - line: The line that registers; leave the default.
-    ///   - handler: The handler, given the owner.
-    /// - Returns: The observation, which you may cancel early.
-    @discardableResult
-    public func observe<N: TypedNotification, Owner: AnyObject & Sendable>(
-        _ type: N.Type,
-        owner: Owner,
-        from subject: AnyObject? = nil,
-        on target: DeliveryTarget = .posting,
-        priority: Int = 0,
-        bufferingPolicy: NotificationBufferingPolicy = .unbounded,
-        replayLatest: Bool = false,
-        fileID: StaticString = #fileID,
-        line: UInt = #line,
-        _ handler: @escaping @Sendable (Owner, N) throws -> Void
-    ) -> ObservationToken {
-        register(
-            target: target, subject: subject, owner: owner, fileID: fileID, line: line,
-            bufferingPolicy: bufferingPolicy, priority: priority, replayLatest: replayLatest,
-            handler: .plain(Adapt.owned(by: owner, handler))
-        )
-    }
-
-    /// Observes notifications of type `N` on the main actor for as long as `owner` lives.
-    ///
-    /// - Parameters:
-    ///   - type: The notification type to observe.
-    ///   - owner: The object whose lifetime bounds the observation, held weakly.
-    ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
-    ///   - mainActor: `MainActor.shared`.
-    ///   - priority: Among the observers of a post, higher priorities come first; equal ones keep
-    ///     registration order. The default is 0. See <doc:ThreadingAndDelivery#Priorities>.
-    ///   - bufferingPolicy: What the observer's mailbox keeps when notifications arrive faster than
-    ///     the handler runs: everything (``NotificationBufferingPolicy/unbounded``, the default), the
-    ///     newest one (``NotificationBufferingPolicy/latest``), or at most *n*. See
-    ///     ``NotificationBufferingPolicy``.
-    ///   - replayLatest: Whether to start with the values retained by ``postAndRetain(_:from:)``:
-    ///     on an asynchronous target they run first, in order, before any later post; on the
-    ///     posting thread they run inside this call. No retaining post is missed or delivered
-    ///     twice, even one racing with this call.
-    ///   - fileID: The file that registers; leave the default.
-    ///   - line: The line that registers; leave the default.
-    ///   - handler: The main-actor handler, given the owner.
-    /// - Returns: The observation, which you may cancel early.
-    @discardableResult
-    public func observe<N: TypedNotification, Owner: AnyObject & Sendable>(
-        _ type: N.Type,
-        owner: Owner,
-        from subject: AnyObject? = nil,
-        on mainActor: MainActor,
-        priority: Int = 0,
-        bufferingPolicy: NotificationBufferingPolicy = .unbounded,
-        replayLatest: Bool = false,
-        fileID: StaticString = #fileID,
-        line: UInt = #line,
-        _ handler: @escaping @MainActor @Sendable (Owner, N) throws -> Void
-    ) -> ObservationToken {
-        register(
-            target: .mainQueue, subject: subject, owner: owner, fileID: fileID, line: line,
-            bufferingPolicy: bufferingPolicy, priority: priority, replayLatest: replayLatest,
-            handler: .plain(Adapt.owned(by: owner, Adapt.onMainActor(handler)))
-        )
-    }
+    // MARK: - Registering
 
     /// Registers an observer of `N`, or of `family` when it is given (`N` is then a
     /// ``FamilyDelivery``), with its handler.
@@ -286,23 +54,64 @@ public final class NotificationHub: Sendable {
         handler: Handler<N>
     ) -> ObservationToken {
         let filters = subject == nil && owner == nil ? nil : Filters(subject: subject, owner: owner)
-        // The class comes from the notification type's own conformance: `Observer<N>(…)` here,
-        // where `N` is not known, would ask the runtime for the class on every registration.
-        let observerClass = unsafeBitCast(N._heraldObserverClass, to: Observer<N>.Type.self)
-        let observer = observerClass.init(
+        let observer = core.registry.observerClass(of: N.self).init(
             core: core, target: target, filters: filters,
             location: SourceLocation(fileID: fileID, line: UInt32(clamping: line)), handler: handler,
             bufferingPolicy: bufferingPolicy, priority: priority, family: family
         )
-        if family != nil {
-            core.registry.addFamily(observer)
-        } else if replayLatest {
+        if replayLatest {
             core.addReplaying(observer)
+        } else if family != nil {
+            core.registry.addFamily(observer)
         } else {
             core.registry.add(observer)
         }
         noteMainActorRegistration(on: target)
         return ObservationToken(registration: observer, cancelsOnDeinit: owner == nil)
+    }
+
+    /// Registers an observer of the family `Family`.
+    func registerFamily<Family: Sendable>(
+        _ family: Family.Type,
+        target: DeliveryTarget,
+        subject: AnyObject?,
+        owner: AnyObject?,
+        priority: Int,
+        bufferingPolicy: NotificationBufferingPolicy,
+        replayLatest: Bool,
+        fileID: StaticString,
+        line: UInt,
+        handler: Handler<Family>
+    ) -> ObservationToken {
+        if refusesFamily(Family.self, fileID: fileID, line: line) { return .refused() }
+        // A plain posting-thread family observer's stand-ins call its closure with the cast value
+        // (see ``Family/direct``).
+        var direct: (@Sendable (Family) throws -> Void)?
+        if case .plain(let body) = handler, target.isPosting { direct = body }
+        return register(
+            target: target, subject: subject, owner: owner, fileID: fileID, line: line,
+            bufferingPolicy: bufferingPolicy, priority: priority, replayLatest: replayLatest,
+            family: Herald.Family<Family>(direct: direct),
+            handler: handler.pullback { (delivery: FamilyDelivery<Family>) in delivery.value })
+    }
+
+    /// Registers a tap: an observer of every notification that only watches (see
+    /// <doc:ObservingNotifications>).
+    func registerTap(
+        target: DeliveryTarget,
+        subject: AnyObject?,
+        owner: AnyObject?,
+        priority: Int,
+        bufferingPolicy: NotificationBufferingPolicy,
+        fileID: StaticString,
+        line: UInt,
+        handler: Handler<PostedNotification>
+    ) -> ObservationToken {
+        register(
+            target: target, subject: subject, owner: owner, fileID: fileID, line: line,
+            bufferingPolicy: bufferingPolicy, priority: priority,
+            family: Herald.Family<any TypedNotification>(isTap: true),
+            handler: handler.pullback(PostedNotification.init))
     }
 
     // MARK: - Posting
@@ -331,7 +140,7 @@ public final class NotificationHub: Sendable {
         // Inlined into the caller, where `N` is concrete: the rest of the post is not generic, so
         // it runs without asking the runtime for generic metadata.
         withUnsafePointer(to: notification) { payload in
-            _post(UnsafeRawPointer(payload), of: N.self, from: subject)
+            _post(UnsafeRawPointer(payload), of: N.self, from: subject, postingLoop: Observer<N>.deliver(to:_:subject:))
         }
     }
 
@@ -339,8 +148,11 @@ public final class NotificationHub: Sendable {
     ///
     /// Not API: it exists so that ``post(_:from:)`` can be inlined into its caller.
     @usableFromInline
-    func _post(_ payload: UnsafeRawPointer, of type: any TypedNotification.Type, from subject: AnyObject?) {
-        if !core.post(payload, type: type, subject: subject) {
+    func _post(
+        _ payload: UnsafeRawPointer, of type: any TypedNotification.Type, from subject: AnyObject?,
+        postingLoop: PostingLoop
+    ) {
+        if !core.post(payload, type: type, subject: subject, postingLoop: postingLoop) {
             core.noteUnobserved(type, hadSubject: subject != nil)
         }
     }
@@ -349,7 +161,8 @@ public final class NotificationHub: Sendable {
     func send<N: TypedNotification>(_ notification: N, from subject: AnyObject?, to snapshot: ObserverSnapshot?) {
         guard let snapshot else { return }
         withUnsafePointer(to: notification) { payload in
-            _ = snapshot.scan(UnsafeRawPointer(payload), subject: subject, wait: nil)
+            _ = snapshot.scan(
+                UnsafeRawPointer(payload), subject: subject, postingLoop: Observer<N>.deliver(to:_:subject:))
         }
     }
 }

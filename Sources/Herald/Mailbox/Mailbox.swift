@@ -375,7 +375,7 @@ final class Mailbox<N: TypedNotification>: Sendable {
             guard let handler, !observer.isCancelled else { return }
             do {
                 if let plain {
-                    try N._heraldCall(plain, with: UnsafeRawPointer(payload))
+                    try plain(payload.pointee)
                 } else {
                     try handler.call(payload, subjectID: subjectID, on: target)
                 }

@@ -178,12 +178,13 @@ struct Bucket: Sendable {
     /// find. The operations take the type `N` of the notification, which is the bucket's ``type``.
     var retainedValues: (any RetainedStorage)? { retained }
 
-    /// Stores `value` as the retained value for `subject` (see ``RetainedValues/store(_:subject:)``).
+    /// Stores `value` as the retained value for `subject`, retained by the post numbered
+    /// `sequence` (see ``RetainedValues/store(_:subject:sequence:)``).
     ///
     /// - Returns: What it let go of, to release once the lock is no longer held.
-    mutating func retain<N: TypedNotification>(_ value: N, subject: AnyObject?) -> (any Sendable)? {
+    mutating func retain<N: TypedNotification>(_ value: N, subject: AnyObject?, sequence: UInt64) -> (any Sendable)? {
         if retained == nil { retained = RetainedValues<N>() }
-        return retained?.store(value, subject: subject) ?? nil
+        return retained?.store(value, subject: subject, sequence: sequence) ?? nil
     }
 
     /// Removes the entry of `subject` (see ``RetainedValues/removeEntry(for:)``).

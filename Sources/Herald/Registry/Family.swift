@@ -1,7 +1,7 @@
 /// What the observer of a family receives: a posted notification, as the family's type.
 ///
 /// A family observer (see `observe(every:from:on:priority:bufferingPolicy:fileID:line:_:)`
-/// and ``NotificationHub/observeAll(on:priority:bufferingPolicy:fileID:line:_:)``) is an ordinary
+/// and `NotificationHub.observeAll`) is an ordinary
 /// observer of this type: one mailbox, one handler. What a post of a concrete type hands it is
 /// converted into this value on the way in (see ``Member``).
 struct FamilyDelivery<Value: Sendable>: TypedNotification, FamilyDeliveryProtocol {
@@ -32,7 +32,7 @@ class AnyFamily: @unchecked Sendable {  // Immutable.
     /// The identity of the family's type (`(any AnalyticsEvent).self`, for example): the key of
     /// the cached answers.
     let key: ObjectIdentifier
-    /// Whether this is a tap (see ``NotificationHub/observeAll(on:priority:bufferingPolicy:fileID:line:_:)``):
+    /// Whether this is a tap (see `NotificationHub.observeAll`):
     /// every type belongs to it, and its deliveries neither count as observed nor are waited for.
     let isTap: Bool
 
@@ -53,6 +53,12 @@ class AnyFamily: @unchecked Sendable {  // Immutable.
     func member<N: TypedNotification>(of type: N.Type, for observer: AnyObserver, sequence: UInt64) -> AnyObserver {
         fatalError("AnyFamily is abstract")
     }
+
+    /// The retained values of `buckets` that an observer of this family replays (its
+    /// notifications `N` are the family's deliveries), oldest first; none for a tap.
+    func replays<N: TypedNotification>(
+        of type: N.Type, in buckets: ContiguousArray<Bucket>, matching filters: Filters?, after sequence: UInt64
+    ) -> [RetainedValues<N>.Replay] { [] }
 }
 
 /// The family of the notifications that can be cast to `Value`: a protocol's existential (every
@@ -70,6 +76,18 @@ final class Family<Value: Sendable>: AnyFamily, @unchecked Sendable {  // Immuta
 
     override func contains<N: TypedNotification>(_ sample: UnsafePointer<N>) -> Bool {
         isTap || sample.pointee is Value
+    }
+
+    override func replays<N: TypedNotification>(
+        of type: N.Type, in buckets: ContiguousArray<Bucket>, matching filters: Filters?, after sequence: UInt64
+    ) -> [RetainedValues<N>.Replay] {
+        guard !isTap else { return [] }
+        var replays: [RetainedValues<FamilyDelivery<Value>>.Replay] = []
+        for bucket in buckets {
+            replays += bucket.retainedValues?.replays(every: Value.self, matching: filters, after: sequence) ?? []
+        }
+        replays.sort { $0.sequence < $1.sequence }
+        return replays as? [RetainedValues<N>.Replay] ?? []  // `N` is `FamilyDelivery<Value>`
     }
 
     override func member<N: TypedNotification>(
@@ -148,13 +166,6 @@ final class Member<N: TypedNotification, Value: Sendable>: AnyObserver, @uncheck
 
     override func admits(_ payload: UnsafeRawPointer) -> Bool {
         payload.assumingMemoryBound(to: N.self).pointee is Value
-    }
-
-    override func deliver(
-        to observers: UnsafeBufferPointer<Unmanaged<AnyObserver>>, _ payload: UnsafeRawPointer, subject: AnyObject?
-    ) -> Bool {
-        guard let first = observers.baseAddress else { return false }
-        return N._heraldDeliver(UnsafeRawPointer(first), count: observers.count, payload: payload, subject: subject)
     }
 
     override func enqueue(

@@ -1,8 +1,8 @@
 /// The error reported when `observe(every:)`, `observeAll`-style recorders or
 /// `notifications(every:)` are given a type that no posted notification can ever be cast to.
 ///
-/// A family is a protocol's existential (such as `(any AnalyticsEvent).self`), a class, or
-/// `(any TypedNotification).self`. A struct, an enum, a tuple, a function or a metatype that does
+/// A family is a protocol's existential (such as `(any AnalyticsEvent).self`) or a class (to
+/// observe every notification, use `observeAll`). A struct, an enum, a tuple, a function or a metatype that does
 /// not itself conform to ``TypedNotification`` has no subtypes, so no post can reach it: such a
 /// registration is refused. Nothing is registered (``NotificationHub/observerCount(every:)``
 /// stays 0), the returned observation is already cancelled, and this error goes to the hub's
@@ -16,7 +16,7 @@ public struct FamilyMismatch: Error, Sendable, Hashable, CustomStringConvertible
 
     public var description: String {
         "observe(every: \(family).self) can never receive a notification: expected a protocol's existential "
-            + "(such as (any AnalyticsEvent).self), a class, or (any TypedNotification).self; found \(family), "
+            + "(such as (any AnalyticsEvent).self) or a class; found \(family), "
             + "\(kind) that does not conform to TypedNotification. Nothing was registered"
     }
 

@@ -197,11 +197,10 @@ final class HandlerBox<N: TypedNotification>: Sendable {
     /// post, a replay or a family's stand-in on the posting thread.
     @inline(__always)
     func call(_ payload: UnsafePointer<N>, subjectID: ObjectIdentifier?, on target: DeliveryTarget) throws {
-        // The handler reads the notification where it lies: `_heraldCall` is made for `N`.
         // The handler is borrowed where it is kept: a copy would retain and release it per call.
         switch handler {
         case .plain(let body):
-            try N._heraldCall(body, with: UnsafeRawPointer(payload))
+            try body(payload.pointee)
         case .contextual(let body):
             try body(payload.pointee, DeliveryContext(subjectID: subjectID, target: target))
         case .async:

@@ -189,16 +189,6 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
         return true
     }
 
-    /// Runs the posting-thread observers `observers`, all of this observer's notification type, for
-    /// a fire-and-forget post (see ``TypedNotification/_heraldDeliver(_:count:payload:subject:)``).
-    ///
-    /// - Returns: Whether any of them accepted the post.
-    func deliver(
-        to observers: UnsafeBufferPointer<Unmanaged<AnyObserver>>, _ payload: UnsafeRawPointer, subject: AnyObject?
-    )
-        -> Bool
-    { false }
-
     /// What ``enqueue(_:subjectID:group:hold:)`` did with a notification.
     enum EnqueueOutcome: Equatable {
         /// Nothing: the observation has ended.
@@ -365,23 +355,19 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         }
     }
 
-    override func deliver(
-        to observers: UnsafeBufferPointer<Unmanaged<AnyObserver>>, _ payload: UnsafeRawPointer, subject: AnyObject?
-    ) -> Bool {
-        guard let first = observers.baseAddress else { return false }
-        return N._heraldDeliver(UnsafeRawPointer(first), count: observers.count, payload: payload, subject: subject)
-    }
-
-    /// The loop behind ``TypedNotification/_heraldDeliver(_:count:payload:subject:)``, compiled
-    /// for `N` where `N` conforms: a plain observer's handler is called right here; any other asks
-    /// its own observer.
+    /// The posting-thread observers' loop of a fire-and-forget post of `N` (a ``PostingLoop``):
+    /// ``NotificationHub/post(_:from:)`` is inlined where it is called, and passes this loop, so
+    /// that it is compiled there for `N`. A plain observer's handler is called right here; any
+    /// other asks its own observer.
+    ///
+    /// - Returns: Whether any of `observers` accepted the post.
     @inlinable
     static func deliver(
-        to observers: UnsafePointer<Unmanaged<AnyObserver>>, count: Int, _ payload: UnsafeRawPointer,
-        subject: AnyObject?
+        to observers: UnsafeBufferPointer<Unmanaged<AnyObserver>>, _ payload: UnsafeRawPointer, subject: AnyObject?
     ) -> Bool {
         var reached = false
         var index = 0
+        let count = observers.count
         while index < count {  // a while loop: `for in` over a range costs witness calls here
             let accepted = observers[index]._withUnsafeGuaranteedRef { observer in
                 guard observer.isPlainPostingAndLive else {
@@ -405,7 +391,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     override func deliver(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) -> ObserverFailure? {
         do {
             if flags & Flags.isContextual == 0 {
-                try N._heraldCall(handler, with: payload)
+                try handler(payload.assumingMemoryBound(to: N.self).pointee)
             } else if case .contextual(let box)? = extras?.feed {
                 try box.call(payload.assumingMemoryBound(to: N.self), subjectID: subjectID, on: .posting)
             }

@@ -37,50 +37,48 @@ struct PostWait {
     }
 }
 
+/// The loop that runs the posting-thread observers of a fire-and-forget post, all of the post's
+/// type: ``Observer/deliver(to:_:subject:)`` for that type, which ``NotificationHub/post(_:from:)``
+/// passes from where it is inlined, so that the loop is compiled for the type there.
+@usableFromInline
+typealias PostingLoop = (UnsafeBufferPointer<Unmanaged<AnyObserver>>, UnsafeRawPointer, AnyObject?) -> Bool
+
 extension ObserverSnapshot {
-    /// The one scan behind every post: hands the notification at `payload` to these observers.
-    ///
-    /// 1. It appends the notification to every mailbox and stream that accepts it. When there are
-    ///    several, each item is *held* (see ``MailboxStateMachine``): no drain may take it yet.
-    /// 2. Once every mailbox and stream has it, it releases the holds; that is when drains are
-    ///    handed to their targets. So no handler can react to this post (and post an effect)
-    ///    before every mailbox has this post, and an effect always comes after its cause.
-    /// 3. Then the posting-thread observers run, in registration order.
-    ///
-    /// A waiting post drains or offers the observers it waits for only after the scan (see
-    /// ``NotificationHub``'s waiting posts), so after the release.
-    ///
-    /// No lock is held while it appends, releases or calls a handler; only the mailboxes' own locks
-    /// for the length of an append or release.
+    // The scan behind every post hands the notification at `payload` to these observers:
+    //
+    // 1. It appends the notification to every mailbox and stream that accepts it. When there are
+    //    several, each item is *held* (see `MailboxStateMachine`): no drain may take it yet.
+    // 2. Once every mailbox and stream has it, it releases the holds; that is when drains are
+    //    handed to their targets. So no handler can react to this post (and post an effect)
+    //    before every mailbox has this post, and an effect always comes after its cause.
+    // 3. Then the posting-thread observers run, in registration order.
+    //
+    // A waiting post drains or offers the observers it waits for only after the scan (see
+    // `NotificationHub`'s waiting posts), so after the release. No lock is held while it appends,
+    // releases or calls a handler; only the mailboxes' own locks for the length of an append or
+    // release.
+
+    /// The scan of a fire-and-forget post (see the steps above): `postingLoop` runs the
+    /// posting-thread observers.
     ///
     /// - Returns: Whether the post reached at least one observer.
     @inline(never)  // keeps this scan out of generic callers, where it would run unspecialised
-    func scan(_ payload: UnsafeRawPointer, subject: AnyObject?, wait: UnsafeMutablePointer<PostWait>?) -> Bool {
+    func scan(_ payload: UnsafeRawPointer, subject: AnyObject?, postingLoop: PostingLoop) -> Bool {
         withObservers { queued, posting in
-            var reached = false
+            let reached = enqueue(to: queued, payload, subject: subject, wait: nil)
+            return postingLoop(posting, payload, subject) || reached
+        }
+    }
+
+    /// The scan of a waiting post (see the steps above): it counts what the posting-thread
+    /// observers did in `wait`, and what it must wait for or drain itself.
+    ///
+    /// - Returns: Whether the post reached at least one observer.
+    @inline(never)
+    func scan(_ payload: UnsafeRawPointer, subject: AnyObject?, wait: UnsafeMutablePointer<PostWait>) -> Bool {
+        withObservers { queued, posting in
+            var reached = enqueue(to: queued, payload, subject: subject, wait: wait)
             let subjectID = subject.map(ObjectIdentifier.init)
-            if queued.count == 1 {
-                reached = enqueue(queued[0], payload, subject: subject, subjectID: subjectID, hold: 0, wait: wait)
-            } else if !queued.isEmpty {
-                // The address of a byte on this stack frame names the post's holds: no other post
-                // running at the same time has the same.
-                withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 1) { token in
-                    let hold = UInt(bitPattern: token.baseAddress)
-                    for observer in queued
-                    where enqueue(observer, payload, subject: subject, subjectID: subjectID, hold: hold, wait: wait) {
-                        reached = true
-                    }
-                    for observer in queued {
-                        observer._withUnsafeGuaranteedRef { $0.release(hold: hold) }
-                    }
-                }
-            }
-            guard let wait else {
-                // The posting-thread observers all have the snapshot's type: a loop made for it
-                // calls them (see `TypedNotification._heraldDeliver`).
-                guard let first = posting.first else { return reached }
-                return first._withUnsafeGuaranteedRef { $0.deliver(to: posting, payload, subject: subject) } || reached
-            }
             for observer in posting {
                 observer._withUnsafeGuaranteedRef { observer in
                     guard observer.accepts(subject), observer.admits(payload) else { return }
@@ -94,6 +92,36 @@ extension ObserverSnapshot {
             }
             return reached
         }
+    }
+
+    /// Steps 1 and 2 of a scan: appends the notification to the mailboxes and streams of `queued`
+    /// that accept it, held if there are several, then releases the holds.
+    ///
+    /// - Returns: Whether the post reached at least one of them.
+    @inline(__always)
+    private func enqueue(
+        to queued: UnsafeBufferPointer<Unmanaged<AnyObserver>>, _ payload: UnsafeRawPointer, subject: AnyObject?,
+        wait: UnsafeMutablePointer<PostWait>?
+    ) -> Bool {
+        let subjectID = subject.map(ObjectIdentifier.init)
+        if queued.count == 1 {
+            return enqueue(queued[0], payload, subject: subject, subjectID: subjectID, hold: 0, wait: wait)
+        }
+        var reached = false
+        guard !queued.isEmpty else { return false }
+        // The address of a byte on this stack frame names the post's holds: no other post running
+        // at the same time has the same.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 1) { token in
+            let hold = UInt(bitPattern: token.baseAddress)
+            for observer in queued
+            where enqueue(observer, payload, subject: subject, subjectID: subjectID, hold: hold, wait: wait) {
+                reached = true
+            }
+            for observer in queued {
+                observer._withUnsafeGuaranteedRef { $0.release(hold: hold) }
+            }
+        }
+        return reached
     }
 
     /// Appends the notification to one observer's mailbox or stream, if it accepts it.

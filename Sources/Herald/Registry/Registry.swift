@@ -71,17 +71,47 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
     /// it next reads the registry. Touches no type.
     ///
     /// - Complexity: O(1), amortised.
-    func addFamily(_ observer: AnyObserver) {
-        state.withLock { state in
-            state.familyGeneration += 1  // first: a family observer's number is never 0
-            state.families.append(observer, sequence: state.nextSequence())
-            // Orders this registration among the changes of single types, so that a shard refuses
-            // a snapshot read before it (see `SnapshotTable.store`).
-            state.generation += 1
-            // Under the lock: a post that read the registry after this registration (and so found
-            // the observer) then loads this generation, or a newer one, for its thread's next posts.
-            familyGeneration.store(state.familyGeneration, ordering: .releasing)
+    /// The class of Herald's observers of `N`, looked up in the runtime once and then kept with the
+    /// type: `Observer<N>` in code that does not know `N` would ask the runtime's metadata cache
+    /// at every registration.
+    func observerClass<N: TypedNotification>(of type: N.Type) -> Observer<N>.Type {
+        let key = ObjectIdentifier(type)
+        if let known = state.withLock({ $0.types[key].observerClass }) {
+            return unsafeBitCast(known, to: Observer<N>.Type.self)  // stored for this key below
         }
+        let observerClass = Observer<N>.self
+        state.withLock { $0.noteObserverClass(observerClass, of: key) }
+        return observerClass
+    }
+
+    func addFamily(_ observer: AnyObserver) {
+        state.withLock { addFamily(observer, in: &$0) }
+    }
+
+    /// The body of ``addFamily(_:)``, under the registry lock.
+    private func addFamily(_ observer: AnyObserver, in state: inout RegistryState) {
+        state.familyGeneration += 1  // first: a family observer's number is never 0
+        state.families.append(observer, sequence: state.nextSequence())
+        // Orders this registration among the changes of single types, so that a shard refuses
+        // a snapshot read before it (see `SnapshotTable.store`).
+        state.generation += 1
+        // Under the lock: a post that read the registry after this registration (and so found
+        // the observer) then loads this generation, or a newer one, for its thread's next posts.
+        familyGeneration.store(state.familyGeneration, ordering: .releasing)
+    }
+
+    /// Adds `observer`, of a type or of a family, under the registry lock.
+    ///
+    /// - Returns: The snapshot it outdated, to release after the lock, and the change to publish
+    ///   (none for a family observer, which the family generation publishes).
+    private func add<N: TypedNotification>(
+        _ observer: Observer<N>, in state: inout RegistryState
+    ) -> (ObserverSnapshot?, RegistryChange?) {
+        guard observer.family == nil else {
+            addFamily(observer, in: &state)
+            return (nil, nil)
+        }
+        return state.add(observer, at: state.bucket(creating: N.self), key: ObjectIdentifier(N.self))
     }
 
     /// Ends the registration of `observer`, an observer of a family: drops its stand-ins from the
@@ -159,7 +189,8 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
         let (snapshot, released, members) = withUnsafePointer(to: value) { sample in
             state.withLock { state -> (ObserverSnapshot?, (any Sendable)?, [any Sendable]) in
                 let bucket = state.bucket(creating: N.self)
-                let released = state.buckets[bucket].retain(value, subject: subject)
+                let sequence = state.nextRetainSequence()
+                let released = state.buckets[bucket].retain(value, subject: subject, sequence: sequence)
                 let (index, members) = state.bucket(key, type: N.self, sample: sample)
                 return (index.flatMap { state.buckets[$0].snapshot() }, released, members)
             }
@@ -249,17 +280,13 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
     ///
     /// - Returns: Whether the observer's drain must be scheduled.
     func addPreloaded<N: TypedNotification>(_ observer: Observer<N>) -> Bool {
-        let key = ObjectIdentifier(N.self)
         let (mustSchedule, dropped, replaced, change) = state.withLock {
-            state -> (Bool, [N], ObserverSnapshot?, RegistryChange) in
-            let index = state.bucket(creating: N.self)
-            let replays = state.buckets[index].retainedValues?.replays(
-                of: N.self, matching: observer.filters, after: 0)
-            let (mustSchedule, dropped) = observer.preload(replays ?? [])
-            let (replaced, change) = state.add(observer, at: index, key: key)
+            state -> (Bool, [N], ObserverSnapshot?, RegistryChange?) in
+            let (mustSchedule, dropped) = observer.preload(state.replays(for: observer, after: 0))
+            let (replaced, change) = add(observer, in: &state)
             return (mustSchedule, dropped, replaced, change)
         }
-        didChange(change)
+        if let change { didChange(change) }
         withExtendedLifetime((dropped, replaced)) {}  // released here, outside the locks
         return mustSchedule
     }
@@ -270,20 +297,16 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
     func replayRound<N: TypedNotification>(
         _ observer: Observer<N>, after seen: UInt64, force: Bool
     ) -> (replays: [RetainedValues<N>.Replay], latest: UInt64, added: Bool) {
-        let key = ObjectIdentifier(N.self)
-        let (replays, latest, change, replaced) = state.withLock {
-            state -> ([RetainedValues<N>.Replay], UInt64, RegistryChange?, ObserverSnapshot?) in
-            let index = state.bucket(creating: N.self)
-            let values = state.buckets[index].retainedValues
-            let latest = values?.lastSequence ?? 0
-            let replays = values?.replays(of: N.self, matching: observer.filters, after: seen) ?? []
-            guard replays.isEmpty || force else { return (replays, latest, nil, nil) }
-            let (replaced, change) = state.add(observer, at: index, key: key)
-            return (replays, latest, change, replaced)
+        let (replays, latest, added, change, replaced) = state.withLock {
+            state -> ([RetainedValues<N>.Replay], UInt64, Bool, RegistryChange?, ObserverSnapshot?) in
+            let replays = state.replays(for: observer, after: seen)
+            guard replays.isEmpty || force else { return (replays, state.retainSequence, false, nil, nil) }
+            let (replaced, change) = add(observer, in: &state)
+            return (replays, state.retainSequence, true, change, replaced)
         }
         if let change { didChange(change) }
         withExtendedLifetime(replaced) {}  // released here, outside the locks
-        return (replays, latest, change != nil)
+        return (replays, latest, added)
     }
 
     // MARK: Posts

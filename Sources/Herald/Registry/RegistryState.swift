@@ -32,6 +32,26 @@ struct RegistryState: Sendable {
     /// The sequence number of the latest registration.
     private var lastSequence: UInt64 = 0
 
+    /// The number of the latest retaining post, of any type.
+    private(set) var retainSequence: UInt64 = 0
+
+    /// The number of a new retaining post: one sequence for every type (see
+    /// ``RetainedValues/lastSequence``).
+    mutating func nextRetainSequence() -> UInt64 {
+        retainSequence += 1
+        return retainSequence
+    }
+
+    /// The retained values that `observer` replays, retained after the post numbered `sequence`,
+    /// oldest first: those of its type, or of every type of its family.
+    func replays<N: TypedNotification>(for observer: Observer<N>, after sequence: UInt64) -> [RetainedValues<N>.Replay] {
+        if let family = observer.family {
+            return family.replays(of: N.self, in: buckets, matching: observer.filters, after: sequence)
+        }
+        guard let index = bucket(ObjectIdentifier(N.self)) else { return [] }
+        return buckets[index].retainedValues?.replays(of: N.self, matching: observer.filters, after: sequence) ?? []
+    }
+
     /// The number of a new registration, in registration order; 0 while the hub has never had a
     /// family observer, since what comes before every family observer needs no number (see
     /// ``ObserverList``).
@@ -65,6 +85,11 @@ struct RegistryState: Sendable {
         buckets.append(Bucket(type: type))
         types[slot: slot].bucket = buckets.count - 1
         return buckets.count - 1
+    }
+
+    /// Keeps the class of the observers of `key` (see ``Registry/observerClass(of:)``).
+    mutating func noteObserverClass(_ observerClass: AnyClass, of key: ObjectIdentifier) {
+        types.update(key) { $0.observerClass = observerClass }
     }
 
     /// Notes that shard `shard` may cache a snapshot of `key`, so that the next change of the type
@@ -146,6 +171,9 @@ struct TypeEntry: Sendable {
     var bucket: Int?
     /// The shards that may cache a snapshot of the type (one bit per shard).
     var cachedShards: UInt64 = 0
+    /// The class of Herald's observers of the type, once one registered (see
+    /// ``Registry/observerClass(of:)``).
+    var observerClass: AnyClass?
 }
 
 /// The registry's table from notification type to its bucket and the shards that may cache it.

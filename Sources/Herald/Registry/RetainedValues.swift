@@ -29,17 +29,21 @@ struct RetainedValues<N: TypedNotification>: Sendable {
     }
 
     private var entries: [ObjectIdentifier?: Entry] = [:]
-    /// The sequence number of the latest retaining post of this type; 0 before the first.
+    /// The sequence number of the latest retaining post of this type; 0 before the first. The
+    /// registry numbers the retaining posts of every type in one sequence (see
+    /// ``RegistryState/nextRetainSequence()``), so that a family observer replays the values of
+    /// its types in the order they were retained.
     private(set) var lastSequence: UInt64 = 0
     /// Entry count above which a retaining post first sweeps entries of dead subjects.
     private var sweepThreshold = 16
 
-    /// Stores `value` as the latest retained value for `subject`.
+    /// Stores `value` as the latest retained value for `subject`, retained by the post numbered
+    /// `sequence`.
     ///
     /// - Returns: What it let go of (the value replaced, and those of deallocated subjects), for
     ///   the caller to release once the registry lock is no longer held.
-    mutating func store(_ value: N, subject: AnyObject?) -> (any Sendable)? {
-        lastSequence &+= 1
+    mutating func store(_ value: N, subject: AnyObject?, sequence: UInt64) -> (any Sendable)? {
+        lastSequence = sequence
         let old = entries.updateValue(
             Entry(value: value, subject: subject, hasSubject: subject != nil, sequence: lastSequence),
             forKey: subject.map(ObjectIdentifier.init))
@@ -137,8 +141,8 @@ enum RetainedRemoval {
 protocol RetainedStorage: Sendable {
     /// The sequence number of the latest retaining post of this type; 0 before the first.
     var lastSequence: UInt64 { get }
-    /// See ``RetainedValues/store(_:subject:)``; nothing is stored if `M` is not the type.
-    mutating func store<M: TypedNotification>(_ value: M, subject: AnyObject?) -> (any Sendable)?
+    /// See ``RetainedValues/store(_:subject:sequence:)``; nothing is stored if `M` is not the type.
+    mutating func store<M: TypedNotification>(_ value: M, subject: AnyObject?, sequence: UInt64) -> (any Sendable)?
     /// See ``RetainedValues/value(for:)``.
     func value<M: TypedNotification>(of type: M.Type, for subject: AnyObject?) -> M?
     /// See ``RetainedValues/sequence(for:)``.
@@ -151,14 +155,30 @@ protocol RetainedStorage: Sendable {
     func replays<M: TypedNotification>(
         of type: M.Type, matching filters: Filters?, after sequence: UInt64
     ) -> [RetainedValues<M>.Replay]
+    /// The values a replaying observer of the family `Family` receives: those of ``replays(of:matching:after:)``
+    /// that are of the family, as its deliveries.
+    func replays<Family: Sendable>(
+        every family: Family.Type, matching filters: Filters?, after sequence: UInt64
+    ) -> [RetainedValues<FamilyDelivery<Family>>.Replay]
     /// See ``RetainedValues/removeAll()``.
     mutating func removeAllValues() -> (count: Int, released: (any Sendable)?)
 }
 
 extension RetainedValues: RetainedStorage {
-    mutating func store<M: TypedNotification>(_ value: M, subject: AnyObject?) -> (any Sendable)? {
+    mutating func store<M: TypedNotification>(_ value: M, subject: AnyObject?, sequence: UInt64) -> (any Sendable)? {
         guard let value = value as? N else { return nil }
-        return store(value, subject: subject)
+        return store(value, subject: subject, sequence: sequence)
+    }
+
+    func replays<Family: Sendable>(
+        every family: Family.Type, matching filters: Filters?, after sequence: UInt64
+    ) -> [RetainedValues<FamilyDelivery<Family>>.Replay] {
+        replays(matching: filters, after: sequence).compactMap { replay in
+            (replay.value as? Family).map {
+                let delivery = FamilyDelivery(value: $0, type: N.self, subjectID: replay.subjectID)
+                return .init(value: delivery, subjectID: replay.subjectID, sequence: replay.sequence)
+            }
+        }
     }
 
     func value<M: TypedNotification>(of type: M.Type, for subject: AnyObject?) -> M? {

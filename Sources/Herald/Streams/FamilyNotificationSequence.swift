@@ -65,7 +65,6 @@ extension NotificationHub {
     ///
     /// Like ``notifications(of:from:bufferingPolicy:replayLatest:fileID:line:)``, the observation
     /// starts when this method returns; the sequence has one buffer for every type of the family.
-    /// Retained values are not replayed.
     ///
     /// - Parameters:
     ///   - family: The family, such as `(any AnalyticsEvent).self`.
@@ -73,6 +72,8 @@ extension NotificationHub {
     ///     weakly).
     ///   - bufferingPolicy: What to keep when notifications arrive faster than they are consumed.
     ///     The default keeps everything.
+    ///   - replayLatest: Whether the sequence starts with the retained values of every type of the
+    ///     family, in the order they were retained: <doc:ObservingNotifications#Replay>.
     ///   - fileID: The file that registers, for ``registrations(every:)``; leave the default.
     ///   - line: The line that registers; leave the default.
     /// - Returns: The sequence. It is `Sendable`: make it in one task and consume it in another.
@@ -80,6 +81,7 @@ extension NotificationHub {
         every family: Family.Type,
         from subject: AnyObject? = nil,
         bufferingPolicy: NotificationBufferingPolicy = .unbounded,
+        replayLatest: Bool = false,
         fileID: StaticString = #fileID,
         line: UInt = #line
     ) -> FamilyNotificationSequence<Family> {
@@ -91,7 +93,11 @@ extension NotificationHub {
         let observer = Observer<FamilyDelivery<Family>>(
             core: core, stream: storage, filters: subject.map { Filters(subject: $0, owner: nil) },
             location: SourceLocation(fileID: fileID, line: UInt32(clamping: line)), family: Herald.Family<Family>())
-        core.registry.addFamily(observer)
+        if replayLatest {
+            core.addReplaying(observer)
+        } else {
+            core.registry.addFamily(observer)
+        }
         let observation = ObservationToken(registration: observer)
         storage.attach(observation)
         return FamilyNotificationSequence(base: NotificationSequence(storage: storage))

@@ -53,7 +53,7 @@ struct CancelReleasesHandlerTests {
         expectReleased("priority", post: true) { hub, c in hub.observe(Ping.self, priority: 3) { _ in c.touch() } }
         expectReleased("owner:", post: true) { hub, c in hub.observe(Ping.self, owner: owner) { _, _ in c.touch() } }
         expectReleased("family", post: true) { hub, c in
-            hub.observe(every: (any TypedNotification).self) { _ in c.touch() }
+            hub.observe(every: (any Sendable).self) { _ in c.touch() }
         }
         expectReleased("tap", post: true) { hub, c in hub.observeAll { _ in c.touch() } }
         expectReleased("replayLatest") { hub, c in
@@ -78,10 +78,10 @@ struct CancelReleasesHandlerTests {
             hub.observe(Ping.self, on: target) { _ async in c.touch() }
         }
         expectReleased("executor, family", post: true) { hub, c in
-            hub.observe(every: (any TypedNotification).self, on: target) { _ in c.touch() }
+            hub.observe(every: (any Sendable).self, on: target) { _ in c.touch() }
         }
         expectReleased("executor, family, async", post: true) { hub, c in
-            hub.observe(every: (any TypedNotification).self, on: target) { _ async in c.touch() }
+            hub.observe(every: (any Sendable).self, on: target) { _ async in c.touch() }
         }
         expectReleased("executor, tap", post: true) { hub, c in hub.observeAll(on: target) { _ in c.touch() } }
         #expect(manual.pendingCount > 0, "the delivery jobs are still queued")
@@ -102,7 +102,7 @@ struct CancelReleasesHandlerTests {
         expectReleased("actor") { hub, c in hub.observe(Ping.self, on: store) { _, _ in c.touch() } }
         expectReleased("actor, async") { hub, c in hub.observe(Ping.self, on: store) { _, _ async in c.touch() } }
         expectReleased("family, MainActor") { hub, c in
-            hub.observe(every: (any TypedNotification).self, on: MainActor.shared) { _ in c.touch() }
+            hub.observe(every: (any Sendable).self, on: MainActor.shared) { _ in c.touch() }
         }
     }
 

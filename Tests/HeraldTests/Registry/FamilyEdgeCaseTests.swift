@@ -230,11 +230,52 @@ struct FamilyGivenAConcreteTypeTests {
             hub.observe(every: Ping.self, on: .queue(DispatchQueue(label: "every"))) { _ async in seen.append("async")
             },
             hub.observe(every: Ping.self, on: MainActor.shared) { _ async in seen.append("main async") },
+            hub.observe(every: Ping.self, on: store) { _, _ async in seen.append("actor async") },
+            hub.observe(every: Ping.self, owner: owner) { _, _ async in seen.append("owner async") },
+            hub.observe(every: Ping.self, owner: owner, on: MainActor.shared) { _, _ async in
+                seen.append("owner main async")
+            },
         ]
-        #expect(hub.observerCount(of: Ping.self) == 7)
+        #expect(hub.observerCount(of: Ping.self) == 10)
         let report = await hub.postAndWait(Ping(value: 1))
-        #expect(report.deliveredCount == 7)
-        #expect(Set(seen.values).count == 7)
+        #expect(report.deliveredCount == 10)
+        #expect(Set(seen.values).count == 10)
+        for token in tokens { token.cancel() }
+    }
+}
+
+@Suite("observe(every: (any TypedNotification).self)")
+struct FamilyOfEverythingTests {
+    /// Deprecated itself, so that calling the deprecated overloads here does not warn.
+    @available(*, deprecated, message: "calls the deprecated observe(every:) overloads on purpose")
+    @Test("it keeps its behaviour, an observer of every notification that counts, on every form")
+    func keepsItsBehaviour() async throws {
+        let hub = NotificationHub()
+        let seen = Log<String>()
+        let owner = Subject()
+        let store = Store()
+        let everything = (any TypedNotification).self
+        let tokens = [
+            hub.observe(every: everything) { _ in seen.append("posting") },
+            hub.observe(every: everything, on: MainActor.shared) { _ in seen.append("main") },
+            hub.observe(every: everything, on: store) { _, _ in seen.append("actor") },
+            hub.observe(every: everything, owner: owner) { _, _ in seen.append("owner") },
+            hub.observe(every: everything, owner: owner, on: MainActor.shared) { _, _ in seen.append("owner main") },
+            hub.observe(every: everything, on: .queue(DispatchQueue(label: "everything"))) { _ async in
+                seen.append("async")
+            },
+            hub.observe(every: everything, on: MainActor.shared) { _ async in seen.append("main async") },
+            hub.observe(every: everything, on: store) { _, _ async in seen.append("actor async") },
+            hub.observe(every: everything, owner: owner) { _, _ async in seen.append("owner async") },
+            hub.observe(every: everything, owner: owner, on: MainActor.shared) { _, _ async in
+                seen.append("owner main async")
+            },
+        ]
+        #expect(hub.observerCount(every: everything) == 10)
+        let report = await hub.postAndWait(Ping(value: 1))
+        #expect(report.deliveredCount == 10)
+        #expect(Set(seen.values).count == 10)
+        #expect(hub.unobservedPostCount == 0)
         for token in tokens { token.cancel() }
     }
 }
@@ -286,7 +327,7 @@ struct FamilyMismatchTests {
         let failures = Log<ObserverFailure>()
         hub.errorHandler = { failures.append($0) }
         let tokens = [
-            hub.observe(every: (any TypedNotification).self) { _ in },
+            hub.observe(every: (any AnalyticsEvent).self) { _ in },
             hub.observe(every: (any Sendable).self) { _ in },
             hub.observe(every: Base.self) { _ in },
         ]

@@ -52,7 +52,7 @@ struct FamilyTests {
         let tokens = [
             hub.observe(every: (any AnalyticsEvent).self) { _ in analytics.increment() },
             hub.observe(every: (any Auditable).self) { event in audit.append(event.auditID) },
-            hub.observe(every: (any TypedNotification).self) { _ in everything.increment() },
+            hub.observe(every: (any Sendable).self) { _ in everything.increment() },
             hub.observe(every: (any Unrelated).self) { _ in Issue.record("Unrelated must not be reached") },
         ]
         hub.post(SignedIn(auditID: 7))
