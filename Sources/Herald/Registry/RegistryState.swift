@@ -44,7 +44,8 @@ struct RegistryState: Sendable {
 
     /// The retained values that `observer` replays, retained after the post numbered `sequence`,
     /// oldest first: those of its type, or of every type of its family.
-    func replays<N: TypedNotification>(for observer: Observer<N>, after sequence: UInt64) -> [RetainedValues<N>.Replay] {
+    func replays<N: TypedNotification>(for observer: Observer<N>, after sequence: UInt64) -> [RetainedValues<N>.Replay]
+    {
         if let family = observer.family {
             return family.replays(of: N.self, in: buckets, matching: observer.filters, after: sequence)
         }

@@ -1,6 +1,6 @@
 /// An asynchronous sequence of the notifications of a family posted from now on: every type that
 /// conforms to a protocol, or every subclass of a class. Made by
-/// ``NotificationHub/notifications(every:from:bufferingPolicy:fileID:line:)``.
+/// ``NotificationHub/notifications(every:from:bufferingPolicy:replayLatest:fileID:line:)``.
 ///
 /// It behaves like ``NotificationSequence``, with one buffer for every type of the family: a
 /// consumer sees the posts of one thread in post order, across types.

@@ -33,7 +33,7 @@ struct ObserveFormsTests {
         let store = Store()
         let queue = DeliveryTarget.queue(DispatchQueue(label: "forms.type"))
         var owner: Owner? = Owner()
-        let expected = try #require(owner)
+        let ownerID = ObjectIdentifier(try #require(owner))  // nothing but `owner` holds it
         var tokens: [ObservationToken] = []
         tokens.append(hub.observe(Ping.self, on: queue) { _ in log.append("target") })
         tokens.append(
@@ -46,12 +46,12 @@ struct ObserveFormsTests {
                 store.assertIsolated()
                 log.append("actor")
             })
-        hub.observe(Ping.self, owner: expected, on: queue) { me, _ in
-            if me === expected { log.append("owner target") }
+        hub.observe(Ping.self, owner: try #require(owner), on: queue) { me, _ in
+            if ObjectIdentifier(me) == ownerID { log.append("owner target") }
         }
-        hub.observe(Ping.self, owner: expected, on: MainActor.shared) { me, _ in
+        hub.observe(Ping.self, owner: try #require(owner), on: MainActor.shared) { me, _ in
             MainActor.assertIsolated()
-            if me === expected { log.append("owner main") }
+            if ObjectIdentifier(me) == ownerID { log.append("owner main") }
         }
         tokens.append(hub.observe(Ping.self, on: queue) { _ async in log.append("async target") })
         tokens.append(
@@ -64,17 +64,16 @@ struct ObserveFormsTests {
                 store.assertIsolated()
                 log.append("async actor")
             })
-        hub.observe(Ping.self, owner: expected) { me, _ async in  // `on:` defaults to .posting
-            if me === expected { log.append("async owner target") }
+        hub.observe(Ping.self, owner: try #require(owner)) { me, _ async in  // `on:` defaults to .posting
+            if ObjectIdentifier(me) == ownerID { log.append("async owner target") }
         }
-        hub.observe(Ping.self, owner: expected, on: MainActor.shared) { me, _ async in
+        hub.observe(Ping.self, owner: try #require(owner), on: MainActor.shared) { me, _ async in
             MainActor.assertIsolated()
-            if me === expected { log.append("async owner main") }
+            if ObjectIdentifier(me) == ownerID { log.append("async owner main") }
         }
         #expect(hub.observerCount(of: Ping.self) == 10)
         #expect(try await Self.run(hub, log) { hub.post(Ping(value: 1)) } == Self.all)
         owner = nil
-        withExtendedLifetime(expected) {}
         #expect(try await Self.run(hub, log) { hub.post(Ping(value: 2)) } == Self.withoutOwner)
         #expect(hub.observerCount(of: Ping.self) == 6)
         withExtendedLifetime(tokens) {}
@@ -88,7 +87,7 @@ struct ObserveFormsTests {
         let queue = DeliveryTarget.queue(DispatchQueue(label: "forms.family"))
         let family = (any AnalyticsEvent).self
         var owner: Owner? = Owner()
-        let expected = try #require(owner)
+        let ownerID = ObjectIdentifier(try #require(owner))  // nothing but `owner` holds it
         var tokens: [ObservationToken] = []
         tokens.append(hub.observe(every: family, on: queue) { _ in log.append("target") })
         tokens.append(
@@ -101,12 +100,12 @@ struct ObserveFormsTests {
                 store.assertIsolated()
                 log.append("actor")
             })
-        hub.observe(every: family, owner: expected, on: queue) { me, _ in
-            if me === expected { log.append("owner target") }
+        hub.observe(every: family, owner: try #require(owner), on: queue) { me, _ in
+            if ObjectIdentifier(me) == ownerID { log.append("owner target") }
         }
-        hub.observe(every: family, owner: expected, on: MainActor.shared) { me, _ in
+        hub.observe(every: family, owner: try #require(owner), on: MainActor.shared) { me, _ in
             MainActor.assertIsolated()
-            if me === expected { log.append("owner main") }
+            if ObjectIdentifier(me) == ownerID { log.append("owner main") }
         }
         tokens.append(hub.observe(every: family) { _ async in log.append("async target") })  // on .posting
         tokens.append(
@@ -119,17 +118,16 @@ struct ObserveFormsTests {
                 store.assertIsolated()
                 log.append("async actor")
             })
-        hub.observe(every: family, owner: expected, on: queue) { me, _ async in
-            if me === expected { log.append("async owner target") }
+        hub.observe(every: family, owner: try #require(owner), on: queue) { me, _ async in
+            if ObjectIdentifier(me) == ownerID { log.append("async owner target") }
         }
-        hub.observe(every: family, owner: expected, on: MainActor.shared) { me, _ async in
+        hub.observe(every: family, owner: try #require(owner), on: MainActor.shared) { me, _ async in
             MainActor.assertIsolated()
-            if me === expected { log.append("async owner main") }
+            if ObjectIdentifier(me) == ownerID { log.append("async owner main") }
         }
         #expect(hub.observerCount(every: family) == 10)
         #expect(try await Self.run(hub, log) { hub.post(Purchased(cents: 1)) } == Self.all)
         owner = nil
-        withExtendedLifetime(expected) {}
         #expect(try await Self.run(hub, log) { hub.post(SignedIn(auditID: 2)) } == Self.withoutOwner)
         #expect(hub.observerCount(every: family) == 6)
         #expect(try await Self.run(hub, log) { hub.post(Heartbeat(beat: 3)) }.isEmpty)  // not of the family
@@ -143,7 +141,7 @@ struct ObserveFormsTests {
         let store = Store()
         let queue = DeliveryTarget.queue(DispatchQueue(label: "forms.tap"))
         var owner: Owner? = Owner()
-        let expected = try #require(owner)
+        let ownerID = ObjectIdentifier(try #require(owner))  // nothing but `owner` holds it
         var tokens: [ObservationToken] = []
         tokens.append(hub.observeAll(on: queue) { _ in log.append("target") })
         tokens.append(
@@ -156,12 +154,12 @@ struct ObserveFormsTests {
                 store.assertIsolated()
                 log.append("actor")
             })
-        hub.observeAll(owner: expected, on: queue) { me, _ in
-            if me === expected { log.append("owner target") }
+        hub.observeAll(owner: try #require(owner), on: queue) { me, _ in
+            if ObjectIdentifier(me) == ownerID { log.append("owner target") }
         }
-        hub.observeAll(owner: expected, on: MainActor.shared) { me, _ in
+        hub.observeAll(owner: try #require(owner), on: MainActor.shared) { me, _ in
             MainActor.assertIsolated()
-            if me === expected { log.append("owner main") }
+            if ObjectIdentifier(me) == ownerID { log.append("owner main") }
         }
         tokens.append(hub.observeAll { _ async in log.append("async target") })  // on .posting
         tokens.append(
@@ -174,18 +172,17 @@ struct ObserveFormsTests {
                 store.assertIsolated()
                 log.append("async actor")
             })
-        hub.observeAll(owner: expected, on: queue) { me, _ async in
-            if me === expected { log.append("async owner target") }
+        hub.observeAll(owner: try #require(owner), on: queue) { me, _ async in
+            if ObjectIdentifier(me) == ownerID { log.append("async owner target") }
         }
-        hub.observeAll(owner: expected, on: MainActor.shared) { me, posted async in
+        hub.observeAll(owner: try #require(owner), on: MainActor.shared) { me, posted async in
             MainActor.assertIsolated()
-            if me === expected, posted.notification is Heartbeat { log.append("async owner main") }
+            if ObjectIdentifier(me) == ownerID, posted.notification is Heartbeat { log.append("async owner main") }
         }
         #expect(hub.tapRegistrations().count == 10)
         #expect(try await Self.run(hub, log) { hub.post(Heartbeat(beat: 1)) } == Self.all)
         #expect(hub.unobservedPostCount == 1)  // taps only watch
         owner = nil
-        withExtendedLifetime(expected) {}
         #expect(try await Self.run(hub, log) { hub.post(Heartbeat(beat: 2)) } == Self.withoutOwner)
         #expect(hub.tapRegistrations().count == 6)
         withExtendedLifetime(tokens) {}
@@ -213,7 +210,7 @@ struct ObserveFormsTests {
 
 @Suite("Families: replayLatest")
 struct FamilyReplayTests {
-    @Test("A family observer on a queue replays the retained values of its types, in the order they were retained, before live posts")
+    @Test("A family observer on a queue replays its types' retained values, in the order retained, before live posts")
     func queueReplay() async throws {
         let hub = NotificationHub()
         hub.postAndRetain(Purchased(cents: 1))
