@@ -133,9 +133,20 @@ func onQueue<T: Sendable>(_ queue: DispatchQueue, _ body: @escaping @Sendable ()
 ///
 /// The thread gets a 64 MiB stack (reserved, not committed): the recursion tests go 1,000 waiting
 /// posts deep, and AddressSanitizer makes every frame several times larger.
+///
+/// What `body` captures is released before the caller resumes: a `Thread` keeps its block until the
+/// thread has ended, which may be after the resume, so the block holds `body` only until it runs.
 func onNewThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-    await withCheckedContinuation { continuation in
-        let thread = Thread { continuation.resume(returning: body()) }
+    let work = Locked<(@Sendable () -> T)?>(body)
+    return await withCheckedContinuation { continuation in
+        let thread = Thread {
+            var result: T?
+            do {
+                let body = work.withLock { $0.take() }
+                result = body?()
+            }  // `body` and its captures are released here, before the resume
+            if let result { continuation.resume(returning: result) }
+        }
         thread.stackSize = 64 << 20
         thread.start()
     }
