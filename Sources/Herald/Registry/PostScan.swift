@@ -66,6 +66,7 @@ extension ObserverSnapshot {
     func scan(_ payload: UnsafeRawPointer, subject: AnyObject?, postingLoop: PostingLoop) -> Bool {
         withObservers { queued, posting in
             let reached = enqueue(to: queued, payload, subject: subject, wait: nil)
+            guard !posting.isEmpty else { return reached }  // no call through the loop's closure
             return postingLoop(posting, payload, subject) || reached
         }
     }
