@@ -139,11 +139,13 @@ def doc(kind, iso, owned, is_async, first):
     return "\n".join(("    /// " + line).rstrip() for line in lines)
 
 
-def declaration(kind, iso, owned, is_async, first, deprecated=None, forward=None, lead=None):
+def declaration(kind, iso, owned, is_async, first, deprecated=None, forward=None, lead=None, renamed=None):
     out = []
     if deprecated:
         out.append("    @available(")
         out.append("        *, deprecated,")
+        if renamed:
+            out.append(f"        renamed: \"{renamed}\",")
         out.append("        message:")
         out.append(f"            \"{deprecated}\"")
         out.append("    )")
@@ -374,8 +376,11 @@ def misuse_file():
     for (iso, owned, is_async) in FORMS:
         message = ("'every:' takes a family (a protocol's existential or a base class); observe one "
                    "notification type with observe(_:" + ("owner:" if owned else "") + ")")
+        # The fix-it rewrites the call to the matching `observe(_:)`: the same arguments, the
+        # first one without its `every:` label.
+        renamed = "observe(_:" + ("owner:" if owned else "") + "from:on:priority:bufferingPolicy:replayLatest:fileID:line:_:)"
         typed.append(declaration(
-            FAMILY, iso, owned, is_async, first=False, deprecated=message, forward=forward_type,
+            FAMILY, iso, owned, is_async, first=False, deprecated=message, forward=forward_type, renamed=renamed,
             lead=("every type: N.Type", generics(TYPE, iso, owned), "N")))
         message = ("observe every notification with observeAll(…), a tap that receives a "
                    "PostedNotification (value, type, subject); a post that only a tap sees counts as "

@@ -11,6 +11,7 @@
 extension NotificationHub {
     @available(
         *, deprecated,
+        renamed: "observe(_:from:on:priority:bufferingPolicy:replayLatest:fileID:line:_:)",
         message:
             "'every:' takes a family (a protocol's existential or a base class); observe one notification type with observe(_:)"
     )
@@ -32,6 +33,7 @@ extension NotificationHub {
 
     @available(
         *, deprecated,
+        renamed: "observe(_:from:on:priority:bufferingPolicy:replayLatest:fileID:line:_:)",
         message:
             "'every:' takes a family (a protocol's existential or a base class); observe one notification type with observe(_:)"
     )
@@ -53,6 +55,7 @@ extension NotificationHub {
 
     @available(
         *, deprecated,
+        renamed: "observe(_:from:on:priority:bufferingPolicy:replayLatest:fileID:line:_:)",
         message:
             "'every:' takes a family (a protocol's existential or a base class); observe one notification type with observe(_:)"
     )
@@ -74,6 +77,7 @@ extension NotificationHub {
 
     @available(
         *, deprecated,
+        renamed: "observe(_:owner:from:on:priority:bufferingPolicy:replayLatest:fileID:line:_:)",
         message:
             "'every:' takes a family (a protocol's existential or a base class); observe one notification type with observe(_:owner:)"
     )
@@ -97,6 +101,7 @@ extension NotificationHub {
 
     @available(
         *, deprecated,
+        renamed: "observe(_:owner:from:on:priority:bufferingPolicy:replayLatest:fileID:line:_:)",
         message:
             "'every:' takes a family (a protocol's existential or a base class); observe one notification type with observe(_:owner:)"
     )
@@ -120,6 +125,7 @@ extension NotificationHub {
 
     @available(
         *, deprecated,
+        renamed: "observe(_:from:on:priority:bufferingPolicy:replayLatest:fileID:line:_:)",
         message:
             "'every:' takes a family (a protocol's existential or a base class); observe one notification type with observe(_:)"
     )
@@ -141,6 +147,7 @@ extension NotificationHub {
 
     @available(
         *, deprecated,
+        renamed: "observe(_:from:on:priority:bufferingPolicy:replayLatest:fileID:line:_:)",
         message:
             "'every:' takes a family (a protocol's existential or a base class); observe one notification type with observe(_:)"
     )
@@ -162,6 +169,7 @@ extension NotificationHub {
 
     @available(
         *, deprecated,
+        renamed: "observe(_:from:on:priority:bufferingPolicy:replayLatest:fileID:line:_:)",
         message:
             "'every:' takes a family (a protocol's existential or a base class); observe one notification type with observe(_:)"
     )
@@ -183,6 +191,7 @@ extension NotificationHub {
 
     @available(
         *, deprecated,
+        renamed: "observe(_:owner:from:on:priority:bufferingPolicy:replayLatest:fileID:line:_:)",
         message:
             "'every:' takes a family (a protocol's existential or a base class); observe one notification type with observe(_:owner:)"
     )
@@ -206,6 +215,7 @@ extension NotificationHub {
 
     @available(
         *, deprecated,
+        renamed: "observe(_:owner:from:on:priority:bufferingPolicy:replayLatest:fileID:line:_:)",
         message:
             "'every:' takes a family (a protocol's existential or a base class); observe one notification type with observe(_:owner:)"
     )
