@@ -3,8 +3,8 @@
 /// and has no effects: ``Mailbox`` stores the items and acts on what each input returns, after
 /// unlocking.
 ///
-/// Its whole state is one ``State`` value, changed only by the `mutating` inputs below, each of
-/// which returns what the mailbox must do:
+/// Its state is one ``State`` value, and beside it the holds on its items (see "Items"), changed
+/// only by the `mutating` inputs below, each of which returns what the mailbox must do:
 ///
 /// | State | Items (``Queue``) | Job with the target | Drain running |
 /// |---|---|---|---|
@@ -21,6 +21,10 @@
 /// once every mailbox has the item. A drain takes only the items before the first held one, so no
 /// handler can react to a post before the post has reached every mailbox: an effect posted by
 /// that handler is appended behind the cause in every mailbox.
+///
+/// The holds are kept beside the ``State``, not in its ``Queue``, so that the state is a plain value
+/// of a few words: every post to a queue observer changes it, and a state holding an array would
+/// retain and release that array, through outlined copies, on every post.
 ///
 /// ## Drains
 /// - A *job* is the drain handed to the target. It takes at most ``sliceLimit`` items, then gives
@@ -107,19 +111,16 @@ struct MailboxStateMachine: Sendable {
         var sequence: Int
     }
 
-    /// The items of an open mailbox, counted: every state but `closed` carries one.
+    /// The items of an open mailbox, counted: every state but `closed` carries one. (Which of
+    /// them are held is in the machine's `holds`.)
     struct Queue: Sendable, Equatable {
         /// Items appended so far.
         var appended = 0
         /// Items taken out so far, by drains or by a policy.
         var taken = 0
-        /// The items still held, oldest first.
-        var holds: [Hold] = []
 
         /// Items in the mailbox, held or not.
         var count: Int { appended - taken }
-        /// Items a drain may take now: those before the first held one.
-        var ready: Int { (holds.first?.sequence ?? appended) - taken }
     }
 
     /// Whether a job is with the target while no job's drain runs.
@@ -184,10 +185,13 @@ struct MailboxStateMachine: Sendable {
 
     let configuration: Configuration
     private var state: State
+    /// The holds on the items of an open mailbox, oldest first; none once it is closed.
+    private(set) var holds: [Hold]
 
-    init(_ configuration: Configuration = Configuration(), state: State = .idle(Queue())) {
+    init(_ configuration: Configuration = Configuration(), state: State = .idle(Queue()), holds: [Hold] = []) {
         self.configuration = configuration
         self.state = state
+        self.holds = holds
     }
 
     init(batchLimit: Int = .max, lingers: Bool = false, rule: MailboxPolicy.Rule? = nil, feedsStream: Bool = false) {
@@ -214,10 +218,14 @@ struct MailboxStateMachine: Sendable {
     var count: Int { queue.count }
 
     /// Items a drain may take now: those before the first held one.
-    var readyCount: Int { queue.ready }
+    var readyCount: Int { ready(queue) }
 
     /// Items still held.
-    var heldCount: Int { queue.holds.count }
+    var heldCount: Int { holds.count }
+
+    /// The items of `queue` a drain may take now: those before the first held one.
+    @inline(__always)
+    private func ready(_ queue: Queue) -> Int { (holds.first?.sequence ?? queue.appended) - queue.taken }
 
     /// Whether a drain job has been handed to the target and has not finished.
     var isJobPending: Bool {
@@ -270,8 +278,9 @@ struct MailboxStateMachine: Sendable {
     /// - Parameter hold: The poster's hold token, or 0 for an item a drain may take at once.
     @inline(__always)
     mutating func append(hold: UInt) -> AppendAction {
-        let claimed = changeQueue {
-            $0.add(hold: hold)
+        let claimed = changeQueue { queue, holds in
+            if hold != 0 { holds.append(Hold(token: hold, sequence: queue.appended)) }
+            queue.appended += 1
             return true
         }
         guard let claimed else { return .reject }
@@ -343,9 +352,9 @@ struct MailboxStateMachine: Sendable {
     ///
     /// - Returns: Whether the caller must hand a drain job to the target.
     mutating func release(hold: UInt) -> Bool {
-        let claimed = changeQueue { queue in
-            guard let index = queue.holds.firstIndex(where: { $0.token == hold }) else { return false }
-            queue.holds.remove(at: index)
+        let claimed = changeQueue { _, holds in
+            guard let index = holds.firstIndex(where: { $0.token == hold }) else { return false }
+            holds.remove(at: index)
             return true
         }
         return claimed == true
@@ -357,56 +366,54 @@ struct MailboxStateMachine: Sendable {
     /// of ``append(hold:pendingItemOfSubject:)``.)
     mutating func remove(at offset: Int) {
         precondition(offset >= 0 && offset < count, "Herald: a mailbox removed an item it does not hold")
-        changeQueue {
-            $0.remove(at: offset)
+        changeQueue { queue, holds in
+            let position = queue.taken + offset
+            if offset == 0 {
+                // The front item: as if a drain took it.
+                queue.taken += 1
+                if holds.first?.sequence == position { holds.removeFirst() }
+                return false
+            }
+            queue.appended -= 1
+            if let index = holds.firstIndex(where: { $0.sequence >= position }) {
+                if holds[index].sequence == position { holds.remove(at: index) }
+                for later in index..<holds.count { holds[later].sequence -= 1 }
+            }
             return false
         }
     }
 
-    /// Moves the state out, leaving a placeholder: the caller decides and stores the new state, and
-    /// the queue's holds are neither retained nor copied on the way. Every path of the caller
-    /// stores a state or stops the process. The placeholder holds no reference, so overwriting it
-    /// releases nothing.
-    @inline(__always)
-    private mutating func takeState() -> State {
-        var current = State.closed(Remains(isJobPending: false, runner: nil))
-        swap(&current, &state)
-        return current
-    }
-
-    /// Applies `change` to the queue of an open mailbox, in place, then, if `change` returned
-    /// `true` and the mailbox is idle with items ready, claims a job. The state is moved out while
-    /// the queue changes, so that the holds are neither retained nor copied.
+    /// Applies `change` to the queue and holds of an open mailbox, then, if `change` returned
+    /// `true` and the mailbox is idle with items ready, claims a job.
     ///
     /// - Returns: Whether a job was claimed (the caller must hand it to the target), or `nil` when
     ///   the mailbox is closed.
     @inline(__always)
     @discardableResult
-    private mutating func changeQueue(_ change: (inout Queue) -> Bool) -> Bool? {
-        switch takeState() {
-        case .closed(let remains):
-            state = .closed(remains)
+    private mutating func changeQueue(_ change: (inout Queue, inout [Hold]) -> Bool) -> Bool? {
+        switch state {
+        case .closed:
             return nil
         case .idle(var queue):
-            let mayClaim = change(&queue)
-            if mayClaim && queue.ready > 0 && !configuration.feedsStream {
+            let mayClaim = change(&queue, &holds)
+            if mayClaim && ready(queue) > 0 && !configuration.feedsStream {
                 state = .scheduled(queue, .fresh)
                 return true
             }
             state = .idle(queue)
         case .awaitingItems(var queue, let consumers):
             // Items a waiting consumer may take: the mailbox hands them (`handToConsumers`).
-            let mayClaim = change(&queue)
+            let mayClaim = change(&queue, &holds)
             state = .awaitingItems(queue, consumers: consumers)
-            return mayClaim && queue.ready > 0
+            return mayClaim && ready(queue) > 0
         case .scheduled(var queue, let pending):
-            _ = change(&queue)
+            _ = change(&queue, &holds)
             state = .scheduled(queue, pending)
         case .draining(var queue, let drain):
-            _ = change(&queue)
+            _ = change(&queue, &holds)
             state = .draining(queue, drain)
         case .suspended(var queue, let pending):
-            _ = change(&queue)
+            _ = change(&queue, &holds)
             state = .suspended(queue, pending: pending)
         }
         return false
@@ -429,9 +436,9 @@ struct MailboxStateMachine: Sendable {
     ///   arrived since it last looked (see ``BurstGauge``): it then does not linger once it has
     ///   emptied the mailbox, as a job for a lone post does not.
     mutating func jobStarted(on thread: UInt, posterPaused: Bool = false) -> DrainAction {
-        switch takeState() {
+        switch state {
         case .scheduled(let queue, let pending):
-            guard queue.ready > 0 else {
+            guard ready(queue) > 0 else {
                 state = .idle(queue)
                 return .stop
             }
@@ -457,7 +464,7 @@ struct MailboxStateMachine: Sendable {
     private mutating func takeForJob(
         _ queue: consuming Queue, thread: UInt, sliceRemaining: Int, batches: Int
     ) -> DrainAction {
-        let count = min(queue.ready, sliceRemaining, configuration.batchLimit)
+        let count = min(ready(queue), sliceRemaining, configuration.batchLimit)
         guard count > 0 else {
             if configuration.lingers && batches >= 2 {
                 state = .scheduled(queue, .lingering)
@@ -476,7 +483,7 @@ struct MailboxStateMachine: Sendable {
     /// - Returns: `.run` with how many items to run, or `.stop` if another drain runs or nothing
     ///   is ready. An inline drain is never rescheduled.
     mutating func inlineStarted(on thread: UInt) -> DrainAction {
-        switch takeState() {
+        switch state {
         case .idle(let queue):
             return takeInlineBatch(from: queue, on: thread, pending: .none)
         case .scheduled(let queue, let pending):
@@ -490,7 +497,7 @@ struct MailboxStateMachine: Sendable {
     /// Takes the inline drain's next batch from `queue`, or ends the drain when nothing is ready.
     private mutating func takeInlineBatch(from queue: Queue, on thread: UInt, pending: PendingJob) -> DrainAction {
         var queue = queue
-        let count = min(queue.ready, configuration.batchLimit)
+        let count = min(ready(queue), configuration.batchLimit)
         guard count > 0 else {
             state = pending == .none ? .idle(queue) : .scheduled(queue, pending)
             return .stop
@@ -529,21 +536,21 @@ struct MailboxStateMachine: Sendable {
             suspend()
             return .stop
         }
-        switch takeState() {
+        switch state {
         case .draining(let queue, .job(let thread, let sliceRemaining, let batches)):
-            if sliceRemaining == 0 && queue.ready > 0 {
+            if sliceRemaining == 0 && ready(queue) > 0 {
                 state = .scheduled(queue, .fresh)
                 return .reschedule
             }
             if configuration.oneBatchPerJob {
-                guard queue.ready > 0 else {
+                guard ready(queue) > 0 else {
                     state = .idle(queue)
                     return .stop
                 }
                 state = .scheduled(queue, .fresh)
                 return .reschedule  // behind what the target queued meanwhile
             }
-            if configuration.lingers && queue.ready > 0 {
+            if configuration.lingers && ready(queue) > 0 {
                 state = .scheduled(queue, .lingering)
                 return .reschedule
             }
@@ -568,7 +575,7 @@ struct MailboxStateMachine: Sendable {
     mutating func resume() -> Bool {
         switch state {
         case .suspended(let queue, let pending):
-            guard pending == .none, queue.ready > 0 else {
+            guard pending == .none, ready(queue) > 0 else {
                 state = pending == .none ? .idle(queue) : .scheduled(queue, pending)
                 return false
             }
@@ -599,9 +606,9 @@ struct MailboxStateMachine: Sendable {
     /// - Parameter mayWait: Whether the consumer waits when no item is ready; `false` for a first
     ///   look that does not wait yet.
     mutating func consumerArrived(mayWait: Bool) -> ConsumerAction {
-        switch takeState() {
+        switch state {
         case .idle(var queue):
-            guard queue.ready > 0 else {
+            guard ready(queue) > 0 else {
                 state = mayWait ? .awaitingItems(queue, consumers: 1) : .idle(queue)
                 return .wait
             }
@@ -609,7 +616,7 @@ struct MailboxStateMachine: Sendable {
             state = .idle(queue)
             return .take
         case .awaitingItems(var queue, let consumers):
-            guard queue.ready > 0 else {
+            guard ready(queue) > 0 else {
                 state = .awaitingItems(queue, consumers: mayWait ? consumers + 1 : consumers)
                 return .wait
             }
@@ -631,7 +638,7 @@ struct MailboxStateMachine: Sendable {
     ///   consumers, oldest first.
     mutating func handToConsumers() -> Int {
         guard case .awaitingItems(var queue, let consumers) = state else { return 0 }
-        let count = min(queue.ready, consumers)
+        let count = min(ready(queue), consumers)
         queue.taken += count
         state = count == consumers ? .idle(queue) : .awaitingItems(queue, consumers: consumers - count)
         return count
@@ -645,6 +652,7 @@ struct MailboxStateMachine: Sendable {
     mutating func close() -> Int {
         let dropped = count
         state = .closed(Remains(isJobPending: isJobPending, runner: runner))
+        holds = []
         return dropped
     }
 
@@ -667,37 +675,6 @@ struct MailboxStateMachine: Sendable {
             state = .closed(remains)
         }
         return count > 0
-    }
-}
-
-extension MailboxStateMachine.Queue {
-    /// Counts a new item, held under `hold` unless it is 0.
-    @inline(__always)
-    fileprivate mutating func add(hold: UInt) {
-        if hold != 0 {
-            holds.append(MailboxStateMachine.Hold(token: hold, sequence: appended))
-        }
-        appended += 1
-    }
-
-    /// Forgets the item `offset` items from the front, and its hold.
-    fileprivate mutating func remove(at offset: Int) {
-        let position = taken + offset
-        if offset == 0 {
-            // The front item: as if a drain took it.
-            taken += 1
-            if holds.first?.sequence == position { holds.removeFirst() }
-            return
-        }
-        appended -= 1
-        if let index = holds.firstIndex(where: { $0.sequence >= position }) {
-            if holds[index].sequence == position {
-                holds.remove(at: index)
-            }
-            for later in index..<holds.count {
-                holds[later].sequence -= 1
-            }
-        }
     }
 }
 

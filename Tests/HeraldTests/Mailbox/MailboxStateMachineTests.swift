@@ -349,8 +349,12 @@ struct MailboxStateMachineTransitionTests {
         let name: String
         var configuration = Machine.Configuration()
         let from: State
+        /// The holds in `from`, as (token, item number).
+        var holds: [(UInt, Int)] = []
         let input: Input
         let to: State
+        /// The holds in `to`.
+        var holdsAfter: [(UInt, Int)] = []
         let output: Output
 
         var testDescription: String { name }
@@ -380,10 +384,14 @@ struct MailboxStateMachineTransitionTests {
         }
     }
 
-    /// A queue of `appended` items of which `taken` are gone, with `holds` as (token, item number).
-    static func queue(_ appended: Int, taken: Int = 0, holds: [(UInt, Int)] = []) -> Machine.Queue {
-        Machine.Queue(
-            appended: appended, taken: taken, holds: holds.map { Machine.Hold(token: $0.0, sequence: $0.1) })
+    /// A queue of `appended` items of which `taken` are gone.
+    static func queue(_ appended: Int, taken: Int = 0) -> Machine.Queue {
+        Machine.Queue(appended: appended, taken: taken)
+    }
+
+    /// Holds given as (token, item number).
+    static func holds(_ holds: [(UInt, Int)]) -> [Machine.Hold] {
+        holds.map { Machine.Hold(token: $0.0, sequence: $0.1) }
     }
 
     static func job(_ thread: UInt, slice: Int, batches: Int) -> Machine.Drain {
@@ -445,9 +453,9 @@ struct MailboxStateMachineTransitionTests {
             output: .policy(.dropNew)),
         Row(
             name: "stream newest(1), a consumer waits behind a held item + item → stored: room for the consumer",
-            configuration: streamNewestOne, from: .awaitingItems(queue(1, holds: [(3, 0)]), consumers: 1),
+            configuration: streamNewestOne, from: .awaitingItems(queue(1), consumers: 1), holds: [(3, 0)],
             input: .appendUnderPolicy(hold: 0, subjectIndex: nil),
-            to: .awaitingItems(queue(2, holds: [(3, 0)]), consumers: 1), output: .policy(.store(schedule: false))),
+            to: .awaitingItems(queue(2), consumers: 1), holdsAfter: [(3, 0)], output: .policy(.store(schedule: false))),
     ]
 
     /// A mailbox that feeds a stream: consumers take its items; no drain runs.
@@ -462,10 +470,10 @@ struct MailboxStateMachineTransitionTests {
         Row(
             name: "stream, a consumer waits + held item → nothing to hand yet", configuration: stream,
             from: .awaitingItems(queue(0), consumers: 1), input: .append(hold: 3),
-            to: .awaitingItems(queue(1, holds: [(3, 0)]), consumers: 1), output: .append(.store)),
+            to: .awaitingItems(queue(1), consumers: 1), holdsAfter: [(3, 0)], output: .append(.store)),
         Row(
             name: "stream, a consumer waits + release of the held item → hand it", configuration: stream,
-            from: .awaitingItems(queue(1, holds: [(3, 0)]), consumers: 1), input: .release(hold: 3),
+            from: .awaitingItems(queue(1), consumers: 1), holds: [(3, 0)], input: .release(hold: 3),
             to: .awaitingItems(queue(1), consumers: 1), output: .schedule(true)),
         Row(
             name: "stream, idle with a ready item + consumer → take", configuration: stream, from: .idle(queue(1)),
@@ -476,8 +484,8 @@ struct MailboxStateMachineTransitionTests {
             output: .consumer(.wait)),
         Row(
             name: "stream, idle with only a held item + a first look → idle, nothing taken", configuration: stream,
-            from: .idle(queue(1, holds: [(3, 0)])), input: .consumerArrived(mayWait: false),
-            to: .idle(queue(1, holds: [(3, 0)])), output: .consumer(.wait)),
+            from: .idle(queue(1)), holds: [(3, 0)], input: .consumerArrived(mayWait: false),
+            to: .idle(queue(1)), holdsAfter: [(3, 0)], output: .consumer(.wait)),
         Row(
             name: "stream, a consumer waits + another → two wait", configuration: stream,
             from: .awaitingItems(queue(0), consumers: 1), input: .consumerArrived(mayWait: true),
@@ -502,7 +510,7 @@ struct MailboxStateMachineTransitionTests {
             input: .handToConsumers, to: .idle(queue(1)), output: .handed(0)),
         Row(
             name: "stream, consumers wait + close → closed", configuration: stream,
-            from: .awaitingItems(queue(1, holds: [(3, 0)]), consumers: 2), input: .close,
+            from: .awaitingItems(queue(1), consumers: 2), holds: [(3, 0)], input: .close,
             to: closed(jobPending: false, nil), output: .dropped(1)),
         Row(
             name: "stream, consumers wait + a refused job → unchanged, nothing stranded", configuration: stream,
@@ -516,17 +524,17 @@ struct MailboxStateMachineTransitionTests {
             to: .scheduled(queue(1), .fresh), output: .append(.storeAndSchedule)),
         Row(
             name: "idle + held item → idle", from: .idle(queue(0)), input: .append(hold: 7),
-            to: .idle(queue(1, holds: [(7, 0)])), output: .append(.store)),
+            to: .idle(queue(1)), holdsAfter: [(7, 0)], output: .append(.store)),
         Row(
-            name: "idle + item behind a held one → idle", from: .idle(queue(1, holds: [(7, 0)])),
-            input: .append(hold: 0), to: .idle(queue(2, holds: [(7, 0)])), output: .append(.store)),
+            name: "idle + item behind a held one → idle", from: .idle(queue(1)), holds: [(7, 0)],
+            input: .append(hold: 0), to: .idle(queue(2)), holdsAfter: [(7, 0)], output: .append(.store)),
         Row(
             name: "scheduled + item → scheduled", from: .scheduled(queue(1), .fresh), input: .append(hold: 0),
             to: .scheduled(queue(2), .fresh), output: .append(.store)),
         Row(
             name: "scheduled (lingering) + held item → scheduled (lingering)",
             from: .scheduled(queue(1), .lingering), input: .append(hold: 3),
-            to: .scheduled(queue(2, holds: [(3, 1)]), .lingering), output: .append(.store)),
+            to: .scheduled(queue(2), .lingering), holdsAfter: [(3, 1)], output: .append(.store)),
         Row(
             name: "draining (job) + item → draining",
             from: .draining(queue(1, taken: 1), job(1, slice: 127, batches: 1)),
@@ -535,7 +543,7 @@ struct MailboxStateMachineTransitionTests {
         Row(
             name: "draining (inline) + held item → draining",
             from: .draining(queue(1, taken: 1), .inline(thread: 2, pending: .none)), input: .append(hold: 3),
-            to: .draining(queue(2, taken: 1, holds: [(3, 1)]), .inline(thread: 2, pending: .none)),
+            to: .draining(queue(2, taken: 1), .inline(thread: 2, pending: .none)), holdsAfter: [(3, 1)],
             output: .append(.store)),
         Row(
             name: "suspended + item → suspended, no job", from: .suspended(queue(1, taken: 1), pending: .none),
@@ -556,8 +564,8 @@ struct MailboxStateMachineTransitionTests {
             to: .scheduled(queue(2, taken: 1), .fresh), output: .policy(.replace(index: 0, schedule: false))),
         Row(
             name: "latest, idle with a held pending item + held item → replaces it, still held",
-            configuration: latest, from: .idle(queue(1, holds: [(4, 0)])),
-            input: .appendUnderPolicy(hold: 5, subjectIndex: nil), to: .idle(queue(2, taken: 1, holds: [(5, 1)])),
+            configuration: latest, from: .idle(queue(1)), holds: [(4, 0)],
+            input: .appendUnderPolicy(hold: 5, subjectIndex: nil), to: .idle(queue(2, taken: 1)), holdsAfter: [(5, 1)],
             output: .policy(.replace(index: 0, schedule: false))),
         Row(
             name: "latest per subject, draining + item of a pending subject → replaces that item",
@@ -584,12 +592,11 @@ struct MailboxStateMachineTransitionTests {
         Row(
             name: "bufferingNewest(2), idle and full of held items + item → drops the oldest",
             configuration: Machine.Configuration(rule: .dropOldest(limit: 2)),
-            from: .idle(queue(2, holds: [(5, 0), (6, 1)])),
-            input: .appendUnderPolicy(hold: 0, subjectIndex: nil), to: .idle(queue(3, taken: 1, holds: [(6, 1)])),
-            output: .policy(.dropOldest(schedule: false))),
+            from: .idle(queue(2)), holds: [(5, 0), (6, 1)], input: .appendUnderPolicy(hold: 0, subjectIndex: nil),
+            to: .idle(queue(3, taken: 1)), holdsAfter: [(6, 1)], output: .policy(.dropOldest(schedule: false))),
         Row(
             name: "bufferingNewest(2), idle and full + item → drops the oldest, schedule",
-            configuration: Machine.Configuration(rule: .dropOldest(limit: 2)), from: .idle(queue(2, holds: [(5, 0)])),
+            configuration: Machine.Configuration(rule: .dropOldest(limit: 2)), from: .idle(queue(2)), holds: [(5, 0)],
             input: .appendUnderPolicy(hold: 0, subjectIndex: nil), to: .scheduled(queue(3, taken: 1), .fresh),
             output: .policy(.dropOldest(schedule: true))),
         Row(
@@ -613,36 +620,36 @@ struct MailboxStateMachineTransitionTests {
             output: .policy(.store(schedule: true))),
         Row(
             name: "remove the front held item of an idle mailbox → taken, no job claimed",
-            from: .idle(queue(2, holds: [(3, 0)])), input: .remove(at: 0), to: .idle(queue(2, taken: 1)),
+            from: .idle(queue(2)), holds: [(3, 0)], input: .remove(at: 0), to: .idle(queue(2, taken: 1)),
             output: .nothing),
         Row(
             name: "remove a held item in the middle → its hold goes, later holds move up",
-            from: .scheduled(queue(3, holds: [(5, 1), (6, 2)]), .fresh), input: .remove(at: 1),
-            to: .scheduled(queue(2, holds: [(6, 1)]), .fresh), output: .nothing),
+            from: .scheduled(queue(3), .fresh), holds: [(5, 1), (6, 2)], input: .remove(at: 1),
+            to: .scheduled(queue(2), .fresh), holdsAfter: [(6, 1)], output: .nothing),
     ]
 
     static let releaseRows: [Row] = [
         Row(
-            name: "idle + release of the only hold → scheduled, schedule", from: .idle(queue(1, holds: [(7, 0)])),
+            name: "idle + release of the only hold → scheduled, schedule", from: .idle(queue(1)), holds: [(7, 0)],
             input: .release(hold: 7), to: .scheduled(queue(1), .fresh), output: .schedule(true)),
         Row(
-            name: "idle + release of a later hold → idle", from: .idle(queue(2, holds: [(1, 0), (2, 1)])),
-            input: .release(hold: 2), to: .idle(queue(2, holds: [(1, 0)])), output: .schedule(false)),
+            name: "idle + release of a later hold → idle", from: .idle(queue(2)), holds: [(1, 0), (2, 1)],
+            input: .release(hold: 2), to: .idle(queue(2)), holdsAfter: [(1, 0)], output: .schedule(false)),
         Row(
             name: "idle + release of an unknown hold → unchanged", from: .idle(queue(1, taken: 1)),
             input: .release(hold: 42), to: .idle(queue(1, taken: 1)), output: .schedule(false)),
         Row(
-            name: "scheduled + release → scheduled", from: .scheduled(queue(2, holds: [(9, 1)]), .lingering),
+            name: "scheduled + release → scheduled", from: .scheduled(queue(2), .lingering), holds: [(9, 1)],
             input: .release(hold: 9), to: .scheduled(queue(2), .lingering), output: .schedule(false)),
         Row(
             name: "draining + release → draining",
-            from: .draining(queue(2, taken: 1, holds: [(9, 1)]), job(1, slice: 127, batches: 1)),
+            from: .draining(queue(2, taken: 1), job(1, slice: 127, batches: 1)), holds: [(9, 1)],
             input: .release(hold: 9), to: .draining(queue(2, taken: 1), job(1, slice: 127, batches: 1)),
             output: .schedule(false)),
         Row(
             name: "suspended + release → suspended, no job",
-            from: .suspended(queue(1, holds: [(4, 0)]), pending: .none),
-            input: .release(hold: 4), to: .suspended(queue(1), pending: .none), output: .schedule(false)),
+            from: .suspended(queue(1), pending: .none), holds: [(4, 0)], input: .release(hold: 4),
+            to: .suspended(queue(1), pending: .none), output: .schedule(false)),
         Row(
             name: "closed + release → closed", from: closed(jobPending: false, nil), input: .release(hold: 3),
             to: closed(jobPending: false, nil), output: .schedule(false)),
@@ -671,9 +678,8 @@ struct MailboxStateMachineTransitionTests {
             to: .draining(queue(2, taken: 1), job(1, slice: slice - 1, batches: 1)), output: .drain(.run(1))),
         Row(
             name: "scheduled with nothing ready + job starts → idle",
-            from: .scheduled(queue(1, holds: [(5, 0)]), .lingering),
-            input: .jobStarted(thread: 1, posterPaused: false), to: .idle(queue(1, holds: [(5, 0)])),
-            output: .drain(.stop)),
+            from: .scheduled(queue(1), .lingering), holds: [(5, 0)], input: .jobStarted(thread: 1, posterPaused: false),
+            to: .idle(queue(1)), holdsAfter: [(5, 0)], output: .drain(.stop)),
         Row(
             name: "draining inline with a job pending + job starts → the job ends",
             from: .draining(queue(1, taken: 1), .inline(thread: 5, pending: .lingering)),
@@ -698,9 +704,9 @@ struct MailboxStateMachineTransitionTests {
             to: .idle(queue(1, taken: 1)), output: .drain(.stop)),
         Row(
             name: "draining (job) + batch ran, only held items left → idle",
-            from: .draining(queue(2, taken: 1, holds: [(8, 1)]), job(1, slice: 127, batches: 1)),
+            from: .draining(queue(2, taken: 1), job(1, slice: 127, batches: 1)), holds: [(8, 1)],
             input: .batchRan(startedCall: false),
-            to: .idle(queue(2, taken: 1, holds: [(8, 1)])), output: .drain(.stop)),
+            to: .idle(queue(2, taken: 1)), holdsAfter: [(8, 1)], output: .drain(.stop)),
         Row(
             name: "draining (job) + slice used up, more ready → scheduled, reschedule",
             from: .draining(queue(200, taken: slice), job(1, slice: 0, batches: 1)),
@@ -775,8 +781,8 @@ struct MailboxStateMachineTransitionTests {
             input: .inlineStarted(thread: 5), to: .draining(queue(2, taken: 1), .inline(thread: 5, pending: .none)),
             output: .drain(.run(1))),
         Row(
-            name: "idle with only held items + inline drain starts → nothing", from: .idle(queue(1, holds: [(3, 0)])),
-            input: .inlineStarted(thread: 5), to: .idle(queue(1, holds: [(3, 0)])), output: .drain(.stop)),
+            name: "idle with only held items + inline drain starts → nothing", from: .idle(queue(1)), holds: [(3, 0)],
+            input: .inlineStarted(thread: 5), to: .idle(queue(1)), holdsAfter: [(3, 0)], output: .drain(.stop)),
         Row(
             name: "draining (job) + inline drain starts → nothing",
             from: .draining(queue(2, taken: 1), job(1, slice: 127, batches: 1)), input: .inlineStarted(thread: 5),
@@ -876,8 +882,8 @@ struct MailboxStateMachineTransitionTests {
             to: closed(jobPending: false, nil), output: .dropped(2)),
         Row(
             name: "scheduled + close → closed, the job still pending",
-            from: .scheduled(queue(2, holds: [(3, 1)]), .fresh),
-            input: .close, to: closed(jobPending: true, nil), output: .dropped(2)),
+            from: .scheduled(queue(2), .fresh), holds: [(3, 1)], input: .close, to: closed(jobPending: true, nil),
+            output: .dropped(2)),
         Row(
             name: "draining (job) + close → closed, the drain still running",
             from: .draining(queue(3, taken: 1), job(1, slice: 127, batches: 1)), input: .close,
@@ -901,9 +907,10 @@ struct MailboxStateMachineTransitionTests {
 
     @Test("Each input in each state leads to the row's state and action", arguments: rows)
     func transition(_ row: Row) {
-        var machine = Machine(row.configuration, state: row.from)
+        var machine = Machine(row.configuration, state: row.from, holds: Self.holds(row.holds))
         let output = Self.apply(row.input, to: &machine)
         #expect(machine.current == row.to)
+        #expect(machine.holds == Self.holds(row.holdsAfter))
         #expect(output == row.output)
     }
 
@@ -929,31 +936,36 @@ struct MailboxStateMachineTransitionTests {
 
     @Test("Queries read the state: busy, pending job, runner, waiting for the target")
     func queries() {
-        let rows: [(State, busy: Bool, pending: Bool, runner: Machine.Runner?, waitsForTarget: Bool)] = [
-            (.idle(Self.queue(0)), false, false, nil, false),
-            (.idle(Self.queue(1, holds: [(3, 0)])), true, false, nil, false),
-            (.scheduled(Self.queue(1), .fresh), true, true, nil, true),
-            (
-                .draining(Self.queue(1, taken: 1), Self.job(1, slice: 127, batches: 1)), true, true, .job(thread: 1),
-                false
-            ),
-            (
-                .draining(Self.queue(1, taken: 1), .inline(thread: 5, pending: .none)), true, false, .inline(thread: 5),
-                false
-            ),
-            (
-                .draining(Self.queue(1, taken: 1), .inline(thread: 5, pending: .fresh)), true, true, .inline(thread: 5),
-                false
-            ),
-            (.suspended(Self.queue(1, taken: 1), pending: .none), true, false, .suspended, false),
-            (.awaitingItems(Self.queue(0), consumers: 1), false, false, nil, false),
-            (.awaitingItems(Self.queue(1, holds: [(3, 0)]), consumers: 1), true, false, nil, false),
-            (Self.closed(jobPending: false, nil), false, false, nil, false),
-            (Self.closed(jobPending: true, nil), true, true, nil, true),
-            (Self.closed(jobPending: false, .suspended), true, false, .suspended, false),
-        ]
-        for (state, busy, pending, runner, waitsForTarget) in rows {
-            let machine = Machine(state: state)
+        let rows:
+            [(State, holds: [(UInt, Int)], busy: Bool, pending: Bool, runner: Machine.Runner?, waitsForTarget: Bool)] =
+                [
+                    (.idle(Self.queue(0)), [], false, false, nil, false),
+                    (.idle(Self.queue(1)), [(3, 0)], true, false, nil, false),
+                    (.scheduled(Self.queue(1), .fresh), [], true, true, nil, true),
+                    (
+                        .draining(Self.queue(1, taken: 1), Self.job(1, slice: 127, batches: 1)), [], true, true,
+                        .job(thread: 1),
+                        false
+                    ),
+                    (
+                        .draining(Self.queue(1, taken: 1), .inline(thread: 5, pending: .none)), [], true, false,
+                        .inline(thread: 5),
+                        false
+                    ),
+                    (
+                        .draining(Self.queue(1, taken: 1), .inline(thread: 5, pending: .fresh)), [], true, true,
+                        .inline(thread: 5),
+                        false
+                    ),
+                    (.suspended(Self.queue(1, taken: 1), pending: .none), [], true, false, .suspended, false),
+                    (.awaitingItems(Self.queue(0), consumers: 1), [], false, false, nil, false),
+                    (.awaitingItems(Self.queue(1), consumers: 1), [(3, 0)], true, false, nil, false),
+                    (Self.closed(jobPending: false, nil), [], false, false, nil, false),
+                    (Self.closed(jobPending: true, nil), [], true, true, nil, true),
+                    (Self.closed(jobPending: false, .suspended), [], true, false, .suspended, false),
+                ]
+        for (state, holds, busy, pending, runner, waitsForTarget) in rows {
+            let machine = Machine(state: state, holds: Self.holds(holds))
             #expect(machine.isBusy == busy, "\(state)")
             #expect(machine.isJobPending == pending, "\(state)")
             #expect(machine.runner == runner, "\(state)")
