@@ -44,6 +44,8 @@ SOURCES = {
     "Sources/Herald/Herald.docc/AppModulesWithDefaultIsolation.md": [
         "Examples/AppFixture/Sources/AppFixture/Notifications.swift",
         "Examples/AppFixture/Sources/AppFixture/App.swift",
+        "Examples/AppFixture/Tests/AppFixtureTests/AppFixtureTests.swift",
+        "Examples/AppFixture/Tests/AppFixtureXCTests/AppFixtureXCTests.swift",
     ],
     # The HeraldPostgres bridge, a package of its own: its test target compiles the snippets, and
     # `swift package dump-package` (in Scripts/postgres-test.sh) checks the example manifest.

@@ -11,6 +11,12 @@ let appSettings: [SwiftSetting] = [
     .enableUpcomingFeature("InferIsolatedConformances"),
 ]
 
+let testDependencies: [Target.Dependency] = [
+    "AppFixture",
+    .product(name: "Herald", package: "Herald"),
+    .product(name: "HeraldTesting", package: "Herald"),
+]
+
 let package = Package(
     name: "AppFixture",
     platforms: [.macOS(.v15), .iOS(.v18)],
@@ -23,11 +29,13 @@ let package = Package(
         ),
         .testTarget(
             name: "AppFixtureTests",
-            dependencies: [
-                "AppFixture",
-                .product(name: "Herald", package: "Herald"),
-                .product(name: "HeraldTesting", package: "Herald"),
-            ],
+            dependencies: testDependencies,
+            swiftSettings: appSettings
+        ),
+        // An XCTest-only test target: nothing in it imports Testing.
+        .testTarget(
+            name: "AppFixtureXCTests",
+            dependencies: testDependencies,
             swiftSettings: appSettings
         ),
     ]

@@ -36,7 +36,8 @@ import Testing
 /// - A blocking `postAndWait` made on the main actor still runs main-actor observers inline.
 /// - An `await hub.postAndWait(_:from:)` returns what it returns in the app: made on the main
 ///   actor, it runs the stand-in's jobs in order until its own deliveries are done; made
-///   elsewhere, it waits until the test runs the stand-in. One still waiting when
+///   elsewhere, it waits until the test runs the stand-in: test a background function that makes
+///   one with ``run(maxJobs:fileID:filePath:line:column:_:)``. One still waiting when
 ///   ``withMainActorStandIn(name:fileID:filePath:line:column:_:)``'s scope ends is failed and ended, with a
 ///   `PendingWorkError` naming the stand-in. `await hub.waitUntilIdle()` throws that error at
 ///   once while the stand-in holds deliveries that nothing runs.
@@ -117,16 +118,18 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
         state.withLock { $0.drivers > 0 }
     }
 
-    /// Starts the task of an async main-actor handler; the stand-in is idle only once it ends.
-    func startTask(_ work: @escaping @Sendable () async -> Void) -> Task<Void, Never> {
+    /// Starts the task of an async main-actor handler (or of ``run(maxJobs:fileID:filePath:line:column:_:)``'s
+    /// operation); the stand-in is idle only once it ends.
+    func startTask<T: Sendable>(_ work: @escaping @Sendable () async -> T) -> Task<T, Never> {
         state.withLock { $0.taskCount += 1 }
         return Task { [self] in
-            await work()
+            let value = await work()
             let wakeUp = state.withLock { state in
                 state.taskCount -= 1
                 return Self.takeWakeUp(&state)
             }
             wakeUp?.resume()
+            return value
         }
     }
 
@@ -257,6 +260,81 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
         let count = await drive(until: instant, maxJobs: 100_000, site: site)
         state.withLock { $0.queue.advanceClock(to: instant) }
         return count + (await drive(until: nil, maxJobs: 100_000, site: site))
+    }
+
+    /// Runs `operation` off the main actor and, while it runs, the stand-in's jobs as they come
+    /// due, until `operation` has returned and the stand-in is idle; returns what `operation`
+    /// returned.
+    ///
+    /// This is the way to test code that waits for its own main-actor deliveries from the
+    /// background, such as a `@concurrent` function that ends with `await hub.postAndWait(…)`:
+    /// awaiting that function and calling ``runUntilIdle(maxJobs:fileID:filePath:line:column:)``
+    /// afterwards would never return, because the waiting post waits for the test to run the
+    /// stand-in.
+    ///
+    /// ```swift
+    /// let report = await main.run { await importer.importFiles(["a.txt"]) }
+    /// #expect(report.deliveredCount == 1)
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - maxJobs: The most jobs to run before reporting runaway work.
+    ///   - fileID: Where to report runaway work; leave the default.
+    ///   - filePath: Where to report runaway work; leave the default.
+    ///   - line: Where to report runaway work; leave the default.
+    ///   - column: Where to report runaway work; leave the default.
+    ///   - operation: The work under test, run on a task of its own, off the main actor.
+    /// - Returns: What `operation` returned.
+    /// - Throws: What `operation` threw, once the stand-in is idle.
+    @MainActor
+    @discardableResult
+    public func run<T: Sendable, E: Error>(
+        maxJobs: Int = 100_000,
+        fileID: String = #fileID,
+        filePath: StaticString = #filePath,
+        line: Int = #line,
+        column: Int = #column,
+        _ operation: @escaping @Sendable () async throws(E) -> T
+    ) async throws(E) -> T {
+        try await run(
+            maxJobs: maxJobs, site: FailureSite(fileID: fileID, filePath: filePath, line: line, column: column),
+            operation)
+    }
+
+    /// Runs `operation` and the stand-in's jobs, as ``run(maxJobs:fileID:filePath:line:column:_:)``
+    /// does, reporting runaway work at `sourceLocation`: the form for a Swift Testing helper that
+    /// forwards its caller's location.
+    ///
+    /// - Parameters:
+    ///   - maxJobs: The most jobs to run before reporting runaway work.
+    ///   - sourceLocation: Where to report runaway work.
+    ///   - operation: The work under test, run on a task of its own, off the main actor.
+    /// - Returns: What `operation` returned.
+    /// - Throws: What `operation` threw, once the stand-in is idle.
+    @MainActor
+    @discardableResult
+    public func run<T: Sendable, E: Error>(
+        maxJobs: Int = 100_000, sourceLocation: SourceLocation,
+        _ operation: @escaping @Sendable () async throws(E) -> T
+    ) async throws(E) -> T {
+        try await run(maxJobs: maxJobs, site: FailureSite(sourceLocation), operation)
+    }
+
+    @MainActor
+    private func run<T: Sendable, E: Error>(
+        maxJobs: Int, site: FailureSite, _ operation: @escaping @Sendable () async throws(E) -> T
+    ) async throws(E) -> T {
+        // The operation counts as a running task: the drive below runs jobs as they come and
+        // returns only once the operation has ended and nothing is left to run.
+        let task = startTask { () async -> Result<T, E> in
+            do throws(E) {
+                return .success(try await operation())
+            } catch {
+                return .failure(error)
+            }
+        }
+        _ = await drive(until: nil, maxJobs: maxJobs, site: site)
+        return try await task.value.get()
     }
 
     // MARK: - Checking

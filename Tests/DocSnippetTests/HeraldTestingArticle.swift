@@ -4,9 +4,9 @@ import Testing
 
 // The Swift block of HeraldTesting.docc/HeraldTesting.md, compiled and run.
 
-private struct Alarm: TypedNotification, Equatable { let level: Int }
-
 // snippet: begin
+struct Alarm: TypedNotification, Equatable { let level: Int }
+
 @Test func alarmsAreDeliveredWhenTheTestSaysSo() {
     let hub = NotificationHub()
     let main = TestDeliveryTarget(name: "main")

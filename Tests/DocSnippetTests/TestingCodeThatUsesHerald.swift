@@ -56,10 +56,34 @@ actor SlowImages: ImageLoading {
 // snippet: end
 
 // snippet: begin
+struct FileImported: TypedNotification { let name: String }
+
+struct FileIndexed: TypedNotification, Equatable { let name: String }
+
+/// Imports files on a background queue and announces each one, as its subject.
+final class FileImporter: Sendable {
+    private let hub: NotificationHub
+    private let files: [String]
+
+    init(hub: NotificationHub, files: [String]) {
+        self.hub = hub
+        self.files = files
+    }
+
+    func start() {
+        let (hub, files) = (self.hub, self.files)
+        DispatchQueue.global().async { [self] in
+            for file in files { hub.post(FileImported(name: file), from: self) }
+        }
+    }
+}
+// snippet: end
+
+// snippet: begin
 @Test func importerAnnouncesEachFile() async throws {
     let hub = NotificationHub()
     let imports = DispatchQueue(label: "imports")
-    let importer = Importer(hub: hub, files: ["a.csv", "b.csv"])
+    let importer = FileImporter(hub: hub, files: ["a.csv", "b.csv"])
     let recorder = hub.record(FileImported.self, from: importer, on: .queue(imports))
     importer.start()
     #expect(try await recorder.next().name == "a.csv")
@@ -101,6 +125,8 @@ actor SlowImages: ImageLoading {
 // snippet: end
 
 // snippet: begin
+struct Tick: TypedNotification { let value: Int }
+
 @Test func dropsAreCounted() {
     let hub = NotificationHub()
     let ticks = hub.notifications(of: Tick.self, bufferingPolicy: .bufferingNewest(3))
@@ -108,28 +134,3 @@ actor SlowImages: ImageLoading {
     #expect(ticks.droppedCount == 7)  // drops are counted, never silent
 }
 // snippet: end
-
-// Context for the examples above.
-
-struct FileImported: TypedNotification { let name: String }
-
-struct FileIndexed: TypedNotification, Equatable { let name: String }
-
-struct Tick: TypedNotification { let value: Int }
-
-final class Importer: Sendable {
-    private let hub: NotificationHub
-    private let files: [String]
-
-    init(hub: NotificationHub, files: [String]) {
-        self.hub = hub
-        self.files = files
-    }
-
-    func start() {
-        let (hub, files) = (self.hub, self.files)
-        DispatchQueue.global().async { [self] in
-            for file in files { hub.post(FileImported(name: file), from: self) }
-        }
-    }
-}

@@ -88,7 +88,7 @@ struct FamilyTestingTests {
             #expect(!hub.expectRegistered(every: (any ShopEvent).self, on: .mainQueue))
         } matching: { issue in
             issue.comments.contains { comment in
-                comment.rawValue.contains("expected 1 registration for every ShopEvent on main, found 0")
+                comment.rawValue.contains("expected 1 registration for every ShopEvent on mainQueue, found 0")
                     && comment.rawValue.contains("FamilyTestingTests.swift")
                     && comment.rawValue.contains("at priority 3")
             }

@@ -65,7 +65,7 @@ struct RegistrationExpectationTests {
             #expect(!hub.expectRegistered(Alarm.self, on: .mainQueue))
         } matching: { issue in
             issue.comments.contains { comment in
-                comment.rawValue.contains("expected 1 registration for Alarm on main, found 0")
+                comment.rawValue.contains("expected 1 registration for Alarm on mainQueue, found 0")
                     && comment.rawValue.contains("RegistrationExpectationTests.swift")
                     && comment.rawValue.contains("on posting")
             }

@@ -51,6 +51,61 @@ struct TestMainActorTests {
         }
     }
 
+    @Test(
+        "run(_:) runs the stand-in while a background operation waits for its own main-actor deliveries, and returns what the operation returned"
+    )
+    func runDrivesTheStandInDuringABackgroundWaitingPost() async {
+        await withMainActorStandIn { main in
+            let hub = NotificationHub()
+            hub.useMainActorStandIn(main)
+            var seen: [Int] = []
+            let token = hub.observe(Tap.self, on: MainActor.shared) { note in
+                MainActor.assertIsolated()
+                seen.append(note.value)
+                hub.post(Echo(value: note.value))  // work that a delivery sets off
+            }
+            var echoes: [Int] = []
+            let echoToken = hub.observe(Echo.self, on: MainActor.shared) { echoes.append($0.value) }
+            // The operation posts and waits from the background, as a @concurrent function does:
+            // its deliveries run only when the test runs the stand-in.
+            let reports = await main.run { () async -> [DeliveryReport] in
+                var reports: [DeliveryReport] = []
+                for value in 1...3 { reports.append(await hub.postAndWait(Tap(value: value))) }
+                return reports
+            }
+            #expect(reports.map(\.deliveredCount) == [1, 1, 1])
+            #expect(seen == [1, 2, 3])
+            #expect(echoes == [1, 2, 3], "what the deliveries posted ran too: the stand-in is idle")
+            main.expectNoPendingWork()
+            token.cancel()
+            echoToken.cancel()
+        }
+    }
+
+    @Test("run(_:) rethrows what the operation threw, once the stand-in is idle")
+    func runRethrows() async {
+        struct Refused: Error, Equatable {}
+        await withMainActorStandIn { main in
+            let hub = NotificationHub()
+            hub.useMainActorStandIn(main)
+            var seen: [Int] = []
+            let token = hub.observe(Tap.self, on: MainActor.shared) { seen.append($0.value) }
+            var caught: Refused?
+            do throws(Refused) {
+                _ = try await main.run { () async throws(Refused) -> Int in
+                    _ = await hub.postAndWait(Tap(value: 9))
+                    throw Refused()
+                }
+            } catch {
+                caught = error
+            }
+            #expect(caught == Refused())
+            #expect(seen == [9])
+            main.expectNoPendingWork()
+            token.cancel()
+        }
+    }
+
     @Test("A blocking postAndWait made on the main actor still runs main-actor observers inline")
     func blockingWaitFromTheMainActorRunsInline() async {
         await withMainActorStandIn { main in

@@ -179,12 +179,12 @@ public struct DeliveryTarget: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    /// A short name for the target, for example `main` or `queue(com.example.db)`, for logs and
-    /// test failures.
+    /// A short name for the target, spelled as in code, for example `mainQueue` or
+    /// `queue(com.example.db)`, for logs and test failures.
     public var description: String {
         switch kind {
         case .posting: return "posting"
-        case .main: return "main"
+        case .main: return "mainQueue"
         case .queue(let queue, _): return "queue(\(queue.label))"
         case .operationQueue(let queue): return "operationQueue(\(queue.name ?? "unnamed"))"
         case .thread(let thread): return "thread(\(thread.name))"

@@ -51,6 +51,12 @@ nonisolated struct Importer {
             hub.post(ImportProgress(fileIndex: index + 1, fileCount: names.count))
         }
     }
+
+    /// Imports one file and returns once every observer has it: the view model's too.
+    @concurrent
+    func importAndConfirm(_ name: String) async -> DeliveryReport {
+        await hub.postAndWait(FileImported(name: name))
+    }
 }
 // snippet: end
 

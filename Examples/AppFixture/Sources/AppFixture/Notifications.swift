@@ -3,7 +3,7 @@ import Herald
 
 // Notification types declared in an app module with default main-actor isolation. A conformance
 // in the primary declaration just works: the type's stored `let`s are Sendable, so they are read
-// from any isolation.
+// from any isolation. A conformance in an extension needs a `nonisolated` type.
 
 // snippet: begin
 /// A background import reports its progress far faster than the screen can show it.
@@ -18,10 +18,18 @@ struct ImportProgress: TypedNotification, Equatable {
 struct FileImported: TypedNotification, Equatable {
     let name: String
 }
+
+/// The import finished. Its conformance sits in an extension, so the type says `nonisolated`:
+/// otherwise it stays main-actor isolated, and a handler on a queue could not read `fileCount`.
+nonisolated struct ImportFinished {
+    let fileCount: Int
+}
+
+extension ImportFinished: TypedNotification {}
 // snippet: end
 
-// A conformance written in an extension crosses into main-actor code unless the type and the
-// extension are `nonisolated`: `nonisolated extension` alone is not enough when `Codable` or
+// A bridged conformance written in an extension crosses into main-actor code unless the type and
+// the extension are `nonisolated`: `nonisolated extension` alone is not enough when `Codable` or
 // `Equatable` sit in the primary declaration, because those conformances would be main-actor
 // isolated and `NotificationConvertible` needs them from any thread.
 

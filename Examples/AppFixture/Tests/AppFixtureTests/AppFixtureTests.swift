@@ -78,6 +78,51 @@ struct AppFixtureTests {
         #expect(read.2)
     }
 
+    // snippet: begin
+    @Test func theViewModelShowsEachImportedFile() async throws {
+        // The closure says `throws`: its only `try` is inside `#expect`.
+        try await withMainActorStandIn { main throws in
+            let hub = NotificationHub()
+            hub.useMainActorStandIn(main)
+            let model = ImportViewModel(hub: hub)
+            let imported = hub.record(FileImported.self)
+            await Importer(hub: hub).importFiles(["a.txt", "b.txt"])
+            #expect(try await imported.next().name == "a.txt")
+            await main.runUntilIdle()
+            #expect(model.importedFiles == ["a.txt", "b.txt"])
+            main.expectNoPendingWork()
+        }
+    }
+    // snippet: end
+
+    // snippet: begin
+    @Test func aBackgroundWaitingPostReachesTheViewModel() async {
+        await withMainActorStandIn { main in
+            let hub = NotificationHub()
+            hub.useMainActorStandIn(main)
+            let model = ImportViewModel(hub: hub)
+            // The waiting post waits for the view model's delivery, which the stand-in holds until
+            // the test runs it: `run` runs the stand-in while the importer works.
+            let report = await main.run { await Importer(hub: hub).importAndConfirm("a.txt") }
+            #expect(report.deliveredCount == 1)
+            #expect(model.importedFiles == ["a.txt"])
+        }
+    }
+    // snippet: end
+
+    @Test("a notification whose conformance sits in an extension posts from the background to a queue observer")
+    func conformanceInAnExtension() async throws {
+        let hub = NotificationHub()
+        let seen = Recorded<Int>()
+        let token = hub.observe(ImportFinished.self, on: .queue(DispatchQueue(label: "finished"))) { note in
+            seen.append(note.fileCount)
+        }
+        let report = await Task.detached { await hub.postAndWait(ImportFinished(fileCount: 3)) }.value
+        #expect(report.deliveredCount == 1)
+        #expect(seen.all == [3])
+        token.cancel()
+    }
+
     @Test("a retained value whose Equatable conformance is main-actor isolated is removed with a predicate")
     func removeRetainedValueWithAPredicate() {
         let hub = NotificationHub()
