@@ -56,12 +56,12 @@ actor SlowImages: ImageLoading {
 // snippet: end
 
 // snippet: begin
-struct FileImported: TypedNotification { let name: String }
+struct FileUploaded: TypedNotification { let name: String }
 
 struct FileIndexed: TypedNotification, Equatable { let name: String }
 
-/// Imports files on a background queue and announces each one, as its subject.
-final class FileImporter: Sendable {
+/// Uploads files on a background queue and announces each one, as its subject.
+final class FileUploader: Sendable {
     private let hub: NotificationHub
     private let files: [String]
 
@@ -73,33 +73,33 @@ final class FileImporter: Sendable {
     func start() {
         let (hub, files) = (self.hub, self.files)
         DispatchQueue.global().async { [self] in
-            for file in files { hub.post(FileImported(name: file), from: self) }
+            for file in files { hub.post(FileUploaded(name: file), from: self) }
         }
     }
 }
 // snippet: end
 
 // snippet: begin
-@Test func importerAnnouncesEachFile() async throws {
+@Test func uploaderAnnouncesEachFile() async throws {
     let hub = NotificationHub()
-    let imports = DispatchQueue(label: "imports")
-    let importer = FileImporter(hub: hub, files: ["a.csv", "b.csv"])
-    let recorder = hub.record(FileImported.self, from: importer, on: .queue(imports))
-    importer.start()
+    let uploads = DispatchQueue(label: "uploads")
+    let uploader = FileUploader(hub: hub, files: ["a.csv", "b.csv"])
+    let recorder = hub.record(FileUploaded.self, from: uploader, on: .queue(uploads))
+    uploader.start()
     #expect(try await recorder.next().name == "a.csv")
     #expect(try await recorder.next().name == "b.csv")
 }
 // snippet: end
 
 // snippet: begin
-@Test func everyImportIsIndexed() async throws {
+@Test func everyUploadIsIndexed() async throws {
     let hub = NotificationHub()
     let indexing = DispatchQueue(label: "indexing")
-    let indexer = hub.observe(FileImported.self, on: .queue(indexing)) { note in
+    let indexer = hub.observe(FileUploaded.self, on: .queue(indexing)) { note in
         hub.post(FileIndexed(name: note.name))  // work that a handler sets off
     }
     let indexed = hub.record(FileIndexed.self, on: .queue(indexing))
-    for name in ["a.csv", "b.csv"] { hub.post(FileImported(name: name)) }
+    for name in ["a.csv", "b.csv"] { hub.post(FileUploaded(name: name)) }
 
     try await hub.waitUntilIdle(timeout: .seconds(5))  // what handlers post counts too
     #expect(indexed.takeAll().map(\.name) == ["a.csv", "b.csv"])

@@ -1,3 +1,4 @@
+import Dispatch
 import Herald
 import HeraldTesting
 import Testing

@@ -23,6 +23,7 @@ nonisolated final class ImportViewModelXCTests: XCTestCase {
 }
 // snippet: end
 
+// snippet: begin
 /// A twin's failure fails the XCTest test that caused it, at the caller's line. (On Linux, XCTest
 /// has no `XCTExpectFailure`: the case captures its failures to check them.)
 nonisolated final class ImportViewModelXCTestFailureTests: XCTestCase {
@@ -64,3 +65,4 @@ nonisolated final class ImportViewModelXCTestFailureTests: XCTestCase {
         XCTAssertEqual(model.importedFiles, ["a.txt"])
     }
 }
+// snippet: end
