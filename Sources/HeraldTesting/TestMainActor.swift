@@ -273,7 +273,8 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
     /// stand-in.
     ///
     /// ```swift
-    /// let report = await main.run { await importer.importFiles(["a.txt"]) }
+    /// // importAndConfirm is @concurrent and ends with `await hub.postAndWait(FileImported(…))`.
+    /// let report = await main.run { await importer.importAndConfirm("a.txt") }
     /// #expect(report.deliveredCount == 1)
     /// ```
     ///

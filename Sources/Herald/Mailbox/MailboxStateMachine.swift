@@ -220,9 +220,6 @@ struct MailboxStateMachine: Sendable {
     /// Items a drain may take now: those before the first held one.
     var readyCount: Int { ready(queue) }
 
-    /// Items still held.
-    var heldCount: Int { holds.count }
-
     /// The items of `queue` a drain may take now: those before the first held one.
     @inline(__always)
     private func ready(_ queue: Queue) -> Int { (holds.first?.sequence ?? queue.appended) - queue.taken }

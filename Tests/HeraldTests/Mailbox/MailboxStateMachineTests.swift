@@ -279,7 +279,7 @@ struct MailboxStateMachineTests {
         #expect(machine.readyCount == 1)
         machine.remove(at: 1)  // the item held by 5
         #expect(machine.count == 2)
-        #expect(machine.heldCount == 1)
+        #expect(machine.holds.count == 1)
         let releasedRemoved = machine.release(hold: 5)
         #expect(!releasedRemoved)  // nothing left to release
         #expect(machine.readyCount == 1)
@@ -296,7 +296,7 @@ struct MailboxStateMachineTests {
         #expect(machine.readyCount == 0)
         machine.remove(at: 0)
         #expect(machine.count == 1)
-        #expect(machine.heldCount == 0)
+        #expect(machine.holds.count == 0)
         #expect(machine.readyCount == 1)
         let appended = machine.append(hold: 0)  // a removal always comes with an append
         #expect(appended == .storeAndSchedule)

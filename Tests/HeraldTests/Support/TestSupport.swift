@@ -140,12 +140,14 @@ func onNewThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
     let work = Locked<(@Sendable () -> T)?>(body)
     return await withCheckedContinuation { continuation in
         let thread = Thread {
-            var result: T?
+            let result: T
             do {
-                let body = work.withLock { $0.take() }
-                result = body?()
+                guard let body = work.withLock({ $0.take() }) else {
+                    preconditionFailure("onNewThread: a thread's block ran twice")
+                }
+                result = body()
             }  // `body` and its captures are released here, before the resume
-            if let result { continuation.resume(returning: result) }
+            continuation.resume(returning: result)
         }
         thread.stackSize = 64 << 20
         thread.start()
