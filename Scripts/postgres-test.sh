@@ -138,3 +138,10 @@ bash "$root/Scripts/build-docs.sh" --module HeraldPostgres Bridges/HeraldPostgre
 # The manifest that the bridge's README shows for a service must load.
 swift package --package-path "$root/Bridges/HeraldPostgres/Examples/ServicePackage" dump-package >/dev/null
 echo "postgres-test: Examples/ServicePackage/Package.swift loads"
+
+# The bridge's public API against the baseline in API/baseline (Scripts/check-api.py). Last, because
+# a baseline not yet in the cache is built in this scratch folder, with the test build's arguments
+# (so that postgres-nio and swift-crypto are not compiled again): only Herald and the bridge are.
+python3 "$root/Scripts/check-api.py" bridge "$root/Bridges/HeraldPostgres/.build" "$@" \
+    -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc "$graphs" \
+    -Xswiftc -emit-extension-block-symbols -Xswiftc -symbol-graph-minimum-access-level -Xswiftc public
