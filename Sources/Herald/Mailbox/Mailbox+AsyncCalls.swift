@@ -18,6 +18,8 @@ extension Mailbox {
             await self.call(asyncHandler, with: notification, group: group, for: observer)
         }
         let target = self.target
+        // Each call's task is detached: it starts from a clean context, with no task-local values
+        // and no priority of whichever post, drain or earlier call happened to start it.
         return {
             calls.launch {
                 switch target.kind {
@@ -25,12 +27,12 @@ extension Mailbox {
                     if let standIn = observer.core.mainActorStandIn {
                         return standIn.startTask(call)  // the test awaits it, on the main actor
                     }
-                    guard asyncHandler.runsOnTarget else { return Task(operation: call) }  // on the main actor
-                    return Task(executorPreference: TargetTaskExecutor(target), operation: call)
+                    guard asyncHandler.runsOnTarget else { return Task.detached(operation: call) }  // on the main actor
+                    return Task.detached(executorPreference: TargetTaskExecutor(target), operation: call)
                 case .posting, .actor:
-                    return Task(operation: call)  // unconfined, or isolated by the handler itself
+                    return Task.detached(operation: call)  // unconfined, or isolated by the handler itself
                 case .queue, .operationQueue, .thread, .executor:
-                    return Task(executorPreference: TargetTaskExecutor(target), operation: call)
+                    return Task.detached(executorPreference: TargetTaskExecutor(target), operation: call)
                 }
             }
         }

@@ -141,7 +141,7 @@ public struct DeliveryTarget: Sendable, Equatable, CustomStringConvertible {
         case .operationQueue(let queue): queue.addOperation(job)
         case .thread(let thread): thread.submit(job)
         case .executor(let executor): executor.enqueue(job)
-        case .actor(let actor): Task { await runIsolated(to: actor, job) }
+        case .actor(let actor): Task.detached { await runIsolated(to: actor, job) }
         }
     }
 
@@ -174,7 +174,7 @@ public struct DeliveryTarget: Sendable, Equatable, CustomStringConvertible {
             executor.enqueue(after: delay, job)
         case .actor(let actor):
             DispatchQueue.global().asyncAfter(deadline: delay.deadlineFromNow) {
-                Task { await runIsolated(to: actor, job) }
+                Task.detached { await runIsolated(to: actor, job) }
             }
         }
     }
