@@ -22,20 +22,24 @@ import Synchronization
 /// the handler is not started again, not even for notifications already queued for it. A call
 /// that is already running on another thread at that moment is not interrupted and may finish.
 public final class ObservationToken: Hashable, Sendable {
-    // One word and nothing else: a token stays in the allocator's 32-byte size class. Whether it
-    // cancels on deinit is the registration's own `cancelsWithToken`. Once cancelled, the token
-    // holds an `EndedRegistration` with the final counts instead, or nothing for an observation
-    // without a policy, so that it no longer keeps the observer, and with it the handler, alive.
-    private let state: AtomicReference<Cancellable>
+    // A mutex and one reference: a token stays in the allocator's 32-byte size class (a `Lock`'s
+    // sanitizer token would not fit, so ThreadSanitizer is told about this mutex under the token's
+    // address). Whether it cancels on deinit is the registration's own `cancelsWithToken`. Once
+    // cancelled, the token holds an `EndedRegistration` with the final counts instead, or nothing
+    // for an observation without a policy, so that it no longer keeps the observer, and with it
+    // the handler, alive.
+    private let state: Mutex<Cancellable?>
 
     init(registration: Cancellable, cancelsOnDeinit: Bool = true) {
         assert(cancelsOnDeinit == registration.cancelsWithToken, "Herald: the registration decides")
-        self.state = AtomicReference(registration)
+        self.state = Mutex(registration)
     }
 
     /// The registration, or what is left of it once cancelled (`nil`: an observation without a
     /// policy, which has ended).
-    private var registration: Cancellable? { state.load() }
+    private var registration: Cancellable? {
+        state.withLock(announcedAt: self) { $0 }
+    }
 
     /// Creates an observation that calls `onCancel` once, when it is cancelled or deallocated.
     ///
@@ -44,14 +48,12 @@ public final class ObservationToken: Hashable, Sendable {
     ///
     /// - Parameter onCancel: The work that ends your registration. It runs at most once.
     public init(onCancel: @escaping @Sendable () -> Void) {
-        self.state = AtomicReference(ClosureRegistration(onCancel))
+        self.state = Mutex(ClosureRegistration(onCancel))
     }
 
     deinit {
-        state.withObjectOfLastOwner { registration in
-            if let registration, registration.cancelsWithToken {
-                registration.cancel()
-            }
+        if let registration, registration.cancelsWithToken {
+            registration.cancel()
         }
     }
 
@@ -69,7 +71,12 @@ public final class ObservationToken: Hashable, Sendable {
         guard let current = registration, !current.hasEnded else { return }
         current.cancel()
         let ended = EndedRegistration.of(current)
-        withExtendedLifetime(state.replace(current, with: ended)) {}  // the observer goes here, after the lock
+        let replaced = state.withLock(announcedAt: self) { registration -> Cancellable? in
+            guard registration === current else { return nil }
+            defer { registration = ended }
+            return registration
+        }
+        withExtendedLifetime(replaced) {}  // the observer goes here, after the lock
     }
 
     /// Whether the observation has ended, by ``cancel()`` or because its owner or subject was
