@@ -22,7 +22,7 @@ final class MailboxPolicy: Sendable {
         /// Nothing was removed.
         case none
         /// A pending item was removed and moved into the caller's slot: destroy it, and tell its
-        /// waiting post, if it still has one there, that it was dropped (see ``Mailbox/finish(_:in:newGroup:)``).
+        /// waiting post, if it still has one there, that it was dropped (see ``ItemQueue/Layout/destroy(_:as:leaving:)``).
         case removed
         /// The new notification was not stored: tell its waiting post, if any, that it was dropped.
         case rejectedNew

@@ -18,7 +18,7 @@ public struct DeliveryContext: Sendable {
 /// (``HandlerBox/call(_:subjectID:on:)``) and an `async` one in one place (the mailbox's
 /// `call(_:with:group:for:)`). Only the hot paths call a plain closure themselves, without an
 /// adapter in between: the posting-thread loop (an observer's of its type in
-/// ``Observer/deliver(to:count:_:subject:)``, a family observer's with the cast value in
+/// ``Observer/deliver(to:_:subject:)``, a family observer's with the cast value in
 /// ``Member/deliverIfAccepted(_:subject:)``), a posting-thread observer's own call
 /// (``Observer/deliver(_:subjectID:)``), and a drain, for an item no post waits for, with the
 /// closure it read once (the mailbox's `run(_:_:_:for:)`).
