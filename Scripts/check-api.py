@@ -157,10 +157,16 @@ def check_herald(commit):
 # MARK: - The bridge
 
 
-def bridge_dump(modules, output):
+def bridge_dump(scratch, output):
+    modules = modules_folder(scratch)
+    # The C modules that the bridge's dependencies import (swift-atomics' shims, NIO's, BoringSSL's):
+    # the module maps SwiftPM generated beside the build, and those the packages ship.
+    maps = sorted(modules.parent.glob("*.build/module.modulemap"))
+    maps += sorted(path for path in (scratch / "checkouts").glob("*/Sources/**/module.modulemap"))
     command = [
         "swift-api-digester", "-dump-sdk", "-module", "HeraldPostgres", "-o", str(output),
         "-I", str(modules), "-avoid-location", "-avoid-tool-args", "-abort-on-module-fail",
+        *[argument for path in maps for argument in ("-Xcc", f"-fmodule-map-file={path}")],
     ]  # fmt: skip
     result = run(command, capture_output=True)
     if result.returncode != 0:
@@ -180,7 +186,7 @@ def check_bridge(commit, scratch, build_arguments):
     folder.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="herald-api-") as temporary:
         current = Path(temporary) / "current.json"
-        bridge_dump(modules_folder(scratch), current)
+        bridge_dump(scratch, current)
         baseline = folder / "HeraldPostgres.json"
         if not baseline.exists():
             tree = Path(temporary) / "baseline"
@@ -194,7 +200,7 @@ def check_bridge(commit, scratch, build_arguments):
                 if built.returncode != 0:
                     fail(f"the baseline's build failed (exit {built.returncode})")
                 partial = baseline.with_suffix(".partial")
-                bridge_dump(modules_folder(scratch), partial)
+                bridge_dump(scratch, partial)
                 partial.rename(baseline)
             finally:
                 git("worktree", "remove", "--force", str(tree))
