@@ -182,3 +182,11 @@ final class Member<N: TypedNotification, Value: Sendable>: AnyObserver, @uncheck
     override func attach(helper waiter: Waiter) { observer.attach(helper: waiter) }
     override func detach(helper waiter: Waiter) { observer.detach(helper: waiter) }
 }
+
+extension PostedNotification {
+    init(_ delivery: FamilyDelivery<any TypedNotification>) {
+        notification = delivery.value
+        type = delivery.type
+        subjectID = delivery.subjectID
+    }
+}

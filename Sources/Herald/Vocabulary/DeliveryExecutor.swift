@@ -1,3 +1,5 @@
+import Dispatch
+
 /// A custom place where Herald can run work: an event loop, a run loop, a test scheduler.
 ///
 /// Conform a type to plug it in as a delivery target with ``DeliveryTarget/executor(_:)``.
@@ -51,4 +53,19 @@ public protocol DeliveryExecutor: AnyObject, Sendable {
     /// - Parameter job: The work to run on this executor.
     /// - Returns: `nil` if `job` will run; otherwise the reason it never will.
     func tryEnqueue(_ job: @escaping @Sendable () -> Void) -> (any Error)?
+}
+
+extension DeliveryExecutor {
+    /// Calls ``enqueue(_:)`` and returns `nil`: an executor that never refuses work.
+    public func tryEnqueue(_ job: @escaping @Sendable () -> Void) -> (any Error)? {
+        enqueue(job)
+        return nil
+    }
+
+    /// Waits on a background dispatch queue for `delay`, then calls ``enqueue(_:)``.
+    public func enqueue(after delay: Duration, _ job: @escaping @Sendable () -> Void) {
+        DispatchQueue.global().asyncAfter(deadline: delay.deadlineFromNow) { [self] in
+            enqueue(job)
+        }
+    }
 }

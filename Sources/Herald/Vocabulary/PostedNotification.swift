@@ -19,11 +19,3 @@ public struct PostedNotification: Sendable {
         subjectID == subject.map(ObjectIdentifier.init)
     }
 }
-
-extension PostedNotification {
-    init(_ delivery: FamilyDelivery<any TypedNotification>) {
-        notification = delivery.value
-        type = delivery.type
-        subjectID = delivery.subjectID
-    }
-}
