@@ -86,6 +86,23 @@ final class SendingConnection: Sendable {
     }
 }
 
+/// A link's clock (``PostgresLink/Options/now``) corrected by the offset to the database server's
+/// clock, taken when the link connects.
+final class ServerClock: Sendable {
+    let now: @Sendable () -> Date
+    /// The database server's clock less the link's, in milliseconds; 0 before the link connects.
+    let offset = Atomic<Int64>(0)
+
+    init(now: @escaping @Sendable () -> Date) { self.now = now }
+
+    /// Now by the server's clock, in milliseconds since 1970.
+    func milliseconds() -> UInt64 {
+        let local = Int64(clamping: LinkCore.milliseconds(now()))
+        let corrected = local &+ offset.load(ordering: .relaxed)
+        return corrected > 0 ? UInt64(corrected) : 0
+    }
+}
+
 /// Runs a task's jobs on an event loop. The listening task runs on the event loop of its connection,
 /// so that each notification is handled where postgres-nio delivers it, without a thread hop.
 final class EventLoopTaskExecutor: TaskExecutor {
@@ -162,9 +179,8 @@ final class LinkCore: Sendable {
     let writer: Envelope.Writer
     /// The link's counters, through swift-metrics.
     let metrics: LinkMetrics
-    /// The database server's clock less the link's (``PostgresLink/Options/now``), in
-    /// milliseconds, taken when the link connects; 0 before.
-    let serverClockOffset = Atomic<Int64>(0)
+    /// The link's clock, corrected by the offset to the database server's clock.
+    let serverClock: ServerClock
     /// When the link began listening, by the server's clock, in milliseconds since 1970.
     let listeningSince: Atomic<UInt64>
     let state: Mutex<State>
@@ -185,10 +201,14 @@ final class LinkCore: Sendable {
         self.signer = signer
         self.metrics = LinkMetrics(channel: channel, factory: options.metricsFactory ?? MetricsSystem.factory)
         let writer = self.writer
-        let extra = signer?.overhead ?? 0
+        let serverClock = ServerClock(now: options.now)
+        self.serverClock = serverClock
         let batchesBursts = options.batchesBursts
         let sender = Sender { pending in
-            batchesBursts ? writer.count(pending, limit: PostgresLink.maximumPayloadBytes, extra: extra) : 1
+            guard batchesBursts else { return 1 }
+            // The issue time is written as the `NOTIFY` goes out, right after this count.
+            let extra = signer?.overhead(issued: serverClock.milliseconds()) ?? 0
+            return writer.count(pending, limit: PostgresLink.maximumPayloadBytes, extra: extra)
         }
         self.state = Mutex(
             State(
@@ -223,11 +243,7 @@ final class LinkCore: Sendable {
 
     /// Now by the database server's clock: the link's clock plus the offset taken at connect, in
     /// milliseconds since 1970.
-    func serverNow() -> UInt64 {
-        let local = Int64(clamping: Self.milliseconds(options.now()))
-        let corrected = local &+ serverClockOffset.load(ordering: .relaxed)
-        return corrected > 0 ? UInt64(corrected) : 0
-    }
+    func serverNow() -> UInt64 { serverClock.milliseconds() }
 
     /// Takes the offset between the server's clock and the link's: reads `clock_timestamp()` and
     /// takes it as the server's time at the midpoint of the round trip, so that the error is at
@@ -240,7 +256,7 @@ final class LinkCore: Sendable {
         for try await value in rows.decode(Int64.self) { server = value }
         let after = Int64(clamping: Self.milliseconds(options.now()))
         guard let server else { return }
-        serverClockOffset.store(server - (before + (after - before) / 2), ordering: .relaxed)
+        serverClock.offset.store(server - (before + (after - before) / 2), ordering: .relaxed)
     }
 
     static func milliseconds(_ date: Date) -> UInt64 {
@@ -549,7 +565,7 @@ final class LinkCore: Sendable {
             report(.encodingFailed(type: N.wireName, error: error))
             return
         }
-        let overhead = signer?.overhead ?? 0
+        let overhead = signer?.overhead(issued: serverNow()) ?? 0
         let limit = options.sendQueueLimit
         // The sequence number and the queue position are taken together, so that they agree.
         let (enqueued, step): (Enqueued, SendStep) = state.withLock { state in

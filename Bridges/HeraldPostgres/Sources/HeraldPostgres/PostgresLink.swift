@@ -357,7 +357,7 @@ public final class PostgresLink: Sendable {
     /// connects (half the round trip of one `SELECT clock_timestamp()` is its error); zero before.
     /// Issue times of signed envelopes, and their freshness, are by the server's clock: the link's
     /// clock plus this offset.
-    public var serverClockOffset: Duration { .milliseconds(core.serverClockOffset.load(ordering: .relaxed)) }
+    public var serverClockOffset: Duration { .milliseconds(core.serverClock.offset.load(ordering: .relaxed)) }
 
     /// What the link has done so far; for tests and metrics.
     public var statistics: Statistics { core.statistics }
