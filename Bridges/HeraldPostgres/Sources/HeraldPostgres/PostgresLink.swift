@@ -209,8 +209,10 @@ public final class PostgresLink: Sendable {
         /// the factory that the application bootstrapped. Tests pass a factory of their own.
         public var metricsFactory: (any MetricsFactory)?
         /// Whether posts that wait while a `NOTIFY` is in flight go out together in the next one,
-        /// as many as fit in ``PostgresLink/maximumPayloadBytes`` (a version 2 batch envelope).
-        /// A post that finds the connection idle always goes out at once, alone (version 1).
+        /// as many as fit in ``PostgresLink/maximumPayloadBytes``, in one version 3 envelope (its
+        /// `count` above 1). A post that finds the connection idle always goes out at once, alone
+        /// (a version 3 envelope of one). With ``legacyEnvelopes``, a batch is written as version 2
+        /// and a lone post as version 1, as earlier releases wrote them.
         ///
         /// Turn it off, with ``legacyEnvelopes``, only while links of releases that read
         /// version 1 alone share the channel: they report batches as

@@ -87,6 +87,21 @@ struct EnvelopeTests {
         #expect(Envelope.batchCount([item(1), item(2)], limit: PostgresLink.maximumPayloadBytes, extra: 0) == 2)
     }
 
+    /// A lone notification and a batch are both version 3; only a link with legacy envelopes writes
+    /// a lone one as version 1 and a batch as version 2.
+    @Test func aLonePostAndABatchAreBothVersionThreeUnlessLegacyEnvelopesAreWritten() {
+        let origin = UUID().uuidString
+        let incarnation = Incarnation(id: 0xABC, started: 1_764_000_000_000)
+        let current = Envelope.Writer(origin: origin, incarnation: incarnation, writesLegacyEnvelopes: false)
+        let legacy = Envelope.Writer(origin: origin, incarnation: incarnation, writesLegacyEnvelopes: true)
+        let lone = [item(1)]
+        let batch = [item(1), item(2), blob(3, length: 40)]
+        #expect(current.text(lone).hasPrefix(#"{"version":3,"#) && current.text(lone).contains(#""count":1,"#))
+        #expect(current.text(batch).hasPrefix(#"{"version":3,"#) && current.text(batch).contains(#""count":3,"#))
+        #expect(legacy.text(lone).hasPrefix(#"{"version":1,"#))
+        #expect(legacy.text(batch).hasPrefix(#"{"version":2,"#))
+    }
+
     @Test func aBatchIsReadBackInOrderWithConsecutiveSequences() throws {
         let origin = UUID()
         let text = Envelope.batch(
