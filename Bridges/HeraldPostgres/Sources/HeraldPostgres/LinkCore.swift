@@ -95,6 +95,14 @@ final class ServerClock: Sendable {
 
     init(now: @escaping @Sendable () -> Date) { self.now = now }
 
+    /// The time since `issued` (milliseconds since 1970 by the server's clock), in nanoseconds;
+    /// negative if it lies ahead.
+    func nanoseconds(since issued: UInt64) -> Int64 {
+        let local = now().timeIntervalSince1970 * 1e9 + Double(offset.load(ordering: .relaxed)) * 1e6
+        let elapsed = local - Double(issued) * 1e6
+        return elapsed.isFinite ? Int64(max(min(elapsed, 9e18), -9e18)) : 0
+    }
+
     /// Now by the server's clock, in milliseconds since 1970.
     func milliseconds() -> UInt64 {
         let local = Int64(clamping: LinkCore.milliseconds(now()))
@@ -780,6 +788,8 @@ final class LinkCore: Sendable {
     /// payload that does not decode, goes through the full parse, which names what is wrong.
     private func receive(_ text: String, reader: inout Reader) {
         let bytes: [UInt8]
+        // When a signed envelope was issued, by the server's clock.
+        var issuedAt: UInt64?
         if let signer {
             switch signer.verify(text, echoMarker: reader.echoMarker) {
             case .echo(let envelope):
@@ -794,6 +804,7 @@ final class LinkCore: Sendable {
                     return
                 }
                 bytes = envelope
+                issuedAt = issued
             case .unsigned:
                 reject(.unsignedEnvelope(size: text.utf8.count))
                 return
@@ -826,7 +837,7 @@ final class LinkCore: Sendable {
             single = nil
         }
         if let single, let origin = reader.origin(bytes[single.origin]) {
-            let source = Source(origin: origin, incarnation: single.incarnation, digest: digest)
+            let source = Source(origin: origin, incarnation: single.incarnation, digest: digest, issued: issuedAt)
             guard let decoder = state.withLock({ $0.decoders[single.type] }) else {
                 accept(source, sequence: single.sequence, items: [.init(typeName: single.type, content: .unknownType)])
                 return
@@ -860,7 +871,7 @@ final class LinkCore: Sendable {
             return
         }
         accept(
-            Source(origin: incoming.origin, incarnation: incoming.incarnation, digest: digest),
+            Source(origin: incoming.origin, incarnation: incoming.incarnation, digest: digest, issued: issuedAt),
             sequence: incoming.sequence, items: incoming.items)
     }
 
@@ -882,11 +893,12 @@ final class LinkCore: Sendable {
         return nil
     }
 
-    /// Who sent a message, and the digest of its bytes.
+    /// Who sent a message, the digest of its bytes, and when it was issued (signed envelopes only).
     private struct Source {
         let origin: UUID
         let incarnation: Incarnation?
         let digest: Int
+        let issued: UInt64?
     }
 
     /// Checks the sequence numbers of a message's notifications (`sequence`, the next, …) with the
@@ -950,7 +962,12 @@ final class LinkCore: Sendable {
             }
             report(error)
         }
-        for delivery in deliveries { delivery() }
+        for delivery in deliveries {
+            delivery()
+            if let issued = source.issued {
+                metrics.didDeliver(issuedNanosecondsAgo: serverClock.nanoseconds(since: issued))
+            }
+        }
     }
 
     /// Posts a received value into the hub, marked as this link's re-post.

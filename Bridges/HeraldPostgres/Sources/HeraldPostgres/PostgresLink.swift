@@ -204,8 +204,9 @@ public final class PostgresLink: Sendable {
         /// each signed envelope is issued and received. Tests inject one; keep the real one
         /// otherwise.
         public var now: @Sendable () -> Date = { Date() }
-        /// Where the link reports its counters (sent, received, refused by reason, gaps, send-queue
-        /// depth; see the README for their labels); `nil`, the default, for `MetricsSystem.factory`,
+        /// Where the link reports its metrics (sent, received, refused by reason, gaps, send-queue
+        /// depth, and, with a signing key, the latency from issue to delivery; see the README for
+        /// their labels); `nil`, the default, for `MetricsSystem.factory`,
         /// the factory that the application bootstrapped. Tests pass a factory of their own.
         public var metricsFactory: (any MetricsFactory)?
         /// Whether posts that wait while a `NOTIFY` is in flight go out together in the next one,
