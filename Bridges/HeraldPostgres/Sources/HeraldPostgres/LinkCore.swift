@@ -171,8 +171,9 @@ final class LinkCore: Sendable {
     let hub: NotificationHub
     let channel: String
     let origin: UUID
-    /// This run of the link: a random id and when it was created, before it began listening.
-    let incarnation: Incarnation
+    /// This run of the link: a random id and when it was created, before it began listening (by
+    /// the link's clock until it connects, by the database server's after).
+    var incarnation: Incarnation { writer.incarnation }
     let logger: Logger
     /// The logger handed to postgres-nio: ``logger`` at `.debug` or above. At `.trace`, postgres-nio
     /// logs every message that its connections send and receive in full, `NOTIFY` payloads
@@ -201,7 +202,6 @@ final class LinkCore: Sendable {
         self.channel = channel
         self.origin = origin
         let incarnation = Incarnation.make(startedAt: options.now())
-        self.incarnation = incarnation
         self.listeningSince = Atomic(incarnation.started)
         self.writer = Envelope.Writer(
             origin: origin.uuidString, incarnation: incarnation, writesLegacyEnvelopes: options.legacyEnvelopes)
@@ -267,6 +267,20 @@ final class LinkCore: Sendable {
         serverClock.offset.store(server - (before + (after - before) / 2), ordering: .relaxed)
     }
 
+    /// Moves the incarnation's start time to the server's clock, now that the offset is known: every
+    /// link's start time is then by one clock, whatever its host's says, so that a receiver can tell
+    /// a sender that started after it from one that started before. Runs before the first envelope
+    /// is written and the first message read.
+    private func beginIncarnation() {
+        let local = writer.incarnation.started
+        let offset = serverClock.offset.load(ordering: .relaxed)
+        let started = offset >= 0 ? local &+ UInt64(offset) : local &- min(local, offset.magnitude)
+        writer.rebase(startedOnServer: started)
+        state.withLock { state in
+            state.peers = PeerTracker(origin: origin, incarnation: writer.incarnation, isSigned: signer != nil)
+        }
+    }
+
     static func milliseconds(_ date: Date) -> UInt64 {
         let milliseconds = (date.timeIntervalSince1970 * 1_000).rounded(.down)
         return milliseconds > 0 && milliseconds < 1e18 ? UInt64(milliseconds) : 0
@@ -295,6 +309,7 @@ final class LinkCore: Sendable {
             let listener: PostgresConnection
             do {
                 try await measureServerClock(on: sender)
+                beginIncarnation()
                 listener = try await makeConnection()
             } catch {
                 try? await sender.close()

@@ -14,7 +14,9 @@ import Foundation
 ///   refused, and the clash is reported once per pair (``Event/clash(_:_:)``), by them too, since
 ///   each hears the other under its own origin;
 /// - the first notification heard from an incarnation that started after this link did, numbered
-///   n > 1, is reported as a gap of 1…n−1 (they were sent while this link was not listening).
+///   n > 1, is reported as a gap of 1…n−1 (they were sent while this link was not listening). Start
+///   times are by the database server's clock (see ``Incarnation/started``), so hosts' clocks need
+///   not agree.
 ///
 /// Envelopes of earlier releases carry no incarnation; their origin is one sequence space.
 ///

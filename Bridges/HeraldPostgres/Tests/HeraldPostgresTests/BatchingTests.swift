@@ -88,7 +88,8 @@ struct EnvelopeTests {
     }
 
     /// A lone notification and a batch are both version 3; only a link with legacy envelopes writes
-    /// a lone one as version 1 and a batch as version 2.
+    /// a lone one as version 1 and a batch as version 2. The sizes computed are those of the texts,
+    /// whatever the digits of the incarnation's start time.
     @Test func aLonePostAndABatchAreBothVersionThreeUnlessLegacyEnvelopesAreWritten() {
         let origin = UUID().uuidString
         let incarnation = Incarnation(id: 0xABC, started: 1_764_000_000_000)
@@ -100,6 +101,12 @@ struct EnvelopeTests {
         #expect(current.text(batch).hasPrefix(#"{"version":3,"#) && current.text(batch).contains(#""count":3,"#))
         #expect(legacy.text(lone).hasPrefix(#"{"version":1,"#))
         #expect(legacy.text(batch).hasPrefix(#"{"version":2,"#))
+        for started: UInt64 in [1_764_000_000_000, 7, 0] {
+            current.rebase(startedOnServer: started)
+            #expect(current.text(lone).contains(#""started":\#(started),"#))
+            #expect(current.size(alone: item(12_345)) == current.text([item(12_345)]).utf8.count)
+            #expect(legacy.size(alone: item(12_345)) == legacy.text([item(12_345)]).utf8.count)
+        }
     }
 
     @Test func aBatchIsReadBackInOrderWithConsecutiveSequences() throws {

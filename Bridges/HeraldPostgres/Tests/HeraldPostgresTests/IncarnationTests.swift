@@ -273,6 +273,41 @@ struct IncarnationTests {
         await b.link.close()
     }
 
+    /// The peer's host clock is 5 minutes behind: its start is judged by the database server's
+    /// clock, so what it posted while this link was not listening is reported all the same.
+    @Test func aPeerWhoseClockIsBehindAndStartsWhileThisLinkIsNotListeningIsReportedAsAGapFromOne()
+        async throws
+    {
+        let channel = TestServer.makeChannel()
+        let slow = PostgresLink.Options(
+            reconnection: PostgresLink.Reconnection(initialDelay: .seconds(3), maximumDelay: .seconds(3)))
+        let b = try await Node(channel: channel, options: slow)
+        let raw = try await TestServer.rawConnection()
+        let terminated = try await raw.query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = \(#"LISTEN "\#(channel)";"#)",
+            logger: TestServer.logger
+        ).collect().count
+        try await raw.close()
+        #expect(terminated == 1)
+        try await waitUntil("B's listening connection lost") {
+            b.errors.values.contains { $0.code == .connectionLost }
+        }
+        let behind = OffsetClock(offset: -300)
+        let a = try await Node(channel: channel, options: PostgresLink.Options(now: behind.now))
+        for id in 1...20 { a.hub.post(UserCreated(userID: id)) }
+        try await waitUntil("A's sends completed") { a.link.statistics.sent == 20 }
+        try await waitUntil("B listening again") { b.errors.values.contains { $0.code == .outage } }
+        a.hub.post(UserCreated(userID: 21))
+        try await a.barrier(to: b)
+
+        #expect(b.users.values.map(\.userID) == [21])
+        #expect(b.errors.values.map(\.code) == [.connectionLost, .outage, .sequenceGap])
+        #expect(b.errors.values.last?.expected == "sequence 1")
+        #expect(b.errors.values.last?.found == "sequence 21 (20 lost)")
+        await a.link.close()
+        await b.link.close()
+    }
+
     @Test func aLinkWithLegacyEnvelopesWritesVersionOneAndReadsEveryVersion() async throws {
         let channel = TestServer.makeChannel()
         // A plain listener sees what each link writes.
