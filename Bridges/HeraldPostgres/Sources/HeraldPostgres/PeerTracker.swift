@@ -156,9 +156,15 @@ struct PeerTracker {
     }
 
     private mutating func noteClash(_ first: Incarnation, _ second: Incarnation, events: inout [Event]) {
+        if clashFound(first, second) { events.append(.clash(first, second)) }
+    }
+
+    /// Records that two incarnations of one origin run at once, found otherwise (a
+    /// ``Event/restarted(previous:lastSequence:current:)`` whose previous incarnation still runs);
+    /// returns `false` if that pair was reported already.
+    mutating func clashFound(_ first: Incarnation, _ second: Incarnation) -> Bool {
         if clashes.count >= 1_024 { clashes.removeAll() }
-        guard clashes.insert([first, second]).inserted else { return }
-        events.append(.clash(first, second))
+        return clashes.insert([first, second]).inserted
     }
 
     private mutating func remember(_ incarnation: Incarnation, of origin: UUID) {

@@ -203,7 +203,9 @@ struct IncarnationTests {
         #expect(b.users.values.map(\.userID) == [1, 2, 3, 4, 5])
         #expect(first.users.values.map(\.userID) == [1, 2, 3, 4, 5])  // not dropped as echoes
         #expect(second.users.values.map(\.userID) == [3, 4, 5])
-        #expect(b.errors.values.map(\.code) == [.originRestarted, .originClash])
+        // B heard the second replica after the first: a clash, not taken for a restart first.
+        #expect(b.errors.values.map(\.code) == [.originClash])
+        #expect(b.link.statistics.clashes == 1 && b.link.statistics.restarts == 0)
         #expect(first.errors.values.map(\.code) == [.originClash])
         #expect(second.errors.values.map(\.code) == [.originClash])
         #expect([b, first, second].allSatisfy { $0.link.statistics.duplicates == 0 })
