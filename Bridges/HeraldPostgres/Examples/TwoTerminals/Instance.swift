@@ -16,8 +16,9 @@ struct Instance {
         let configuration = PostgresConnection.Configuration(
             host: "127.0.0.1", port: 5432, username: "app", password: "secret", database: "app", tls: .disable)
 
-        let link = try await PostgresLink.connect(hub: hub, channel: "users", configuration: configuration)
-        link.share(UserCreated.self)
+        // The types that travel, shared before the link listens: none of their messages is refused.
+        let link = try await PostgresLink.connect(
+            hub: hub, channel: "users", configuration: configuration, sharing: [UserCreated.self])
 
         let token = hub.observe(UserCreated.self) { note in
             print("user \(note.userID) created")  // from this instance and every other one

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The wire format: one JSON object per `NOTIFY` payload.
 ///
@@ -23,7 +24,8 @@ import Foundation
 /// - `type`: the ``WireNotification/wireName`` of the payload's type.
 /// - `origin`: the UUID of the sending link (fixed by `connect(origin:)`, or fresh).
 /// - `incarnation`: 16 hexadecimal digits, random for each link, and `started`, when that link was
-///   created (milliseconds since 1970). A link drops its own messages by origin and incarnation.
+///   created (milliseconds since 1970, by the database server's clock). A link drops its own
+///   messages by origin and incarnation.
 /// - `sequence`: 1, 2, 3… per incarnation, across all types; receivers detect gaps and replays with it.
 /// - `payload`: the value, encoded by its `Codable` conformance.
 enum Envelope {
@@ -119,7 +121,7 @@ enum Envelope {
         return count > 1 && size > limit ? 1 : count
     }
 
-    private static func digits(_ value: UInt64) -> Int {
+    static func digits(_ value: UInt64) -> Int {
         var value = value
         var count = 1
         while value >= 10 {
@@ -132,20 +134,39 @@ enum Envelope {
     // MARK: - Writing version 3
 
     /// Writes one link's envelopes: version 3, or versions 1 and 2 for links of earlier releases.
-    struct Writer: Sendable {
+    ///
+    /// The incarnation's start time is taken by the link's own clock when it is created, and moved
+    /// to the database server's clock (``rebase(startedOnServer:)``) once the link has connected,
+    /// before its first envelope is written.
+    final class Writer: Sendable {
         let origin: String
-        let incarnation: Incarnation
+        /// The incarnation's id, random.
+        private let id: UInt64
+        /// When the incarnation started, in milliseconds since 1970.
+        private let started: Atomic<UInt64>
         let writesLegacyEnvelopes: Bool
-        /// The bytes of a version 3 envelope around its items, sequence and count digits.
+        /// The bytes of a version 3 envelope around its items, sequence, count and `started` digits.
         private let overhead: Int
 
         init(origin: String, incarnation: Incarnation, writesLegacyEnvelopes: Bool) {
             self.origin = origin
-            self.incarnation = incarnation
+            id = incarnation.id
+            started = Atomic(incarnation.started)
             self.writesLegacyEnvelopes = writesLegacyEnvelopes
-            overhead =
-                (Envelope.head(origin: origin, incarnation: incarnation, sequence: "", count: "") + "]}").utf8.count
+            let empty = Incarnation(id: incarnation.id, started: 0)
+            let head = Envelope.head(origin: origin, incarnation: empty, sequence: "", count: "")
+            overhead = (head + "]}").utf8.count - 1  // less the one digit of `started`, 0
         }
+
+        /// The incarnation written in this link's envelopes.
+        var incarnation: Incarnation { Incarnation(id: id, started: started.load(ordering: .relaxed)) }
+
+        /// Moves the incarnation's start time to `started`, the same moment by the database server's
+        /// clock.
+        func rebase(startedOnServer started: UInt64) { self.started.store(started, ordering: .relaxed) }
+
+        /// The bytes of a version 3 envelope around its items, sequence and count digits.
+        private var headSize: Int { overhead + Envelope.digits(started.load(ordering: .relaxed)) }
 
         /// The envelope of `items`, consecutive in sequence; at least one.
         func text(_ items: some Collection<Item>) -> String {
@@ -156,7 +177,7 @@ enum Envelope {
             var text = Envelope.head(
                 origin: origin, incarnation: incarnation, sequence: String(items.first?.sequence ?? 0),
                 count: String(items.count))
-            text.reserveCapacity(items.reduce(overhead + 40) { $0 + Envelope.batchItemSize($1) + 1 })
+            text.reserveCapacity(items.reduce(headSize + 40) { $0 + Envelope.batchItemSize($1) + 1 })
             var isFirst = true
             for item in items {
                 if !isFirst { text += "," }
@@ -174,7 +195,7 @@ enum Envelope {
         /// The size in bytes of `item`'s envelope, alone.
         func size(alone item: Item) -> Int {
             if writesLegacyEnvelopes { return Envelope.singleSize(item) }
-            return overhead + Envelope.digits(item.sequence) + 1 + Envelope.batchItemSize(item)
+            return headSize + Envelope.digits(item.sequence) + 1 + Envelope.batchItemSize(item)
         }
 
         /// How many of `items`, from the first, go in the next `NOTIFY`: as many as fit in `limit`
@@ -182,11 +203,12 @@ enum Envelope {
         /// checked to fit alone when it was queued.
         func count(_ items: some Sequence<Item>, limit: Int, extra: Int) -> Int {
             if writesLegacyEnvelopes { return Envelope.batchCount(items, limit: limit, extra: extra) }
+            let headSize = self.headSize
             var count = 0
             var size = 0
             for item in items {
                 if count == 0 {
-                    size = overhead + Envelope.digits(item.sequence) + 1 + extra + Envelope.batchItemSize(item)
+                    size = headSize + Envelope.digits(item.sequence) + 1 + extra + Envelope.batchItemSize(item)
                 } else {
                     let next =
                         size + 1 + Envelope.batchItemSize(item) + Envelope.digits(UInt64(count + 1))
@@ -492,7 +514,9 @@ enum Envelope {
 struct Incarnation: Hashable, Sendable, CustomStringConvertible {
     /// The id, random.
     let id: UInt64
-    /// When the link was created, in milliseconds since 1970, by the sender's clock.
+    /// When the link was created, in milliseconds since 1970, by the database server's clock (the
+    /// sending link's clock corrected by the offset it takes when it connects), so that the start
+    /// times of links on different hosts compare whatever their hosts' clocks say.
     let started: UInt64
 
     /// The length of the id as written: 16 hexadecimal digits.

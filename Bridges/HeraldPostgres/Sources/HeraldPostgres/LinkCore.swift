@@ -86,6 +86,31 @@ final class SendingConnection: Sendable {
     }
 }
 
+/// A link's clock (``PostgresLink/Options/now``) corrected by the offset to the database server's
+/// clock, taken when the link connects.
+final class ServerClock: Sendable {
+    let now: @Sendable () -> Date
+    /// The database server's clock less the link's, in milliseconds; 0 before the link connects.
+    let offset = Atomic<Int64>(0)
+
+    init(now: @escaping @Sendable () -> Date) { self.now = now }
+
+    /// The time since `issued` (milliseconds since 1970 by the server's clock), in nanoseconds;
+    /// negative if it lies ahead.
+    func nanoseconds(since issued: UInt64) -> Int64 {
+        let local = now().timeIntervalSince1970 * 1e9 + Double(offset.load(ordering: .relaxed)) * 1e6
+        let elapsed = local - Double(issued) * 1e6
+        return elapsed.isFinite ? Int64(max(min(elapsed, 9e18), -9e18)) : 0
+    }
+
+    /// Now by the server's clock, in milliseconds since 1970.
+    func milliseconds() -> UInt64 {
+        let local = Int64(clamping: LinkCore.milliseconds(now()))
+        let corrected = local &+ offset.load(ordering: .relaxed)
+        return corrected > 0 ? UInt64(corrected) : 0
+    }
+}
+
 /// Runs a task's jobs on an event loop. The listening task runs on the event loop of its connection,
 /// so that each notification is handled where postgres-nio delivers it, without a thread hop.
 final class EventLoopTaskExecutor: TaskExecutor {
@@ -146,8 +171,9 @@ final class LinkCore: Sendable {
     let hub: NotificationHub
     let channel: String
     let origin: UUID
-    /// This run of the link: a random id and when it was created, before it began listening.
-    let incarnation: Incarnation
+    /// This run of the link: a random id and when it was created, before it began listening (by
+    /// the link's clock until it connects, by the database server's after).
+    var incarnation: Incarnation { writer.incarnation }
     let logger: Logger
     /// The logger handed to postgres-nio: ``logger`` at `.debug` or above. At `.trace`, postgres-nio
     /// logs every message that its connections send and receive in full, `NOTIFY` payloads
@@ -162,9 +188,8 @@ final class LinkCore: Sendable {
     let writer: Envelope.Writer
     /// The link's counters, through swift-metrics.
     let metrics: LinkMetrics
-    /// The database server's clock less the link's (``PostgresLink/Options/now``), in
-    /// milliseconds, taken when the link connects; 0 before.
-    let serverClockOffset = Atomic<Int64>(0)
+    /// The link's clock, corrected by the offset to the database server's clock.
+    let serverClock: ServerClock
     /// When the link began listening, by the server's clock, in milliseconds since 1970.
     let listeningSince: Atomic<UInt64>
     let state: Mutex<State>
@@ -177,7 +202,6 @@ final class LinkCore: Sendable {
         self.channel = channel
         self.origin = origin
         let incarnation = Incarnation.make(startedAt: options.now())
-        self.incarnation = incarnation
         self.listeningSince = Atomic(incarnation.started)
         self.writer = Envelope.Writer(
             origin: origin.uuidString, incarnation: incarnation, writesLegacyEnvelopes: options.legacyEnvelopes)
@@ -185,10 +209,14 @@ final class LinkCore: Sendable {
         self.signer = signer
         self.metrics = LinkMetrics(channel: channel, factory: options.metricsFactory ?? MetricsSystem.factory)
         let writer = self.writer
-        let extra = signer?.overhead ?? 0
+        let serverClock = ServerClock(now: options.now)
+        self.serverClock = serverClock
         let batchesBursts = options.batchesBursts
         let sender = Sender { pending in
-            batchesBursts ? writer.count(pending, limit: PostgresLink.maximumPayloadBytes, extra: extra) : 1
+            guard batchesBursts else { return 1 }
+            // The issue time is written as the `NOTIFY` goes out, right after this count.
+            let extra = signer?.overhead(issued: serverClock.milliseconds()) ?? 0
+            return writer.count(pending, limit: PostgresLink.maximumPayloadBytes, extra: extra)
         }
         self.state = Mutex(
             State(
@@ -223,11 +251,7 @@ final class LinkCore: Sendable {
 
     /// Now by the database server's clock: the link's clock plus the offset taken at connect, in
     /// milliseconds since 1970.
-    func serverNow() -> UInt64 {
-        let local = Int64(clamping: Self.milliseconds(options.now()))
-        let corrected = local &+ serverClockOffset.load(ordering: .relaxed)
-        return corrected > 0 ? UInt64(corrected) : 0
-    }
+    func serverNow() -> UInt64 { serverClock.milliseconds() }
 
     /// Takes the offset between the server's clock and the link's: reads `clock_timestamp()` and
     /// takes it as the server's time at the midpoint of the round trip, so that the error is at
@@ -240,7 +264,21 @@ final class LinkCore: Sendable {
         for try await value in rows.decode(Int64.self) { server = value }
         let after = Int64(clamping: Self.milliseconds(options.now()))
         guard let server else { return }
-        serverClockOffset.store(server - (before + (after - before) / 2), ordering: .relaxed)
+        serverClock.offset.store(server - (before + (after - before) / 2), ordering: .relaxed)
+    }
+
+    /// Moves the incarnation's start time to the server's clock, now that the offset is known: every
+    /// link's start time is then by one clock, whatever its host's says, so that a receiver can tell
+    /// a sender that started after it from one that started before. Runs before the first envelope
+    /// is written and the first message read.
+    private func beginIncarnation() {
+        let local = writer.incarnation.started
+        let offset = serverClock.offset.load(ordering: .relaxed)
+        let started = offset >= 0 ? local &+ UInt64(offset) : local &- min(local, offset.magnitude)
+        writer.rebase(startedOnServer: started)
+        state.withLock { state in
+            state.peers = PeerTracker(origin: origin, incarnation: writer.incarnation, isSigned: signer != nil)
+        }
     }
 
     static func milliseconds(_ date: Date) -> UInt64 {
@@ -271,6 +309,7 @@ final class LinkCore: Sendable {
             let listener: PostgresConnection
             do {
                 try await measureServerClock(on: sender)
+                beginIncarnation()
                 listener = try await makeConnection()
             } catch {
                 try? await sender.close()
@@ -549,7 +588,7 @@ final class LinkCore: Sendable {
             report(.encodingFailed(type: N.wireName, error: error))
             return
         }
-        let overhead = signer?.overhead ?? 0
+        let overhead = signer?.overhead(issued: serverNow()) ?? 0
         let limit = options.sendQueueLimit
         // The sequence number and the queue position are taken together, so that they agree.
         let (enqueued, step): (Enqueued, SendStep) = state.withLock { state in
@@ -696,6 +735,7 @@ final class LinkCore: Sendable {
         while let current = connection {
             var failure: (any Error)?
             do {
+                try await holdLivenessLock(on: current)
                 try await current.listen(on: channel) { notifications in
                     switch state.withLock({ $0.lifecycle.listening(at: Date()) }) {
                     case .started(let waiters):
@@ -706,12 +746,15 @@ final class LinkCore: Sendable {
                     }
                     ready.resume(with: .success(()))
                     for try await notification in notifications {
-                        receive(notification.payload, reader: &reader)
+                        for successor in receive(notification.payload, reader: &reader) {
+                            await resolve(successor, on: current)
+                        }
                     }
                 }
             } catch {
                 failure = error
             }
+            if Task.isCancelled, !current.isClosed { await releaseLivenessLock(on: current) }
             try? await current.close()
             if ready.resume(with: .failure(failure ?? CancellationError())) { return }  // `run()` fails
             guard !Task.isCancelled,
@@ -762,31 +805,34 @@ final class LinkCore: Sendable {
     /// Messages in the layout this build writes are read by a scan of their bytes, which decodes
     /// only the payload, and leaves the link's own messages undecoded; any other message, and any
     /// payload that does not decode, goes through the full parse, which names what is wrong.
-    private func receive(_ text: String, reader: inout Reader) {
+    private func receive(_ text: String, reader: inout Reader) -> [Successor] {
         let bytes: [UInt8]
+        // When a signed envelope was issued, by the server's clock.
+        var issuedAt: UInt64?
         if let signer {
             switch signer.verify(text, echoMarker: reader.echoMarker) {
             case .echo(let envelope):
                 let look = Envelope.quickLook(envelope, own: reader.own, ownIncarnation: reader.ownIncarnation)
                 let count = if case .echo(let count) = look { count } else { 1 }
                 state.withLock { $0.statistics.echoesIgnored += count }
-                return
+                return []
             case .valid(let envelope, let issued):
                 if let stale = staleness(issued: issued, isLegacy: signer.isLegacy) {
                     state.withLock { $0.statistics.stale += 1 }
                     reject(.staleEnvelope(size: text.utf8.count, found: stale))
-                    return
+                    return []
                 }
                 bytes = envelope
+                issuedAt = issued
             case .unsigned:
                 reject(.unsignedEnvelope(size: text.utf8.count))
-                return
+                return []
             case .forged:
                 reject(.invalidSignature(size: text.utf8.count))
-                return
+                return []
             case .unknownKey(let id):
                 reject(.unknownSigningKey(size: text.utf8.count, id: id))
-                return
+                return []
             }
         } else {
             bytes = Array(text.utf8)
@@ -801,7 +847,7 @@ final class LinkCore: Sendable {
         switch look {
         case .echo(let count):
             state.withLock { $0.statistics.echoesIgnored += count }
-            return
+            return []
         case .single(let type, let origin, let sequence, let payload):
             single = (type, origin, nil, sequence, payload)
         case .current(let type, let origin, let incarnation, let sequence, let payload):
@@ -810,15 +856,14 @@ final class LinkCore: Sendable {
             single = nil
         }
         if let single, let origin = reader.origin(bytes[single.origin]) {
-            let source = Source(origin: origin, incarnation: single.incarnation, digest: digest)
+            let source = Source(origin: origin, incarnation: single.incarnation, digest: digest, issued: issuedAt)
             guard let decoder = state.withLock({ $0.decoders[single.type] }) else {
-                accept(source, sequence: single.sequence, items: [.init(typeName: single.type, content: .unknownType)])
-                return
+                return accept(
+                    source, sequence: single.sequence, items: [.init(typeName: single.type, content: .unknownType)])
             }
             if let delivery = try? decoder.fromBytes(reader.decoder, bytes[single.payload]) {
-                accept(
+                return accept(
                     source, sequence: single.sequence, items: [.init(typeName: single.type, content: .value(delivery))])
-                return
             }
         }
         let data = Data(bytes)
@@ -833,18 +878,18 @@ final class LinkCore: Sendable {
                     .malformedEnvelope(
                         expected: "envelope version 1 to \(Envelope.current)", found: "version \(error.found)"))
             }
-            return
+            return []
         } catch {
             let (expected, found) = Envelope.describe(error, input: String(decoding: data, as: UTF8.self))
             reject(.malformedEnvelope(expected: expected, found: found))
-            return
+            return []
         }
         if incoming.isEcho {
             state.withLock { $0.statistics.echoesIgnored += incoming.count }
-            return
+            return []
         }
-        accept(
-            Source(origin: incoming.origin, incarnation: incoming.incarnation, digest: digest),
+        return accept(
+            Source(origin: incoming.origin, incarnation: incoming.incarnation, digest: digest, issued: issuedAt),
             sequence: incoming.sequence, items: incoming.items)
     }
 
@@ -866,18 +911,20 @@ final class LinkCore: Sendable {
         return nil
     }
 
-    /// Who sent a message, and the digest of its bytes.
+    /// Who sent a message, the digest of its bytes, and when it was issued (signed envelopes only).
     private struct Source {
         let origin: UUID
         let incarnation: Incarnation?
         let digest: Int
+        let issued: UInt64?
     }
 
     /// Checks the sequence numbers of a message's notifications (`sequence`, the next, …) with the
     /// ``PeerTracker``, reports what it found and what does not decode, and posts the others into
     /// the hub, in order.
-    private func accept(_ source: Source, sequence first: UInt64, items: [Envelope.Incoming.Item]) {
+    private func accept(_ source: Source, sequence first: UInt64, items: [Envelope.Incoming.Item]) -> [Successor] {
         let origin = source.origin
+        var successors: [Successor] = []
         var errors: [PostgresLinkError] = []
         var deliveries: [Envelope.Delivery] = []
         deliveries.reserveCapacity(items.count)
@@ -901,9 +948,9 @@ final class LinkCore: Sendable {
                         state.statistics.regressions += 1
                         errors.append(.sequenceRegression(origin: origin, lastAccepted: last, found: found))
                     case .restarted(let previous, let last, let current):
-                        state.statistics.restarts += 1
-                        errors.append(
-                            .originRestarted(origin: origin, previous: previous, lastSequence: last, current: current))
+                        // A restart, or a replica: told apart by whether the previous one still runs.
+                        successors.append(
+                            Successor(origin: origin, previous: previous, lastSequence: last, current: current))
                     case .clash(let first, let second):
                         state.statistics.clashes += 1
                         errors.append(.originClash(origin: origin, first, second, isOwn: origin == self.origin))
@@ -934,7 +981,99 @@ final class LinkCore: Sendable {
             }
             report(error)
         }
-        for delivery in deliveries { delivery() }
+        for delivery in deliveries {
+            delivery()
+            if let issued = source.issued {
+                metrics.didDeliver(issuedNanosecondsAgo: serverClock.nanoseconds(since: issued))
+            }
+        }
+        return successors
+    }
+
+    // MARK: - Restarts and replicas
+
+    /// A new, later-started incarnation of an origin already heard: the previous one restarted, or
+    /// it still runs beside the new one (a replica with the same origin), which only the database
+    /// knows (``liveness(of:on:)``).
+    struct Successor {
+        let origin: UUID
+        let previous: Incarnation
+        let lastSequence: UInt64
+        let current: Incarnation
+    }
+
+    /// The advisory lock (one `bigint` key) that the listening connection of `incarnation` holds
+    /// while it runs: its id. In `pg_locks`, the high half of the key is `classid`, the low half
+    /// `objid`, and `objsubid` is 1.
+    static func livenessKey(of incarnation: Incarnation) -> Int64 { Int64(bitPattern: incarnation.id) }
+
+    /// Takes this incarnation's liveness lock on a new listening connection; released when the
+    /// connection ends. Never waits: a key held already (by another application's lock) is left.
+    private func holdLivenessLock(on connection: PostgresConnection) async throws {
+        let key = Self.livenessKey(of: incarnation)
+        _ = try await boundedQuery("SELECT pg_try_advisory_lock(\(key))", on: connection)
+    }
+
+    /// Releases the liveness lock of a connection that stays open while the link stops, so that a
+    /// successor heard from now on is a restart, however long the server takes to end the session.
+    private func releaseLivenessLock(on connection: PostgresConnection) async {
+        _ = try? await boundedQuery("SELECT pg_advisory_unlock_all()", on: connection)
+    }
+
+    /// Runs `query` on `connection`, and fails after `timeout` if it has not completed: postgres-nio
+    /// 1.33 leaves a query written after the server closed the connection waiting forever, and the
+    /// listening task must go on to reconnect.
+    private func boundedQuery(
+        _ query: PostgresQuery, on connection: PostgresConnection, timeout: TimeAmount = .seconds(5)
+    ) async throws -> PostgresQueryResult {
+        let loop = connection.closeFuture.eventLoop
+        let promise = loop.makePromise(of: PostgresQueryResult.self)
+        let result: EventLoopFuture<PostgresQueryResult> = connection.query(query, logger: connectionLogger)
+        result.cascade(to: promise)
+        // A promise completed twice keeps its first result.
+        let timer = loop.scheduleTask(in: timeout) { promise.fail(QueryTimedOut(timeout: timeout)) }
+        promise.futureResult.whenComplete { _ in timer.cancel() }
+        return try await promise.futureResult.get()
+    }
+
+    struct QueryTimedOut: Error, CustomStringConvertible {
+        let timeout: TimeAmount
+        var description: String { "no answer within \(timeout.nanoseconds / 1_000_000) ms" }
+    }
+
+    /// Whether the listening connection of `incarnation` still holds its liveness lock: its link
+    /// runs (or its connection has not ended yet).
+    private func liveness(of incarnation: Incarnation, on connection: PostgresConnection) async throws -> Bool {
+        let key = UInt64(bitPattern: Self.livenessKey(of: incarnation))
+        let high = Int64(key >> 32)
+        let low = Int64(key & 0xFFFF_FFFF)
+        let result = try await boundedQuery(
+            """
+            SELECT count(*)::int8 FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1 \
+            AND classid::int8 = \(high) AND objid::int8 = \(low) \
+            AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+            """, on: connection)
+        let count = try result.rows.first?.decode(Int64.self) ?? 0
+        return count > 0
+    }
+
+    /// Reports a new incarnation of an origin as what it is: ``PostgresLinkError/Code/originClash``
+    /// if the previous one still runs, ``PostgresLinkError/Code/originRestarted`` if not (or if the
+    /// database cannot say).
+    private func resolve(_ successor: Successor, on connection: PostgresConnection) async {
+        let isRunning = (try? await liveness(of: successor.previous, on: connection)) ?? false
+        let error: PostgresLinkError? = state.withLock { state in
+            if isRunning {
+                guard state.peers.clashFound(successor.previous, successor.current) else { return nil }
+                state.statistics.clashes += 1
+                return .originClash(origin: successor.origin, successor.previous, successor.current, isOwn: false)
+            }
+            state.statistics.restarts += 1
+            return .originRestarted(
+                origin: successor.origin, previous: successor.previous, lastSequence: successor.lastSequence,
+                current: successor.current)
+        }
+        if let error { report(error) }
     }
 
     /// Posts a received value into the hub, marked as this link's re-post.

@@ -14,7 +14,9 @@ import Foundation
 ///   refused, and the clash is reported once per pair (``Event/clash(_:_:)``), by them too, since
 ///   each hears the other under its own origin;
 /// - the first notification heard from an incarnation that started after this link did, numbered
-///   n > 1, is reported as a gap of 1…n−1 (they were sent while this link was not listening).
+///   n > 1, is reported as a gap of 1…n−1 (they were sent while this link was not listening). Start
+///   times are by the database server's clock (see ``Incarnation/started``), so hosts' clocks need
+///   not agree.
 ///
 /// Envelopes of earlier releases carry no incarnation; their origin is one sequence space.
 ///
@@ -154,9 +156,15 @@ struct PeerTracker {
     }
 
     private mutating func noteClash(_ first: Incarnation, _ second: Incarnation, events: inout [Event]) {
+        if clashFound(first, second) { events.append(.clash(first, second)) }
+    }
+
+    /// Records that two incarnations of one origin run at once, found otherwise (a
+    /// ``Event/restarted(previous:lastSequence:current:)`` whose previous incarnation still runs);
+    /// returns `false` if that pair was reported already.
+    mutating func clashFound(_ first: Incarnation, _ second: Incarnation) -> Bool {
         if clashes.count >= 1_024 { clashes.removeAll() }
-        guard clashes.insert([first, second]).inserted else { return }
-        events.append(.clash(first, second))
+        return clashes.insert([first, second]).inserted
     }
 
     private mutating func remember(_ incarnation: Incarnation, of origin: UUID) {

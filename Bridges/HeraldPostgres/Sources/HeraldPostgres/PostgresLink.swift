@@ -11,8 +11,8 @@ import Synchronization
 /// reach the observers of every hub linked to that channel, in this process and in others.
 ///
 /// ```swift
-/// let link = try await PostgresLink.connect(hub: hub, channel: "orders", configuration: configuration)
-/// link.share(UserCreated.self)
+/// let link = try await PostgresLink.connect(
+///     hub: hub, channel: "orders", configuration: configuration, sharing: [UserCreated.self])
 /// hub.post(UserCreated(userID: 7))     // local observers, then every other linked hub
 /// …
 /// await link.close()                   // flushes what was posted before, then disconnects
@@ -85,12 +85,23 @@ public final class PostgresLink: Sendable {
     /// Opens the link's two connections (one sending, one listening), starts listening on the
     /// channel, and returns once messages posted on the channel from now on will be received.
     ///
+    /// The types in `sharing` are shared before `LISTEN` takes effect, so that no message of theirs
+    /// arrives unshared (a type shared later with ``share(_:)`` misses what arrives before, and such
+    /// messages are refused as ``PostgresLinkError/Code/unknownType``):
+    ///
+    /// ```swift
+    /// let link = try await PostgresLink.connect(
+    ///     hub: hub, channel: "orders", configuration: configuration, sharing: [UserCreated.self, OrderPlaced.self])
+    /// ```
+    ///
     /// - Parameters:
     ///   - hub: The hub to connect.
     ///   - channel: A PostgreSQL channel name: 1 to 63 ASCII letters, digits or underscores, not
     ///     starting with a digit. Every hub that shares types on it must use the same name.
     ///   - configuration: The connection configuration (host, credentials, TLS), used for both
     ///     connections.
+    ///   - sharing: The notification types that travel, shared (as by ``share(_:)``) before the link
+    ///     connects.
     ///   - origin: The id of this link's messages; a fresh one by default. A fixed one may be given
     ///     again after a restart (each run of a link is a new *incarnation*, with sequence numbers of
     ///     its own); two links running at once with one origin are reported as
@@ -98,19 +109,21 @@ public final class PostgresLink: Sendable {
     ///   - options: How the link reconnects, how many posts it queues, whether it signs envelopes
     ///     and whether it batches bursts.
     ///   - logger: A logger for connection events. Payloads are never logged.
-    /// - Returns: The link. Call ``share(_:)`` for each type that travels, and ``close()`` at the end.
+    /// - Returns: The link. Call ``close()`` at the end.
     /// - Throws: ``PostgresLinkError`` with code ``PostgresLinkError/Code/invalidChannelName``, or
     ///   the connection's error if a connection or the `LISTEN` fails.
     public static func connect(
         hub: NotificationHub,
         channel: String,
         configuration: PostgresConnection.Configuration,
+        sharing: [any WireNotification.Type] = [],
         origin: UUID = UUID(),
         options: Options = Options(),
         logger: Logger = Logger(label: "HeraldPostgres")
     ) async throws -> PostgresLink {
         let link = try PostgresLink(
-            hub: hub, channel: channel, configuration: configuration, origin: origin, options: options, logger: logger)
+            hub: hub, channel: channel, configuration: configuration, sharing: sharing, origin: origin,
+            options: options, logger: logger)
         link.core.startRunning()
         try await link.listening()
         return link
@@ -120,19 +133,21 @@ public final class PostgresLink: Sendable {
     /// swift-service-lifecycle `ServiceGroup`.
     ///
     /// ```swift
-    /// let link = try PostgresLink(hub: hub, channel: "orders", configuration: configuration)
-    /// link.share(UserCreated.self)                       // before run(): posts wait for the connection
+    /// let link = try PostgresLink(
+    ///     hub: hub, channel: "orders", configuration: configuration, sharing: [UserCreated.self])
+    /// hub.post(UserCreated(userID: 7))                    // before run(): waits for the connection
     /// let group = ServiceGroup(services: [link, …], gracefulShutdownSignals: [.sigterm], logger: logger)
     /// try await group.run()
     /// ```
     ///
-    /// - Parameters: as for ``connect(hub:channel:configuration:origin:options:logger:)``.
+    /// - Parameters: as for ``connect(hub:channel:configuration:sharing:origin:options:logger:)``.
     /// - Throws: ``PostgresLinkError`` with code ``PostgresLinkError/Code/invalidChannelName`` or
     ///   ``PostgresLinkError/Code/invalidSigningKeyID``.
     public convenience init(
         hub: NotificationHub,
         channel: String,
         configuration: PostgresConnection.Configuration,
+        sharing: [any WireNotification.Type] = [],
         origin: UUID = UUID(),
         options: Options = Options(),
         logger: Logger = Logger(label: "HeraldPostgres")
@@ -145,6 +160,7 @@ public final class PostgresLink: Sendable {
             core: LinkCore(
                 hub: hub, channel: channel, origin: origin, configuration: configuration, options: options,
                 logger: logger))
+        for type in sharing { share(type) }
     }
 
     /// Runs the link: opens its two connections, listens on the channel, and sends and receives,
@@ -204,13 +220,16 @@ public final class PostgresLink: Sendable {
         /// each signed envelope is issued and received. Tests inject one; keep the real one
         /// otherwise.
         public var now: @Sendable () -> Date = { Date() }
-        /// Where the link reports its counters (sent, received, refused by reason, gaps, send-queue
-        /// depth; see the README for their labels); `nil`, the default, for `MetricsSystem.factory`,
+        /// Where the link reports its metrics (sent, received, refused by reason, gaps, send-queue
+        /// depth, and, with a signing key, the latency from issue to delivery; see the README for
+        /// their labels); `nil`, the default, for `MetricsSystem.factory`,
         /// the factory that the application bootstrapped. Tests pass a factory of their own.
         public var metricsFactory: (any MetricsFactory)?
         /// Whether posts that wait while a `NOTIFY` is in flight go out together in the next one,
-        /// as many as fit in ``PostgresLink/maximumPayloadBytes`` (a version 2 batch envelope).
-        /// A post that finds the connection idle always goes out at once, alone (version 1).
+        /// as many as fit in ``PostgresLink/maximumPayloadBytes``, in one version 3 envelope (its
+        /// `count` above 1). A post that finds the connection idle always goes out at once, alone
+        /// (a version 3 envelope of one). With ``legacyEnvelopes``, a batch is written as version 2
+        /// and a lone post as version 1, as earlier releases wrote them.
         ///
         /// Turn it off, with ``legacyEnvelopes``, only while links of releases that read
         /// version 1 alone share the channel: they report batches as
@@ -334,8 +353,11 @@ public final class PostgresLink: Sendable {
     /// Sends the posts of `type` on this hub to the channel, and posts the values of `type` that
     /// arrive on the channel into this hub.
     ///
-    /// Call it once per type, on every linked hub. Posts made before the call do not travel.
-    /// Sharing a type twice does nothing. After the shutdown began (``close()``, a graceful
+    /// Call it once per type, on every linked hub. Posts made before the call do not travel, and
+    /// messages of the type that arrive before it are refused
+    /// (``PostgresLinkError/Code/unknownType``): on a link that already listens (after `connect`),
+    /// prefer giving the types to `connect` (its `sharing` parameter), which shares them before
+    /// `LISTEN` takes effect. Before ``run()`` the two are alike. Sharing a type twice does nothing. After the shutdown began (``close()``, a graceful
     /// shutdown, a cancelled or failed run), the type's posts stay local and are each reported as
     /// ``PostgresLinkError/Code/postAfterShutdown``.
     ///
@@ -357,7 +379,7 @@ public final class PostgresLink: Sendable {
     /// connects (half the round trip of one `SELECT clock_timestamp()` is its error); zero before.
     /// Issue times of signed envelopes, and their freshness, are by the server's clock: the link's
     /// clock plus this offset.
-    public var serverClockOffset: Duration { .milliseconds(core.serverClockOffset.load(ordering: .relaxed)) }
+    public var serverClockOffset: Duration { .milliseconds(core.serverClock.offset.load(ordering: .relaxed)) }
 
     /// What the link has done so far; for tests and metrics.
     public var statistics: Statistics { core.statistics }

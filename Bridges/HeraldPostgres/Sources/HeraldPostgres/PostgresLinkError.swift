@@ -49,8 +49,9 @@ public struct PostgresLinkError: Error, Sendable, Hashable, CustomStringConverti
         /// cannot tell a forged number from a genuine one, and no number may silence a sender), and
         /// reported: someone may be sending under that origin.
         public static let sequenceRegression = Code(code: .sequenceRegression)
-        /// A new incarnation of an origin already heard: a process that restarted with the same fixed
-        /// `origin:` (or a replica started with it). Its sequence numbers start again and are
+        /// A new incarnation of an origin already heard, whose previous incarnation no longer runs:
+        /// a process that restarted with the same fixed `origin:` (a previous incarnation that still
+        /// runs is a replica: ``originClash``). Its sequence numbers start again and are
         /// accepted; ``PostgresLinkError/lastSequence`` is the last one heard from the previous
         /// incarnation, so what it sent after that was lost for this hub.
         public static let originRestarted = Code(code: .originRestarted)

@@ -64,12 +64,12 @@ struct Signer: Sendable {
     private static let keyHead = Array(#"{"key":"#.utf8)
     private static let issuedKey = Array(#","issued":"#.utf8)
 
-    /// How many bytes signing adds to an envelope: the head, the signature, the tail, the key id and
-    /// the issue time (at most 20 digits) replace `{`.
-    var overhead: Int {
+    /// How many bytes signing adds to an envelope issued at `issued` (milliseconds since 1970): the
+    /// head, the signature, the tail, the key id and the issue time's digits replace `{`.
+    func overhead(issued: UInt64) -> Int {
         let legacy = Self.head.count + Self.signatureLength + Self.tail.count - 1
         if isLegacy { return legacy }
-        return legacy + signingHead.count + 20 + 1
+        return legacy + signingHead.count + String(issued).utf8.count
     }
 
     /// The key id as a JSON string.

@@ -90,8 +90,8 @@ let received = Mutex(Received())
 let hub = NotificationHub()
 
 if options.isService {
-    let link = try PostgresLink(hub: hub, channel: options.channel, configuration: configuration)
-    link.share(PeerNote.self)
+    let link = try PostgresLink(
+        hub: hub, channel: options.channel, configuration: configuration, sharing: [PeerNote.self])
     // The link reports each post made once its shutdown has begun: then stop posting.
     let isShutDown = Atomic<Bool>(false)
     link.errorHandler = { error in
@@ -112,10 +112,9 @@ if options.isService {
     say("sent \(link.statistics.sent)")
     exit(0)
 }
-let link = try await PostgresLink.connect(hub: hub, channel: options.channel, configuration: configuration)
+let link = try await PostgresLink.connect(
+    hub: hub, channel: options.channel, configuration: configuration, sharing: [PeerNote.self, PeerDone.self])
 link.errorHandler = { error in received.withLock { $0.errors.append(error.code.description) } }
-link.share(PeerNote.self)
-link.share(PeerDone.self)
 let tokens = [
     hub.observe(PeerNote.self) { note in received.withLock { $0.notes[note.sender, default: []].append(note.index) } },
     hub.observe(PeerDone.self) { done in _ = received.withLock { $0.done.insert(done.sender) } },

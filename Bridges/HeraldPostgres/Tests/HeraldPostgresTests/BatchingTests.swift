@@ -87,6 +87,28 @@ struct EnvelopeTests {
         #expect(Envelope.batchCount([item(1), item(2)], limit: PostgresLink.maximumPayloadBytes, extra: 0) == 2)
     }
 
+    /// A lone notification and a batch are both version 3; only a link with legacy envelopes writes
+    /// a lone one as version 1 and a batch as version 2. The sizes computed are those of the texts,
+    /// whatever the digits of the incarnation's start time.
+    @Test func aLonePostAndABatchAreBothVersionThreeUnlessLegacyEnvelopesAreWritten() {
+        let origin = UUID().uuidString
+        let incarnation = Incarnation(id: 0xABC, started: 1_764_000_000_000)
+        let current = Envelope.Writer(origin: origin, incarnation: incarnation, writesLegacyEnvelopes: false)
+        let legacy = Envelope.Writer(origin: origin, incarnation: incarnation, writesLegacyEnvelopes: true)
+        let lone = [item(1)]
+        let batch = [item(1), item(2), blob(3, length: 40)]
+        #expect(current.text(lone).hasPrefix(#"{"version":3,"#) && current.text(lone).contains(#""count":1,"#))
+        #expect(current.text(batch).hasPrefix(#"{"version":3,"#) && current.text(batch).contains(#""count":3,"#))
+        #expect(legacy.text(lone).hasPrefix(#"{"version":1,"#))
+        #expect(legacy.text(batch).hasPrefix(#"{"version":2,"#))
+        for started: UInt64 in [1_764_000_000_000, 7, 0] {
+            current.rebase(startedOnServer: started)
+            #expect(current.text(lone).contains(#""started":\#(started),"#))
+            #expect(current.size(alone: item(12_345)) == current.text([item(12_345)]).utf8.count)
+            #expect(legacy.size(alone: item(12_345)) == legacy.text([item(12_345)]).utf8.count)
+        }
+    }
+
     @Test func aBatchIsReadBackInOrderWithConsecutiveSequences() throws {
         let origin = UUID()
         let text = Envelope.batch(

@@ -19,8 +19,7 @@ enum SignedLinks {
         // import Crypto: the key is swift-crypto's SymmetricKey, the same 32 random bytes for every link
         let options = PostgresLink.Options(signingKey: SymmetricKey(data: secret))
         let link = try await PostgresLink.connect(
-            hub: hub, channel: "users", configuration: configuration, options: options)
-        link.share(UserCreated.self)
+            hub: hub, channel: "users", configuration: configuration, sharing: [UserCreated.self], options: options)
         // snippet: end
         return link
     }
@@ -33,8 +32,9 @@ enum ServiceLinks {
         async throws
     {
         // snippet: begin
-        let link = try PostgresLink(hub: hub, channel: "users", configuration: configuration)
-        link.share(UserCreated.self)  // posts made before run() wait for the connection
+        // Posts made before run() wait for the connection.
+        let link = try PostgresLink(
+            hub: hub, channel: "users", configuration: configuration, sharing: [UserCreated.self])
         let group = ServiceGroup(services: [link], gracefulShutdownSignals: [.sigterm], logger: logger)
         try await group.run()  // on SIGTERM: sends what was posted before, closes, returns
         // snippet: end

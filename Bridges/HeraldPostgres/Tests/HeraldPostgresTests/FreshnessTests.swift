@@ -123,6 +123,43 @@ struct FreshnessTests {
         await c.link.close()
     }
 
+    /// A signed envelope of exactly ``PostgresLink/maximumPayloadBytes`` goes out; one a byte larger
+    /// stays local, reported with its real size.
+    @Test func aSignedEnvelopeOfExactlyTheLimitTravelsAndOneByteMoreIsRefusedWithItsSize() async throws {
+        let channel = TestServer.makeChannel()
+        let (sniffer, captured, sniffing) = try await sniff(channel)
+        let options = PostgresLink.Options(signingKey: Self.key)
+        let types: [any WireNotification.Type] = [Blob.self, Barrier.self]
+        let a = try await Node(channel: channel, sharing: types, options: options)
+        let b = try await Node(channel: channel, sharing: types, options: options)
+        // The size of a small one tells the length of the text that fills the limit (sequences 1
+        // and 2 have as many digits).
+        a.hub.post(Blob(text: "small"))
+        try await waitUntil("the small blob heard by B and the sniffer") {
+            b.blobs.count == 1 && captured.values.contains { $0.contains(#""text":"small""#) }
+        }
+        let small = try #require(captured.values.first { $0.contains(#""text":"small""#) })
+        let length = 5 + PostgresLink.maximumPayloadBytes - small.utf8.count
+        a.hub.post(Blob(text: String(repeating: "f", count: length)))
+        a.hub.post(Blob(text: String(repeating: "o", count: length + 1)))
+        try await a.barrier(to: b)
+
+        #expect(b.blobs.values.map(\.text.count) == [5, length])
+        try await waitUntil("the sniffer hearing the full blob") {
+            captured.values.contains { $0.contains(#""text":"ff"#) }
+        }
+        let full = captured.values.first { $0.contains(#""text":"ff"#) }
+        #expect(full?.utf8.count == PostgresLink.maximumPayloadBytes)
+        #expect(a.errors.values.map(\.code) == [.payloadTooLarge])
+        #expect(a.errors.values.first?.expected == "at most \(PostgresLink.maximumPayloadBytes) bytes")
+        #expect(a.errors.values.first?.found == "\(PostgresLink.maximumPayloadBytes + 1) bytes")
+        #expect(b.errors.values.isEmpty)
+        sniffing.cancel()
+        try await sniffer.close()
+        await a.link.close()
+        await b.link.close()
+    }
+
     /// The number of milliseconds in a staleness report ("issued 1234 ms …").
     private func milliseconds(in found: String) -> Int? {
         let words = found.split(separator: " ")

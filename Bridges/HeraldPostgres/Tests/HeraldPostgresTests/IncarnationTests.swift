@@ -203,7 +203,9 @@ struct IncarnationTests {
         #expect(b.users.values.map(\.userID) == [1, 2, 3, 4, 5])
         #expect(first.users.values.map(\.userID) == [1, 2, 3, 4, 5])  // not dropped as echoes
         #expect(second.users.values.map(\.userID) == [3, 4, 5])
-        #expect(b.errors.values.map(\.code) == [.originRestarted, .originClash])
+        // B heard the second replica after the first: a clash, not taken for a restart first.
+        #expect(b.errors.values.map(\.code) == [.originClash])
+        #expect(b.link.statistics.clashes == 1 && b.link.statistics.restarts == 0)
         #expect(first.errors.values.map(\.code) == [.originClash])
         #expect(second.errors.values.map(\.code) == [.originClash])
         #expect([b, first, second].allSatisfy { $0.link.statistics.duplicates == 0 })
@@ -269,6 +271,41 @@ struct IncarnationTests {
         #expect(b.errors.values.map(\.code) == [.connectionLost, .outage, .sequenceGap])
         #expect(b.errors.values.last?.expected == "sequence 1")
         #expect(b.errors.values.last?.found == "sequence 4 (3 lost)")
+        await a.link.close()
+        await b.link.close()
+    }
+
+    /// The peer's host clock is 5 minutes behind: its start is judged by the database server's
+    /// clock, so what it posted while this link was not listening is reported all the same.
+    @Test func aPeerWhoseClockIsBehindAndStartsWhileThisLinkIsNotListeningIsReportedAsAGapFromOne()
+        async throws
+    {
+        let channel = TestServer.makeChannel()
+        let slow = PostgresLink.Options(
+            reconnection: PostgresLink.Reconnection(initialDelay: .seconds(3), maximumDelay: .seconds(3)))
+        let b = try await Node(channel: channel, options: slow)
+        let raw = try await TestServer.rawConnection()
+        let terminated = try await raw.query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = \(#"LISTEN "\#(channel)";"#)",
+            logger: TestServer.logger
+        ).collect().count
+        try await raw.close()
+        #expect(terminated == 1)
+        try await waitUntil("B's listening connection lost") {
+            b.errors.values.contains { $0.code == .connectionLost }
+        }
+        let behind = OffsetClock(offset: -300)
+        let a = try await Node(channel: channel, options: PostgresLink.Options(now: behind.now))
+        for id in 1...20 { a.hub.post(UserCreated(userID: id)) }
+        try await waitUntil("A's sends completed") { a.link.statistics.sent == 20 }
+        try await waitUntil("B listening again") { b.errors.values.contains { $0.code == .outage } }
+        a.hub.post(UserCreated(userID: 21))
+        try await a.barrier(to: b)
+
+        #expect(b.users.values.map(\.userID) == [21])
+        #expect(b.errors.values.map(\.code) == [.connectionLost, .outage, .sequenceGap])
+        #expect(b.errors.values.last?.expected == "sequence 1")
+        #expect(b.errors.values.last?.found == "sequence 21 (20 lost)")
         await a.link.close()
         await b.link.close()
     }

@@ -1,4 +1,5 @@
 import CoreMetrics
+import Crypto
 import Foundation
 import Herald
 import HeraldPostgres
@@ -47,5 +48,42 @@ struct MetricsTests {
         #expect(metricsB.counterTotal(label: "herald_postgres_refused_total") == 2)
         await a.link.close()
         await b.link.close()
+    }
+
+    /// Signed envelopes carry their issue time: each notification's time from it to its delivery
+    /// into the receiving hub is recorded. Unsigned ones carry none, and record nothing.
+    @Test func theLatencyFromIssueToDeliveryIsTimedForSignedEnvelopes() async throws {
+        let channel = TestServer.makeChannel()
+        let key = SymmetricKey(size: .bits256)
+        let metricsB = TestMetrics()
+        let metricsC = TestMetrics()
+        let a = try await Node(channel: channel, options: PostgresLink.Options(signingKey: key))
+        let b = try await Node(
+            channel: channel, options: PostgresLink.Options(signingKey: key, metricsFactory: metricsB))
+        let c = try await Node(channel: channel, options: PostgresLink.Options(metricsFactory: metricsC))
+        let clock = ContinuousClock()
+        let start = clock.now
+        for id in 1...3 { a.hub.post(UserCreated(userID: id)) }
+        try await a.barrier(to: b)
+        let label = "herald_postgres_delivery_latency_seconds"
+        try await waitUntil("B's deliveries timed") {
+            (try? metricsB.expectTimer(label, [("channel", channel)]))?.values.count == 4
+        }
+        let elapsed = clock.now - start
+
+        let values = try metricsB.expectTimer(label, [("channel", channel)]).values
+        #expect(values.count == 4)
+        // Issue times are in whole milliseconds, and the offsets to the server's clock are off by
+        // half a round trip: a little more than the elapsed time is allowed.
+        let bound = elapsed + .milliseconds(50)
+        #expect(
+            values.allSatisfy { $0 >= 0 && Duration.nanoseconds($0) <= bound },
+            "\(values) ns, within \(bound)")
+        // C has no key: it accepts the signed envelopes unchecked, and times none of them.
+        try await waitUntil("C's deliveries") { c.users.count == 3 }
+        #expect(try metricsC.expectTimer(label, [("channel", channel)]).values.isEmpty)
+        await a.link.close()
+        await b.link.close()
+        await c.link.close()
     }
 }

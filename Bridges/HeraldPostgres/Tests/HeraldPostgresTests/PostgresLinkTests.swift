@@ -28,6 +28,74 @@ struct PostgresLinkTests {
         await b.link.close()
     }
 
+    /// A sender keeps posting while a link connects: the types given to `connect` are shared before
+    /// its `LISTEN` takes effect, so the first message it hears is delivered, and none is refused as
+    /// of an unknown type.
+    @Test func theTypesGivenToConnectAreSharedBeforeItListens() async throws {
+        let channel = TestServer.makeChannel()
+        let raw = try await TestServer.rawConnection()
+        let origin = UUID().uuidString
+        let flood = Task {
+            var sequence = 0
+            while !Task.isCancelled {
+                sequence += 1
+                let message =
+                    #"{"version":1,"type":"UserCreated","origin":"\#(origin)","sequence":\#(sequence),"payload":{"userID":\#(sequence)}}"#
+                try await raw.query("SELECT pg_notify(\(channel), \(message))", logger: TestServer.logger)
+            }
+        }
+        let hub = NotificationHub()
+        let users = Recorder<UserCreated>()
+        let errors = Recorder<String>()
+        hub.errorHandler = { failure in errors.append("\(failure.error)") }
+        let token = hub.observe(UserCreated.self) { users.append($0) }
+        let link = try await PostgresLink.connect(
+            hub: hub, channel: channel, configuration: try TestServer.requireConfiguration(),
+            sharing: [UserCreated.self])
+        try await waitUntil("20 users heard") { users.count >= 20 }
+        flood.cancel()
+        _ = try? await flood.value
+        try await raw.close()
+
+        let ids = users.values.map(\.userID)
+        #expect(errors.values.isEmpty)
+        #expect(link.statistics.rejected == 0 && link.statistics.received == ids.count)
+        #expect(ids == Array((ids.first ?? 0)...(ids.last ?? 0)))  // from the first heard on, none missing
+        token.cancel()
+        await link.close()
+    }
+
+    /// The other order, `connect` and then `share(_:)`: a message that arrives in between is refused
+    /// as of an unknown type, which `sharing:` avoids.
+    @Test func aTypeSharedAfterConnectMissesWhatArrivesBefore() async throws {
+        let channel = TestServer.makeChannel()
+        let hub = NotificationHub()
+        let errors = Recorder<PostgresLinkError>()
+        let link = try await PostgresLink.connect(
+            hub: hub, channel: channel, configuration: try TestServer.requireConfiguration())
+        link.errorHandler = { errors.append($0) }
+        let raw = try await TestServer.rawConnection()
+        let origin = UUID().uuidString
+        func send(_ sequence: Int) async throws {
+            let message =
+                #"{"version":1,"type":"UserCreated","origin":"\#(origin)","sequence":\#(sequence),"payload":{"userID":\#(sequence)}}"#
+            try await raw.query("SELECT pg_notify(\(channel), \(message))", logger: TestServer.logger)
+        }
+        try await send(1)
+        try await waitUntil("the first message refused") { errors.count == 1 }
+        link.share(UserCreated.self)
+        let users = Recorder<UserCreated>()
+        let token = hub.observe(UserCreated.self) { users.append($0) }
+        try await send(2)
+        try await waitUntil("the second message delivered") { users.count == 1 }
+
+        #expect(errors.values.map(\.code) == [.unknownType])
+        #expect(users.values == [UserCreated(userID: 2)])
+        token.cancel()
+        try await raw.close()
+        await link.close()
+    }
+
     @Test func theRepostGuardKeepsReceivedValuesFromGoingOutAgainButLetsReactionsTravel() async throws {
         let channel = TestServer.makeChannel()
         let a = try await Node(channel: channel)

@@ -95,11 +95,13 @@ struct SignerTests {
         #expect(String(decoding: bytes, as: UTF8.self) == envelope)
     }
 
-    @Test func theOverheadCoversWhatSigningAdds() throws {
+    @Test func theOverheadIsExactlyWhatSigningAdds() throws {
         for legacy in [false, true] {
             let signer = try signer([new], legacy: legacy)
-            let text = signer.sign(envelope, issued: UInt64(Date().timeIntervalSince1970 * 1_000))
-            #expect(text.utf8.count - envelope.utf8.count <= signer.overhead)
+            for issued: UInt64 in [0, 7, 1_764_000_000_123, UInt64(Date().timeIntervalSince1970 * 1_000)] {
+                let text = signer.sign(envelope, issued: issued)
+                #expect(text.utf8.count - envelope.utf8.count == signer.overhead(issued: issued))
+            }
         }
     }
 
