@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the DocC documentation of Herald and HeraldTesting with the toolchain's own docc, no
+# Builds the DocC documentation of the modules that .spi.yml names as `documentation_targets` (the
+# ones the Swift Package Index builds: Herald and HeraldTesting) with the toolchain's own docc, no
 # plugin: extract the symbol graphs with the compiler, then `docc convert --warnings-as-errors`.
 # Also checks that each landing page's Topics name every public top-level symbol of its module.
 #
@@ -11,19 +12,39 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scratch=.build-docs
 graphs="$scratch/symbol-graphs"
-modules=(Herald HeraldTesting)
 sources=Sources
 if [[ ${1:-} == --module ]]; then
     modules=("$2")
     sources=$3
     graphs=$4
 else
+    # The modules: the `documentation_targets` of .spi.yml (its flow form `[A, B]` or a block list
+    # of `- A` lines), so that CI builds exactly what the Swift Package Index builds.
+    names=$(python3 - .spi.yml <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+found = re.search(r"documentation_targets:[ \t]*\[([^\]]*)\]", text)
+if found:
+    names = [name.strip().strip("'\"") for name in found.group(1).split(",")]
+else:
+    block = re.search(r"documentation_targets:[ \t]*\n((?:[ \t]*-[ \t]*\S+[ \t]*\n)+)", text)
+    names = [line.strip()[1:].strip().strip("'\"") for line in block.group(1).splitlines()] if block else []
+if not names or not all(names):
+    sys.exit(".spi.yml: no documentation_targets found")
+print("\n".join(names))
+PY
+)
+    mapfile -t modules <<<"$names"
+    echo "Documentation targets in .spi.yml: ${modules[*]}"
     mkdir -p "$graphs"  # kept between runs: the compiler only rewrites graphs when it recompiles
-    swift build --scratch-path "$scratch" --target HeraldTesting \
-        -Xswiftc -emit-symbol-graph \
-        -Xswiftc -emit-symbol-graph-dir -Xswiftc "$graphs" \
-        -Xswiftc -emit-extension-block-symbols \
-        -Xswiftc -symbol-graph-minimum-access-level -Xswiftc public
+    # `swift build` takes one --target: build each (the later ones reuse what the earlier built).
+    for module in "${modules[@]}"; do
+        swift build --scratch-path "$scratch" --target "$module" \
+            -Xswiftc -emit-symbol-graph \
+            -Xswiftc -emit-symbol-graph-dir -Xswiftc "$graphs" \
+            -Xswiftc -emit-extension-block-symbols \
+            -Xswiftc -symbol-graph-minimum-access-level -Xswiftc public
+    done
 fi
 
 for module in "${modules[@]}"; do

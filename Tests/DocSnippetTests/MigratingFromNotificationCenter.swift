@@ -148,5 +148,37 @@ extension Migrating {
             // snippet: end
             #expect(bridges.count == 2)
         }
+
+        @Test("Bridging both ways delivers one post to each side, without an echo")
+        func bridgingWithoutEcho() {
+            let hub = NotificationHub()
+            let center = NotificationCenter()
+            let legacySeen = Counter()
+            let legacy = center.addObserver(forName: UserCreated.notificationName, object: nil, queue: nil) { _ in
+                legacySeen.increment()
+            }
+            let typedSeen = Counter()
+            let typed = hub.observe(UserCreated.self) { _ in typedSeen.increment() }
+            let bridges = [
+                hub.forward(UserCreated.self, fromCenter: center), hub.forward(UserCreated.self, toCenter: center),
+            ]
+            hub.post(UserCreated(userID: 7, status: 201))
+            #expect(typedSeen.count == 1)
+            #expect(legacySeen.count == 1)
+            center.removeObserver(legacy)
+            withExtendedLifetime((typed, bridges)) {}
+        }
     }
+}
+
+@MainActor
+func migratingPerformingWork(database: DispatchQueue, store: Store, view: View, file: URL) throws {
+    // snippet: begin
+    DeliveryTarget.queue(database).perform { store.vacuum() }  // always enqueues
+    let rows = try DeliveryTarget.queue(database).performAndWait { try store.count() }
+    MainActor.perform(after: .milliseconds(300)) { hideToast() }  // @MainActor closure
+    let frame = MainActor.performAndWait { view.frame }  // @MainActor closure
+    let digest = BackgroundQueue.shared.enqueue { try sha256(of: file) }  // a BackgroundTask
+    // snippet: end
+    _ = (rows, frame, digest)
 }

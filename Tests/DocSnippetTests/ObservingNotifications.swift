@@ -3,7 +3,7 @@ import Herald
 import Synchronization
 import Testing
 
-// The Swift block of Herald.docc/ObservingNotifications.md, compiled and run.
+// The Swift blocks of Herald.docc/ObservingNotifications.md, in order, compiled (the first also run).
 
 enum ObservingNotificationsArticle {
     struct UserCreated: TypedNotification {
@@ -51,4 +51,21 @@ func observingNotificationsArticle() async throws {
     try await hub.waitUntilIdle()
     #expect(loginView.isHidden)
     withExtendedLifetime(tokens) {}
+}
+
+extension ObservingNotificationsArticle {
+    @MainActor
+    static func streams(hub: NotificationHub, statusBar: StatusBar) async {
+        // snippet: begin
+        hub.postAndRetain(SessionState(isLoggedIn: true))  // kept as the latest value
+        let banner = hub.observe(SessionState.self, on: MainActor.shared, replayLatest: true) { state in
+            statusBar.showSignedIn(state.isLoggedIn)  // the retained value first, then every change
+        }
+
+        for await state in hub.notifications(of: SessionState.self, bufferingPolicy: .bufferingNewest(100)) {
+            print("signed in: \(state.isLoggedIn)")
+        }
+        // snippet: end
+        withExtendedLifetime(banner) {}
+    }
 }

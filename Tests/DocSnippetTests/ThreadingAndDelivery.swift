@@ -1,5 +1,6 @@
 import Dispatch
 import Herald
+import Synchronization
 import Testing
 
 // The Swift blocks of Herald.docc/ThreadingAndDelivery.md, in order, compiled and run.
@@ -45,6 +46,63 @@ struct ThreadingAndDeliveryExamples {
         #expect(await store.userIDs == [7])
         #expect(await store.synced == [7])
         withExtendedLifetime((dismissal, storing, syncing)) {}
+    }
+}
+
+enum ThreadingFamilies {
+    // snippet: begin
+    protocol AnalyticsEvent: TypedNotification { var name: String { get } }
+    struct SignedIn: AnalyticsEvent { let name = "signed_in" }
+    struct Purchased: AnalyticsEvent {
+        let name = "purchased"
+        let cents: Int
+    }
+    // snippet: pause
+
+    static func observe(
+        hub: NotificationHub, analyticsQueue: DispatchQueue, logQueue: DispatchQueue, tracker: Tracker,
+        ledger: Ledger
+    ) -> [ObservationToken] {
+        // snippet: resume
+        let analytics = hub.observe(every: (any AnalyticsEvent).self, on: .queue(analyticsQueue)) { event in
+            tracker.send(event.name)  // SignedIn, Purchased and every AnalyticsEvent to come
+        }
+        let logging = hub.observeAll(on: .queue(logQueue)) { posted in
+            print("\(posted.type): \(posted.notification)")  // every notification of the hub
+        }
+        let audit = hub.observe(Purchased.self, priority: 100) { purchase in
+            ledger.record(purchase.cents)  // before the other posting-thread observers of Purchased
+        }
+        // snippet: end
+        return [analytics, logging, audit]
+    }
+
+    final class Tracker: Sendable {
+        let sent = Mutex<[String]>([])
+        func send(_ name: String) { sent.withLock { $0.append(name) } }
+    }
+
+    final class Ledger: Sendable {
+        let entries = Mutex<[Int]>([])
+        func record(_ cents: Int) { entries.withLock { $0.append(cents) } }
+    }
+}
+
+extension ThreadingAndDeliveryExamples {
+    @Test("A protocol observer, a tap and a prioritised observer")
+    func families() async throws {
+        let hub = NotificationHub()
+        let tracker = ThreadingFamilies.Tracker()
+        let ledger = ThreadingFamilies.Ledger()
+        let tokens = ThreadingFamilies.observe(
+            hub: hub, analyticsQueue: DispatchQueue(label: "analytics"), logQueue: DispatchQueue(label: "log"),
+            tracker: tracker, ledger: ledger)
+        hub.post(ThreadingFamilies.SignedIn())
+        hub.post(ThreadingFamilies.Purchased(cents: 300))
+        try await hub.waitUntilIdle()
+        #expect(tracker.sent.withLock { $0 } == ["signed_in", "purchased"])
+        #expect(ledger.entries.withLock { $0 } == [300])
+        withExtendedLifetime(tokens) {}
     }
 
     @Test("A progress bar observes the latest progress; a dashboard bounds its mailbox")

@@ -4,7 +4,7 @@ import Herald
 import Synchronization
 import Testing
 
-/// One test (at least) per numbered guarantee in README.md.
+/// One test (at least) per numbered guarantee of the DocC article "Guarantees" (Herald.docc/Guarantees.md).
 @Suite("NotificationHub semantics")
 struct NotificationHubTests {
     // MARK: 1. Posting thread
