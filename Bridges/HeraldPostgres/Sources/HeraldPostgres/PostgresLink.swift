@@ -116,7 +116,7 @@ public final class PostgresLink: Sendable {
         hub: NotificationHub,
         channel: String,
         configuration: PostgresConnection.Configuration,
-        sharing: [any WireNotification.Type] = [],
+        sharing: [any WireNotification.Type],
         origin: UUID = UUID(),
         options: Options = Options(),
         logger: Logger = Logger(label: "HeraldPostgres")
@@ -127,6 +127,26 @@ public final class PostgresLink: Sendable {
         link.core.startRunning()
         try await link.listening()
         return link
+    }
+
+    /// Opens the link as ``connect(hub:channel:configuration:sharing:origin:options:logger:)`` does,
+    /// with no type shared before `LISTEN` takes effect: a type shared afterwards with ``share(_:)``
+    /// misses the messages that arrive before it is shared. Prefer giving the types as `sharing:`.
+    ///
+    /// - Parameters: as for ``connect(hub:channel:configuration:sharing:origin:options:logger:)``.
+    /// - Returns: The link. Call ``close()`` at the end.
+    /// - Throws: As ``connect(hub:channel:configuration:sharing:origin:options:logger:)``.
+    public static func connect(
+        hub: NotificationHub,
+        channel: String,
+        configuration: PostgresConnection.Configuration,
+        origin: UUID = UUID(),
+        options: Options = Options(),
+        logger: Logger = Logger(label: "HeraldPostgres")
+    ) async throws -> PostgresLink {
+        try await connect(
+            hub: hub, channel: channel, configuration: configuration, sharing: [], origin: origin,
+            options: options, logger: logger)
     }
 
     /// Creates a link without connecting it, to run as a service (``run()``), for example in a
@@ -147,7 +167,7 @@ public final class PostgresLink: Sendable {
         hub: NotificationHub,
         channel: String,
         configuration: PostgresConnection.Configuration,
-        sharing: [any WireNotification.Type] = [],
+        sharing: [any WireNotification.Type],
         origin: UUID = UUID(),
         options: Options = Options(),
         logger: Logger = Logger(label: "HeraldPostgres")
@@ -161,6 +181,24 @@ public final class PostgresLink: Sendable {
                 hub: hub, channel: channel, origin: origin, configuration: configuration, options: options,
                 logger: logger))
         for type in sharing { share(type) }
+    }
+
+    /// Creates a link as ``init(hub:channel:configuration:sharing:origin:options:logger:)`` does,
+    /// sharing no type yet: share each with ``share(_:)`` before ``run()`` starts listening.
+    ///
+    /// - Parameters: as for ``connect(hub:channel:configuration:sharing:origin:options:logger:)``.
+    /// - Throws: As ``init(hub:channel:configuration:sharing:origin:options:logger:)``.
+    public convenience init(
+        hub: NotificationHub,
+        channel: String,
+        configuration: PostgresConnection.Configuration,
+        origin: UUID = UUID(),
+        options: Options = Options(),
+        logger: Logger = Logger(label: "HeraldPostgres")
+    ) throws {
+        try self.init(
+            hub: hub, channel: channel, configuration: configuration, sharing: [], origin: origin,
+            options: options, logger: logger)
     }
 
     /// Runs the link: opens its two connections, listens on the channel, and sends and receives,
