@@ -73,29 +73,6 @@ public struct RegistrationMisuse: Sendable, Equatable {
     public var message: String { "\(mismatch) (registered at \(fileID):\(line))" }
 }
 
-extension NotificationHub {
-    /// Refuses a registration whose family can never match, if `Family` is such a type: reports
-    /// the ``FamilyMismatch`` and returns `true`.
-    func refusesFamily<Family>(_ type: Family.Type, fileID: StaticString, line: UInt) -> Bool {
-        guard let mismatch = FamilyMismatch.of(type) else { return false }
-        let misuse = RegistrationMisuse(mismatch: mismatch, fileID: "\(fileID)", line: Int(line))
-        core.noteMisuse(misuse)
-        core.report(
-            ObserverFailure(
-                error: mismatch, notificationType: "every \(mismatch.family)", fileID: misuse.fileID, line: misuse.line)
-        )
-        MainActorStandInScope.current?.noteRefusedRegistration(on: self)
-        return true
-    }
-
-    /// The registrations refused since the last call, oldest first; for HeraldTesting, which
-    /// fails the test with them.
-    @_spi(Testing)
-    public func _takeRegistrationMisuses() -> [RegistrationMisuse] {
-        core.takeMisuses()
-    }
-}
-
 extension ObservationToken {
     /// An observation that has already ended, for a refused registration.
     static func refused() -> ObservationToken {
