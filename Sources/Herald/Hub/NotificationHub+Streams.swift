@@ -38,7 +38,7 @@ extension NotificationHub {
         fileID: StaticString = #fileID,
         line: UInt = #line
     ) -> NotificationSequence<N> {
-        let storage = NotificationSequence<N>.Storage(policy: bufferingPolicy)
+        let storage = StreamBuffer<N>(policy: bufferingPolicy)
         let observer = Observer<N>(
             core: core, stream: storage, filters: subject.map { Filters(subject: $0, owner: nil) },
             location: SourceLocation(fileID: fileID, line: UInt32(clamping: line)))
@@ -85,7 +85,7 @@ extension NotificationHub {
         fileID: StaticString = #fileID,
         line: UInt = #line
     ) -> FamilyNotificationSequence<Family> {
-        let storage = NotificationSequence<FamilyDelivery<Family>>.Storage(policy: bufferingPolicy)
+        let storage = StreamBuffer<FamilyDelivery<Family>>(policy: bufferingPolicy)
         if refusesFamily(Family.self, fileID: fileID, line: line) {
             storage.finish()  // the sequence ends at once
             return FamilyNotificationSequence(base: NotificationSequence(storage: storage))

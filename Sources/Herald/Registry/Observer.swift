@@ -282,7 +282,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
 
     /// An observer that feeds `stream`, on the posting thread.
     init(
-        core: HubCore, stream: NotificationSequence<N>.Storage, filters: Filters?, location: SourceLocation,
+        core: HubCore, stream: StreamBuffer<N>, filters: Filters?, location: SourceLocation,
         family: AnyFamily? = nil
     ) {
         var flags = Flags.isStream
@@ -306,7 +306,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     /// The mailbox of an observer whose deliveries a drain runs.
     var mailbox: Mailbox<N>? { extras?.mailbox }
     /// The buffer of the ``NotificationSequence`` this observer feeds, if it feeds one.
-    var stream: NotificationSequence<N>.Storage? {
+    var stream: StreamBuffer<N>? {
         guard flags & Flags.isStream != 0, case .stream(let stream)? = extras?.feed else { return nil }
         return stream
     }
@@ -556,7 +556,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
             /// The handler of a contextual posting-thread observer.
             case contextual(HandlerBox<N>)
             /// The buffer of the ``NotificationSequence`` a stream observer feeds.
-            case stream(NotificationSequence<N>.Storage)
+            case stream(StreamBuffer<N>)
         }
 
         /// Appends to the mailbox, if there is one. A method, so that the mailbox is borrowed where it

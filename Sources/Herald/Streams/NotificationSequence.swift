@@ -36,7 +36,7 @@ public struct NotificationSequence<N: TypedNotification>: AsyncSequence, Sendabl
 
     private let lifetime: Lifetime
 
-    init(storage: Storage) {
+    init(storage: StreamBuffer<N>) {
         self.lifetime = Lifetime(storage: storage)
     }
 
@@ -109,9 +109,9 @@ public struct NotificationSequence<N: TypedNotification>: AsyncSequence, Sendabl
 
     /// Ends the sequence when the last copy of the sequence and of its iterators is gone.
     final class Lifetime: Sendable {
-        let storage: Storage
+        let storage: StreamBuffer<N>
 
-        init(storage: Storage) {
+        init(storage: StreamBuffer<N>) {
             self.storage = storage
         }
 
