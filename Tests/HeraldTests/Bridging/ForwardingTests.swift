@@ -294,7 +294,8 @@ final class LegacyObserver: Sendable {
 
         #expect(firstValues.values == [1])
         #expect(secondValues.values == [2, 4])
-        #expect(anyObjects.values == [ObjectIdentifier(first), ObjectIdentifier(second), nil, ObjectIdentifier(second)])
+        #expect(
+            anyObjects.values == [ObjectIdentifier(first), ObjectIdentifier(second), nil, ObjectIdentifier(second)])
         withExtendedLifetime((bridge, legacy, first, second)) {}
     }
 
