@@ -27,7 +27,7 @@ extension NotificationHub {
     ///
     /// ## Echoes
     /// Forwarding both ways for the same type between this hub and `center` (see
-    /// ``forward(_:toCenter:from:fileID:line:)``) delivers each post exactly once on each side. While
+    /// ``forward(_:toCenter:from:fileID:line:)-(N.Type,_,_,_,_)``) delivers each post exactly once on each side. While
     /// Herald is posting into the hub a notification that came from `center`, the hub's forwarding
     /// to that same center ignores posts of `N` made on that thread, and the other way round.
     /// Consequently, a post of the same type made synchronously by an observer *during* a forwarded

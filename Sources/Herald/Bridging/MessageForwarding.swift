@@ -150,7 +150,7 @@ extension NotificationHub {
     /// observers have run when the hub's `post` returns. A post made elsewhere is posted on
     /// `center` from a main-queue block, after the posts that came before it; the subject is kept
     /// until then. Posts reach the center in the order they were made, wherever they were made;
-    /// a ``postAndWait(_:from:)`` made off the main queue returns without waiting for the center.
+    /// a `postAndWait(_:from:)` made off the main queue returns without waiting for the center.
     ///
     /// ## Echoes
     /// Forwarding both ways for `M` between this hub and `center` (see
@@ -612,12 +612,12 @@ enum EchoLedgers {
         fileprivate let id: UInt64
     }
 
-    private struct Registry {
+    private struct Ledgers {
         var ledgers: [ForwardingLink: [(id: UInt64, ledger: any Sendable)]] = [:]
         var nextID: UInt64 = 0
     }
 
-    private static let registry = Mutex(Registry())
+    private static let registry = Mutex(Ledgers())
 
     static func enrol<M: Sendable>(_ ledger: EchoLedger<M>, for link: ForwardingLink) -> Enrolment {
         registry.withLock { registry in
