@@ -101,6 +101,28 @@ struct MessageForwardingTests {
         withExtendedLifetime((bridge, observations)) {}
     }
 
+    @Test("Without a subject, a forward from the center forwards every message, with no subject")
+    @MainActor
+    func forwardWithoutSubjectCarriesNone() {
+        let hub = NotificationHub()
+        let center = NotificationCenter()
+        let document = Document()
+        let fromDocument = Log<Int>()
+        let fromAnyone = Log<Int>()
+        let bridge = hub.forward(DocumentSaved.self, fromCenter: center)
+        let observations = [
+            hub.observe(DocumentSaved.self, from: document) { fromDocument.append($0.pages) },
+            hub.observe(DocumentSaved.self) { fromAnyone.append($0.pages) },
+        ]
+
+        center.post(DocumentSaved(pages: 1), subject: document)
+        center.post(DocumentSaved(pages: 2))
+
+        #expect(fromDocument.values.isEmpty)  // Foundation does not tell its observer the subject
+        #expect(fromAnyone.values == [1, 2])
+        withExtendedLifetime((bridge, observations)) {}
+    }
+
     @Test(
         "An AsyncMessage posted on a center reaches hub observers on the main actor, a queue and an actor, once, with the subject",
         .timeLimit(.minutes(1)))
