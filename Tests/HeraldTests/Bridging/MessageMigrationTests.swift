@@ -83,6 +83,21 @@ struct MessageMigrationTests {
         #expect(await noteIterator.next() == SyncFinished(changes: 2))
     }
 
+    @Test("Foundation's message sequence keeps the newest 10 messages; Herald's keeps what its bufferingPolicy says")
+    func sequenceBuffers() async throws {
+        let center = NotificationCenter()
+        var messages = center.messages(for: SyncFinished.self).makeAsyncIterator()
+        for changes in 1...12 { center.post(SyncFinished(changes: changes)) }
+        #expect(try await messages.next() == SyncFinished(changes: 3))
+
+        let hub = NotificationHub()
+        var newest = hub.notifications(of: SyncFinished.self, bufferingPolicy: .bufferingNewest(10)).makeAsyncIterator()
+        var everything = hub.notifications(of: SyncFinished.self).makeAsyncIterator()
+        for changes in 1...12 { hub.post(SyncFinished(changes: changes)) }
+        #expect(await newest.next() == SyncFinished(changes: 3))
+        #expect(await everything.next() == SyncFinished(changes: 1))
+    }
+
     @Test("Herald calls observers in registration order; Foundation calls each once, in an order it does not promise")
     @MainActor
     func observerOrder() {
