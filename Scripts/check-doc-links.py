@@ -135,11 +135,15 @@ def stale_links(folders):
                         continue
                     owner = parts[0]
                     for part in parts[1:]:
-                        name = part.split("(")[0].rstrip("-")
+                        # DocC's disambiguation (`-swift.method`, `-(N.Type,_)`, a hash) is DocC's to check.
+                        if "(" in part and ")" in part:
+                            part = part[: part.index(")", part.index("(")) + 1]
+                        part = re.sub(r"-[^()]*$", "", part) if "(" not in part else part
+                        name = part.split("(")[0]
                         files = types.get(owner, set())
                         found = {labels for file, labels in members.get(name, set()) if file in files}
                         if "(" in part:
-                            wanted = tuple(label for label in part[part.index("(") + 1 : part.rindex(")")].split(":") if label)
+                            wanted = tuple(label for label in part[part.index("(") + 1 : part.index(")")].split(":") if label)
                             if wanted not in found:
                                 signature = name + "(" + "".join(label + ":" for label in wanted) + ")"
                                 problems.append(f"{path.relative_to(ROOT)}:{number}: ``{link}``: {owner} has no {signature}")

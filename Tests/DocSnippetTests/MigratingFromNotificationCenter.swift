@@ -182,3 +182,162 @@ func migratingPerformingWork(database: DispatchQueue, store: Store, view: View, 
     // snippet: end
     _ = (rows, frame, digest)
 }
+
+// The section "From MainActorMessage and AsyncMessage".
+
+enum MigratingMessages {
+    // snippet: begin
+    final class Document: Sendable {}
+
+    struct DocumentSaved: NotificationCenter.MainActorMessage, TypedNotification {
+        typealias Subject = Document
+        var pageCount: Int
+    }
+    // snippet: end
+
+    @MainActor
+    final class DocumentView {
+        private(set) var shownPages: [Int] = []
+        func showSaved(pages: Int) { shownPages.append(pages) }
+
+        func observeBefore(document: Document) -> NotificationCenter.ObservationToken {
+            // snippet: begin
+            let token = NotificationCenter.default.addObserver(of: document, for: DocumentSaved.self) { message in
+                self.showSaved(pages: message.pageCount)  // on the main actor
+            }
+            // Ends when you pass it to removeObserver(_:) or let go of it.
+            // snippet: end
+            return token
+        }
+
+        func observeAfter(hub: NotificationHub, document: Document) -> ObservationToken {
+            // snippet: begin
+            let observation = hub.observe(DocumentSaved.self, from: document, on: MainActor.shared) { note in
+                self.showSaved(pages: note.pageCount)  // checked as @MainActor
+            }
+            // snippet: end
+            return observation
+        }
+    }
+
+    static func bridge(hub: NotificationHub, document: Document) -> Set<ObservationToken> {
+        // snippet: begin
+        let bridges: Set<ObservationToken> = [
+            hub.forward(DocumentSaved.self, fromCenter: .default, subject: document),  // center → hub, with the subject
+            hub.forward(DocumentSaved.self, toCenter: .default),  // hub → addObserver(of:for:) observers
+        ]
+        // snippet: end
+        return bridges
+    }
+
+    // snippet: begin
+    final class Selection {  // main-actor state, not Sendable
+        var items: [Int] = []
+    }
+
+    struct SelectionChanged: NotificationCenter.MainActorMessage {
+        typealias Subject = Document
+        var selection: Selection
+    }
+
+    struct SelectionCount: TypedNotification {
+        var count: Int
+    }
+    // snippet: pause
+
+    static func convert(hub: NotificationHub) -> ObservationToken {
+        // snippet: resume
+        let bridge = hub.forward(SelectionChanged.self, fromCenter: .default, as: SelectionCount.self) { message in
+            SelectionCount(count: message.selection.items.count)  // on the main actor
+        }
+        // snippet: end
+        return bridge
+    }
+
+    static func postInBackground(hub: NotificationHub, document: Document) {
+        // snippet: begin
+        // In a nonisolated function. NotificationCenter's post of a MainActorMessage is @MainActor.
+        hub.post(DocumentSaved(pageCount: 3), from: document)
+        // snippet: end
+    }
+
+    @Suite("Migrating from MainActorMessage and AsyncMessage examples")
+    struct Examples {
+        @Test(
+            "Foundation's post runs main-actor observers before it returns; Herald's postAndWait on the main actor does"
+        )
+        @MainActor
+        func synchronousMainActorPost() {
+            let hub = NotificationHub()
+            let center = NotificationCenter()
+            let document = Document()
+            let view = DocumentView()
+            let token = center.addObserver(of: document, for: DocumentSaved.self) {
+                view.showSaved(pages: $0.pageCount)
+            }
+            let observation = view.observeAfter(hub: hub, document: document)
+            // snippet: begin
+            center.post(DocumentSaved(pageCount: 1), subject: document)  // Foundation: observers have run
+            // snippet: pause
+            #expect(view.shownPages == [1])
+            // snippet: resume
+            hub.post(DocumentSaved(pageCount: 2), from: document)  // Herald: main-actor observers run later
+            // snippet: pause
+            #expect(view.shownPages == [1])
+            // snippet: resume
+            hub.postAndWait(DocumentSaved(pageCount: 3), from: document)  // on the main actor: observers have run
+            // snippet: end
+            #expect(view.shownPages == [1, 2, 3])
+            withExtendedLifetime((token, observation)) {}
+        }
+
+        @Test("The article's bridge and conversion forward each post once")
+        @MainActor
+        func bridgeAndConversion() async {
+            // The article's calls, on a center of the test's own: Foundation's message observers hold
+            // their center weakly, and the side table that gives NotificationCenter.default, which
+            // lives until exit, is reported by LeakSanitizer.
+            let hub = NotificationHub()
+            let center = NotificationCenter()
+            let document = Document()
+            let view = DocumentView()
+            let counts = DocumentView()
+            let bridges: Set<ObservationToken> = [
+                hub.forward(DocumentSaved.self, fromCenter: center, subject: document),
+                hub.forward(DocumentSaved.self, toCenter: center),
+                hub.forward(SelectionChanged.self, fromCenter: center, as: SelectionCount.self) { message in
+                    SelectionCount(count: message.selection.items.count)
+                },
+            ]
+            let before = center.addObserver(of: document, for: DocumentSaved.self) { message in
+                view.showSaved(pages: message.pageCount)
+            }
+            let observation = hub.observe(SelectionCount.self, on: MainActor.shared) {
+                counts.showSaved(pages: $0.count)
+            }
+
+            // Reaches the view from the center, and hub observers through the bridge.
+            center.post(DocumentSaved(pageCount: 4), subject: document)
+            hub.post(DocumentSaved(pageCount: 5), from: document)  // reaches the view through the bridge
+            let selection = Selection()
+            selection.items = [1, 2]
+            center.post(SelectionChanged(selection: selection))
+            await hub.postAndWait(SelectionCount(count: 0))  // the main-actor observer has run the earlier post
+
+            #expect(view.shownPages == [4, 5])
+            #expect(counts.shownPages == [2, 0])
+            withExtendedLifetime((bridges, before, observation)) {}
+        }
+
+        @Test("A MainActorMessage is posted from off the main actor")
+        func postOffMainActor() async {
+            let hub = NotificationHub()
+            let document = Document()
+            let received = Counter()
+            let observation = hub.observe(DocumentSaved.self, from: document) { _ in received.increment() }
+            postInBackground(hub: hub, document: document)
+            #expect(received.count == 1)
+            withExtendedLifetime(observation) {}
+        }
+    }
+}

@@ -27,7 +27,7 @@ extension NotificationHub {
     ///
     /// ## Echoes
     /// Forwarding both ways for the same type between this hub and `center` (see
-    /// ``forward(_:toCenter:from:fileID:line:)``) delivers each post exactly once on each side. While
+    /// ``forward(_:toCenter:from:fileID:line:)-(N.Type,_,_,_,_)``) delivers each post exactly once on each side. While
     /// Herald is posting into the hub a notification that came from `center`, the hub's forwarding
     /// to that same center ignores posts of `N` made on that thread, and the other way round.
     /// Consequently, a post of the same type made synchronously by an observer *during* a forwarded
@@ -84,12 +84,14 @@ extension NotificationHub {
     ///
     /// Herald observes `N` on the posting thread, converts each value with
     /// ``NotificationConvertible/makeNotification(object:)``, and posts the `Notification` on
-    /// `center`.
+    /// `center`. The post's subject becomes the notification's `object` (`nil` when the post had
+    /// none), so legacy observers that filter on an object receive the posts about it:
     ///
     /// ```swift
     /// let bridge = hub.forward(UserCreated.self, toCenter: .default)
-    /// hub.post(UserCreated(userID: 7, status: 201))
-    /// // → legacy observers of UserCreated.notificationName receive userInfo ["userID": 7, "status": 201]
+    /// hub.post(UserCreated(userID: 7, status: 201), from: session)
+    /// // → legacy observers of UserCreated.notificationName with object nil or `session` receive
+    /// //   userInfo ["userID": 7, "status": 201], with `session` as the object
     /// ```
     ///
     /// A value that does not convert is not posted; the error goes to ``errorHandler``, located at
@@ -107,9 +109,9 @@ extension NotificationHub {
     /// - Parameters:
     ///   - type: The notification type; it declares the name and the conversion.
     ///   - center: The notification center to post on.
-    ///   - subject: If not `nil`, only posts made with this subject are forwarded, and they are
-    ///     posted with it as the notification's `object`. Held weakly, as by `observe(_:from:)`.
-    ///     Otherwise the object is `nil`.
+    ///   - subject: If not `nil`, only posts made with this subject are forwarded. Held weakly, as
+    ///     by `observe(_:from:)`. Either way, each notification's `object` is its post's subject,
+    ///     which Herald does not keep after the center's `post` returns.
     ///   - fileID: The file that sets up forwarding, for error reports; leave the default.
     ///   - line: The line that sets up forwarding, for error reports; leave the default.
     /// - Returns: The observation. Forwarding stops when you cancel it or let go of it.
@@ -121,13 +123,10 @@ extension NotificationHub {
         line: UInt = #line
     ) -> ObservationToken {
         let link = ForwardingLink(hub: self, center: center, type: type)
-        let weakSubject = WeakSubject(subject)
-        return observe(type, from: subject, on: .posting, fileID: fileID, line: line) { value in
+        return observeWithContext(type, from: subject, on: .posting, fileID: fileID, line: line) { value, context in
             // A notification that came from this center: its observers already have it.
             guard !ForwardingFrame.isActive(link, direction: .fromCenter) else { return }
-            let object = weakSubject.object
-            if weakSubject.hadObject && object == nil { return }
-            let notification = try value.makeNotification(object: object)
+            let notification = try value.makeNotification(object: PostingSubject.object(context.subjectID))
             ForwardingFrame.run(link, direction: .toCenter) {
                 center.post(notification)
             }
@@ -137,16 +136,26 @@ extension NotificationHub {
 
 // MARK: - Internals
 
-/// Identifies one bridge between a hub and a center for one notification type.
+/// Identifies one bridge between a hub and a center for one notification type, and for the
+/// Foundation message type it is posted as on the center, if any.
 struct ForwardingLink: Hashable, Sendable {
     let hub: ObjectIdentifier
     let center: ObjectIdentifier
     let type: ObjectIdentifier
+    let message: ObjectIdentifier?
 
     init<N>(hub: NotificationHub, center: NotificationCenter, type: N.Type) {
         self.hub = ObjectIdentifier(hub)
         self.center = ObjectIdentifier(center)
         self.type = ObjectIdentifier(type)
+        self.message = nil
+    }
+
+    init<N, M>(hub: NotificationHub, center: NotificationCenter, type: N.Type, message: M.Type) {
+        self.hub = ObjectIdentifier(hub)
+        self.center = ObjectIdentifier(center)
+        self.type = ObjectIdentifier(type)
+        self.message = ObjectIdentifier(message)
     }
 }
 
@@ -207,6 +216,26 @@ final class WeakSubject: @unchecked Sendable {  // Written only in init; weak lo
     init(_ object: AnyObject?) {
         self.object = object
         self.hadObject = object != nil
+    }
+
+    /// Whether there was a subject and it has been deallocated.
+    var isGone: Bool { hadObject && object == nil }
+}
+
+/// The subject of the post that a posting-thread observer is handling, from its identity.
+///
+/// The hub passes an observer only the subject's `ObjectIdentifier`, because it never keeps a
+/// subject. A ``DeliveryTarget/posting`` observer registered without replay runs inside `post`,
+/// `postAndWait` or `deliver`, on the poster's stack, while the caller's argument keeps the subject
+/// alive: only there does the identity still name a live object. Bridging calls this from such
+/// observers only, to hand the subject on to a `NotificationCenter` in the same call.
+enum PostingSubject {
+    /// The live subject whose identity is `id`; `nil` when the post had no subject.
+    ///
+    /// - Precondition: Called from a posting-thread observer, during the post it is handling.
+    static func object(_ id: ObjectIdentifier?) -> AnyObject? {
+        guard let id, let address = UnsafeRawPointer(bitPattern: UInt(bitPattern: id)) else { return nil }
+        return Unmanaged<AnyObject>.fromOpaque(address).takeUnretainedValue()
     }
 }
 

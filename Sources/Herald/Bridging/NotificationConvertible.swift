@@ -25,7 +25,7 @@ import Foundation
 /// ``UserInfoKey`` to read and write the entries.
 ///
 /// ``NotificationHub/forward(_:fromCenter:object:fileID:line:)`` and
-/// ``NotificationHub/forward(_:toCenter:from:fileID:line:)`` use these conversions
+/// ``NotificationHub/forward(_:toCenter:from:fileID:line:)-(N.Type,_,_,_,_)`` use these conversions
 /// to bridge a hub and a `NotificationCenter`.
 ///
 /// ## Threading

@@ -24,8 +24,11 @@ struct Unconvertible: NotificationConvertible, Codable {
 final class LegacyObserver: Sendable {
     private let registration: ObservationToken
 
-    init(_ center: NotificationCenter, _ name: Notification.Name, _ block: @escaping @Sendable (Notification) -> Void) {
-        let token = TokenBox(center.addObserver(forName: name, object: nil, queue: nil, using: block))
+    init(
+        _ center: NotificationCenter, _ name: Notification.Name, object: AnyObject? = nil,
+        _ block: @escaping @Sendable (Notification) -> Void
+    ) {
+        let token = TokenBox(center.addObserver(forName: name, object: object, queue: nil, using: block))
         registration = ObservationToken { center.removeObserver(token.token) }
     }
 
@@ -260,6 +263,40 @@ final class LegacyObserver: Sendable {
 
         #expect(objects.values == [true])
         withExtendedLifetime((bridge, legacy, session)) {}
+    }
+
+    @Test("Forwarding to the center posts each notification with its post's subject as the object")
+    func forwardingToCenterCarriesEachSubject() {
+        let hub = NotificationHub()
+        let center = NotificationCenter()
+        let first = NSObject()
+        let second = NSObject()
+        let firstValues = Log<Int>()
+        let secondValues = Log<Int>()
+        let anyObjects = Log<ObjectIdentifier?>()
+        let legacy = [
+            LegacyObserver(center, Bridged.notificationName, object: first) { note in
+                firstValues.append(note.userInfo?["value"] as? Int ?? -1)
+            },
+            LegacyObserver(center, Bridged.notificationName, object: second) { note in
+                secondValues.append(note.userInfo?["value"] as? Int ?? -1)
+            },
+            LegacyObserver(center, Bridged.notificationName) { note in
+                anyObjects.append((note.object as AnyObject?).map(ObjectIdentifier.init))
+            },
+        ]
+        let bridge = hub.forward(Bridged.self, toCenter: center)
+
+        hub.post(Bridged(value: 1), from: first)
+        hub.post(Bridged(value: 2), from: second)
+        hub.post(Bridged(value: 3))
+        hub.postAndWait(Bridged(value: 4), from: second)
+
+        #expect(firstValues.values == [1])
+        #expect(secondValues.values == [2, 4])
+        #expect(
+            anyObjects.values == [ObjectIdentifier(first), ObjectIdentifier(second), nil, ObjectIdentifier(second)])
+        withExtendedLifetime((bridge, legacy, first, second)) {}
     }
 
     @Test("A value that does not convert to a Notification goes to the hub's error handler")
