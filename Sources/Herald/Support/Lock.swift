@@ -47,25 +47,6 @@ struct Lock<Value: Sendable>: ~Copyable, Sendable {
     }
 }
 
-extension Mutex where Value: Sendable {
-    /// `withLock`, told to ThreadSanitizer as a lock at `owner`'s address: for a mutex stored in
-    /// `owner` where a ``Lock``, with its ``SanitizerToken``, would not fit.
-    @inline(__always)
-    borrowing func withLock<Result: Sendable>(
-        announcedAt owner: AnyObject, _ body: (inout Value) -> Result
-    ) -> Result {
-        guard let hooks = ThreadSanitizerHooks.shared else {
-            return withLock { (value: inout sending Value) -> sending Result in body(&value) }
-        }
-        let address = UnsafeRawPointer(Unmanaged.passUnretained(owner).toOpaque())
-        return withLock { (value: inout sending Value) -> sending Result in
-            hooks.acquire(address)
-            defer { hooks.release(address) }
-            return body(&value)
-        }
-    }
-}
-
 /// An object whose address names one ``Lock`` to ThreadSanitizer.
 final class SanitizerToken: Sendable {}
 

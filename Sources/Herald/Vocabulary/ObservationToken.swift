@@ -1,5 +1,3 @@
-import Synchronization
-
 /// A registration with a ``NotificationHub``; the observation lasts as long as you keep it.
 ///
 /// ```swift
@@ -22,23 +20,24 @@ import Synchronization
 /// the handler is not started again, not even for notifications already queued for it. A call
 /// that is already running on another thread at that moment is not interrupted and may finish.
 public final class ObservationToken: Hashable, Sendable {
-    // A mutex and one reference: a token stays in the allocator's 32-byte size class (a `Lock`'s
-    // sanitizer token would not fit, so ThreadSanitizer is told about this mutex under the token's
-    // address). Whether it cancels on deinit is the registration's own `cancelsWithToken`. Once
-    // cancelled, the token holds an `EndedRegistration` with the final counts instead, or nothing
-    // for an observation without a policy, so that it no longer keeps the observer, and with it
-    // the handler, alive.
-    private let state: Mutex<Cancellable?>
+    // One reference and nothing else: a token stays in the allocator's 32-byte chunks (a mutex
+    // of its own would move it to the next size). The reference is read and replaced under one of
+    // `StripedLocks.tokens`' locks, picked by the token's address; only `deinit`, the last owner,
+    // reads it without. Whether it cancels on deinit is the registration's own `cancelsWithToken`.
+    // Once cancelled, the token holds an `EndedRegistration` with the final counts instead, or
+    // nothing for an observation without a policy, so that it no longer keeps the observer, and
+    // with it the handler, alive.
+    private nonisolated(unsafe) var state: Cancellable?
 
     init(registration: Cancellable, cancelsOnDeinit: Bool = true) {
         assert(cancelsOnDeinit == registration.cancelsWithToken, "Herald: the registration decides")
-        self.state = Mutex(registration)
+        self.state = registration
     }
 
     /// The registration, or what is left of it once cancelled (`nil`: an observation without a
     /// policy, which has ended).
     private var registration: Cancellable? {
-        state.withLock(announcedAt: self) { $0 }
+        StripedLocks.tokens.withLock(for: self) { state }
     }
 
     /// Creates an observation that calls `onCancel` once, when it is cancelled or deallocated.
@@ -48,12 +47,12 @@ public final class ObservationToken: Hashable, Sendable {
     ///
     /// - Parameter onCancel: The work that ends your registration. It runs at most once.
     public init(onCancel: @escaping @Sendable () -> Void) {
-        self.state = Mutex(ClosureRegistration(onCancel))
+        self.state = ClosureRegistration(onCancel)
     }
 
     deinit {
-        if let registration, registration.cancelsWithToken {
-            registration.cancel()
+        if let state, state.cancelsWithToken {  // the last owner: no other thread reaches `state`
+            state.cancel()
         }
     }
 
@@ -71,10 +70,10 @@ public final class ObservationToken: Hashable, Sendable {
         guard let current = registration, !current.hasEnded else { return }
         current.cancel()
         let ended = EndedRegistration.of(current)
-        let replaced = state.withLock(announcedAt: self) { registration -> Cancellable? in
-            guard registration === current else { return nil }
-            defer { registration = ended }
-            return registration
+        let replaced = StripedLocks.tokens.withLock(for: self) { () -> Cancellable? in
+            guard state === current else { return nil }
+            defer { state = ended }
+            return state
         }
         withExtendedLifetime(replaced) {}  // the observer goes here, after the lock
     }
