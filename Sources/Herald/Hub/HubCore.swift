@@ -23,16 +23,16 @@ struct UnobservedPostHandler: Sendable {
 /// still report their errors.
 final class HubCore: Sendable {
     let registry = Registry()
-    private let errorHandler = Lock(ErrorHandler(call: HubCore.writeToStandardError))
-    private let unobservedHandler = Lock<UnobservedPostHandler?>(nil)
+    private let errorHandler = Lock(ErrorHandler(call: HubCore.writeToStandardError), rank: .errorHandler)
+    private let unobservedHandler = Lock<UnobservedPostHandler?>(nil, rank: .unobservedHandler)
     let unobservedCount = Atomic<Int>(0)
     /// Wakes ``NotificationHub/waitUntilIdle(timeout:isolation:)``.
     let idleWatch = IdleWatch()
-    private let standIn = Lock<StandInBox?>(nil)
+    private let standIn = Lock<StandInBox?>(nil, rank: .hubStandIn)
     /// Whether a stand-in was ever set; lets main-queue schedules skip the lock.
     private let hasStandIn = Atomic<Bool>(false)
     /// Registrations refused for a ``FamilyMismatch`` that HeraldTesting has not reported yet.
-    private let misuses = Lock<[RegistrationMisuse]>([])
+    private let misuses = Lock<[RegistrationMisuse]>([], rank: .misuses)
 
     /// A main-actor stand-in behind the lock (an existential is stored in a struct, see
     /// ``ErrorHandler``).

@@ -10,7 +10,7 @@ final class IdleWatch: Sendable {
         var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
     }
 
-    private let state = Lock(State())
+    private let state = Lock(State(), rank: .idleWatch)
     /// The number of tasks inside ``NotificationHub/waitUntilIdle(timeout:isolation:)``.
     private let watchers = Atomic<Int>(0)
 

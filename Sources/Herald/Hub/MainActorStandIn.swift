@@ -68,7 +68,7 @@ public final class StandInWaitingPost: Sendable, CustomStringConvertible {
     let core: HubCore
     let standIn: String
     /// The observers whose deliveries went to the stand-in.
-    private let observerList = Lock<[AnyObserver]>([])
+    private let observerList = Lock<[AnyObserver]>([], rank: .standInPost)
 
     init(notificationType: String, group: WaitGroup, core: HubCore, standIn: String) {
         self.notificationType = notificationType

@@ -45,7 +45,7 @@ final class Mailbox<N: TypedNotification>: Sendable {
         let lingers = !isAsync && target.drainMayLinger
         gauge = lingers ? BurstGauge() : nil
         let machine = MailboxStateMachine(batchLimit: isAsync ? 1 : .max, lingers: lingers, rule: policy?.rule)
-        locked = Lock(MailboxStorage(machine: machine, handler: HandlerBox(handler)))
+        locked = Lock(MailboxStorage(machine: machine, handler: HandlerBox(handler)), rank: .mailbox)
         feedsStream = false
     }
 
@@ -55,7 +55,8 @@ final class Mailbox<N: TypedNotification>: Sendable {
         self.policy = policy
         asyncCalls = nil
         gauge = nil
-        locked = Lock(MailboxStorage(machine: MailboxStateMachine(rule: policy?.rule, feedsStream: true)))
+        locked = Lock(
+            MailboxStorage(machine: MailboxStateMachine(rule: policy?.rule, feedsStream: true)), rank: .mailbox)
         feedsStream = true
     }
 

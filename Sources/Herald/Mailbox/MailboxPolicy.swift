@@ -80,7 +80,7 @@ final class SubjectIdentities: Sendable {
         var pruneAt = 64
     }
 
-    private let table = Lock(Table())
+    private let table = Lock(Table(), rank: .subjectIdentities)
 
     /// Whether the newest pending item with identity `id` was posted by `subject` itself, which
     /// the caller keeps alive; `subject` is then remembered as the poster of the newest item of

@@ -8,7 +8,7 @@
 final class StreamBuffer<N: TypedNotification>: Sendable {
     let policy: NotificationBufferingPolicy
     let mailbox: Mailbox<N>
-    private let observation = Lock<(token: ObservationToken?, isFinished: Bool)>((nil, false))
+    private let observation = Lock<(token: ObservationToken?, isFinished: Bool)>((nil, false), rank: .stream)
 
     init(policy: NotificationBufferingPolicy) {
         self.policy = policy

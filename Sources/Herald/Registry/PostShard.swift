@@ -2,7 +2,7 @@
 final class PostShard: Sendable {
     /// Keeps the lock off the cache lines of whatever was allocated just before the shard.
     private let leadingPadding = CacheLinePadding()
-    let table = Lock(SnapshotTable())
+    let table = Lock(SnapshotTable(), rank: .postShard)
     /// Keeps the next shard's lock off this one's cache lines: the shards are made one after
     /// another, and threads posting through two shards would otherwise write the same line.
     private let trailingPadding = CacheLinePadding()

@@ -315,7 +315,7 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
     /// retaining post and a replaying registration are atomic with respect to each other.
     /// Private: every critical section is one of this file's methods, which release what they
     /// let go of after the lock.
-    private let state = Lock(RegistryState())
+    private let state = Lock(RegistryState(), rank: .registry)
 
     /// The number of post shards, a power of two.
     private static let shardCount = 8

@@ -17,7 +17,7 @@ struct SourceLocation: Sendable, Hashable {
     /// Every registration site seen so far, so that an observer stores a 4-byte index instead of
     /// a 24-byte location. The table grows with the number of distinct `observe` call sites in
     /// the program, not with the number of observers.
-    private static let sites = Lock(SiteTable())
+    private static let sites = Lock(SiteTable(), rank: .siteTable)
 
     /// The index of `self` in the table of registration sites.
     var siteIndex: UInt32 {

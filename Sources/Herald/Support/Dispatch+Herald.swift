@@ -14,7 +14,7 @@ enum QueueIdentity {
     private final class Shared: @unchecked Sendable {  // Immutable after creation; `marking` is a lock.
         let key = DispatchSpecificKey<QueueToken>()
         let main = QueueToken()
-        let marking = Lock<Void>(())
+        let marking = Lock<Void>((), rank: .queueIdentity)
     }
 
     private static let shared: Shared = {

@@ -18,14 +18,25 @@ struct Lock<Value: Sendable>: ~Copyable, Sendable {
     private let mutex: Mutex<Value>
     /// The address ThreadSanitizer knows this lock by; only allocated when it is running.
     private let sanitizerToken: SanitizerToken?
+    #if DEBUG
+    /// Where the lock stands in the lock order, which debug builds check.
+    private let rank: LockRank
+    #endif
 
-    init(_ value: Value) {
+    init(_ value: Value, rank: LockRank) {
         mutex = Mutex(value)
         sanitizerToken = ThreadSanitizerHooks.shared == nil ? nil : SanitizerToken()
+        #if DEBUG
+        self.rank = rank
+        #endif
     }
 
     @inline(__always)
     borrowing func withLock<Result: Sendable, E: Error>(_ body: (inout Value) throws(E) -> Result) throws(E) -> Result {
+        #if DEBUG
+        LockOrder.willAcquire(rank)
+        defer { LockOrder.didRelease(rank) }
+        #endif
         guard let sanitizerToken, let hooks = ThreadSanitizerHooks.shared else {
             return try mutex.withLock { (value: inout sending Value) throws(E) -> sending Result in try body(&value) }
         }

@@ -8,7 +8,7 @@
 /// that pick the same lock only wait for each other's few instructions under it.
 struct StripedLocks: Sendable {
     private final class Stripe: Sendable {
-        let lock = Lock(())
+        let lock = Lock((), rank: .token)
     }
 
     private let stripes: [Stripe]

@@ -35,7 +35,7 @@ final class AsyncCallSlot: Sendable {
     }
 
     /// Herald's ``Lock``, which ThreadSanitizer sees, rather than a bare `Mutex`.
-    private let state = Lock(State())
+    private let state = Lock(State(), rank: .asyncCall)
 
     /// Starts the call's task with `makeTask` and stores it.
     func launch(_ makeTask: () -> Task<Void, Never>) {

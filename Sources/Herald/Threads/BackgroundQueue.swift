@@ -216,7 +216,7 @@ public final class BackgroundQueue: Sendable {
 
     // MARK: - The shared queue
 
-    private static let sharedSlot = Lock(SharedSlot<BackgroundQueue>())
+    private static let sharedSlot = Lock(SharedSlot<BackgroundQueue>(), rank: .backgroundQueueShared)
 
     /// The app-wide queue, created on first use with a concurrency of the active processor count.
     ///

@@ -236,7 +236,7 @@ protocol TaskOperating: AnyObject {
 /// `Operation.observeValue(forKeyPath:ofObject:)`. Each task keeps its dependents here until its
 /// completion block runs, which Foundation does after it is done with them.
 final class DependentsKeeper: Sendable {
-    private let dependents = Lock<[BackgroundTaskHandle]?>([])
+    private let dependents = Lock<[BackgroundTaskHandle]?>([], rank: .backgroundTaskDependents)
 
     /// Keeps `dependent` until ``releaseAll()``; does nothing once the task has finished.
     func keep(_ dependent: BackgroundTaskHandle) {
@@ -272,7 +272,7 @@ final class BackgroundTaskCore<Value: Sendable>: Sendable {
     private let done = DispatchGroup()
 
     init(work: @escaping @Sendable () throws -> Value) {
-        state = Lock(State(phase: .pending(work)))
+        state = Lock(State(phase: .pending(work)), rank: .backgroundTask)
         done.enter()
     }
 

@@ -39,7 +39,7 @@ final class ThreadCore: Sendable {
     /// Signalled once `Thread.start()` has returned on the creating thread.
     let started = DispatchSemaphore(value: 0)
     private let rejectionHandler: @Sendable (DeliveryThreadError) -> Void
-    private let state = Lock(State())
+    private let state = Lock(State(), rank: .thread)
     private let wakeUp = DispatchSemaphore(value: 0)
 
     init(name: String, rejectionHandler: @escaping @Sendable (DeliveryThreadError) -> Void) {

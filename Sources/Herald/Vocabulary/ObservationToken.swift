@@ -182,7 +182,7 @@ private final class ClosureRegistration: Cancellable, @unchecked Sendable {  // 
     private let onCancel: Lock<Work?>
 
     init(_ onCancel: @escaping @Sendable () -> Void) {
-        self.onCancel = Lock(Work(run: onCancel))
+        self.onCancel = Lock(Work(run: onCancel), rank: .closureRegistration)
     }
 
     override func cancel() {

@@ -23,7 +23,7 @@ final class Waiter: Sendable {
     let isolation: (any Actor)?
     /// The waiter this one runs on behalf of.
     let parent: Waiter?
-    private let state = Lock(State())
+    private let state = Lock(State(), rank: .waiter)
     /// The waiting thread's semaphore. One per thread, reused by its waits: ``wait(until:for:)``
     /// checks its own state after each wake-up, so a signal meant for an outer wait of the same
     /// thread, or one left over from a wait that timed out, only costs a turn of its loop.
@@ -165,7 +165,7 @@ final class WaitGroup: Sendable {
     /// through the unmanaged reference: the completing delivery then leaves its reference count,
     /// which the waiting thread uses, alone.
     private let semaphore: Unmanaged<DispatchSemaphore>?
-    private let state = Lock(State())
+    private let state = Lock(State(), rank: .waitGroup)
     /// For a relay (see ``init(relaying:replaced:)``): the groups it passes outcomes on to.
     private let relay: Relay?
 
