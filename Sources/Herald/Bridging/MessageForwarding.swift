@@ -514,7 +514,7 @@ final class MainQueueLane: Sendable {
         var isScheduled = false
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State(), rank: .mainQueueLane)
 
     func submit(_ work: @escaping @MainActor @Sendable () -> Void) {
         if QueueIdentity.isMain {
@@ -566,7 +566,7 @@ final class EchoLedger<M: Sendable>: Sendable {
         var nextID: UInt64 = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State(), rank: .echoLedger)
     private let subject: WeakSubject
 
     init(subject: AnyObject?) {
@@ -617,7 +617,7 @@ enum EchoLedgers {
         var nextID: UInt64 = 0
     }
 
-    private static let registry = Mutex(Ledgers())
+    private static let registry = Lock(Ledgers(), rank: .echoLedgers)
 
     static func enrol<M: Sendable>(_ ledger: EchoLedger<M>, for link: ForwardingLink) -> Enrolment {
         registry.withLock { registry in

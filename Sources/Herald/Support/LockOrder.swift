@@ -24,6 +24,9 @@ enum LockRank: UInt8, Sendable {
     case errorHandler
     case unobservedHandler
     case queueIdentity
+    case mainQueueLane
+    case echoLedger
+    case echoLedgers
 }
 
 #if DEBUG
