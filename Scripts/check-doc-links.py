@@ -41,6 +41,7 @@ def strip_comments(text):
 
 def labels_of(text, start):
     """The argument labels of the declaration whose parameter list opens at text[start] == '('."""
+    text = text.replace("->", "  ")  # a function type's arrow is not a closing angle bracket
     depth, end = 0, start
     for end in range(start, len(text)):
         if text[end] in "([<":

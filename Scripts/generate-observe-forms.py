@@ -4,7 +4,7 @@
 Every kind of observation (of one type, of a family, of every notification) has the same ten
 forms, in the same order: where the handler runs (a target, the main actor, an actor), what bounds
 the observation (the token, or an owner), and whether the handler is synchronous or `async`. Each
-form builds one `Handler` from the adapters in Registry/Handler.swift and calls its kind's one
+form builds one `Handler` from the adapters in Mailbox/Handler.swift and calls its kind's one
 registration function. The options are documented once, in the DocC article
 "ObservingNotifications"; each form links there. Edit this script, not the generated files, and
 run it from the repository's root: `python3 Scripts/generate-observe-forms.py`. CI checks that the

@@ -1,17 +1,6 @@
 import Foundation
 import Synchronization
 
-/// The hub's error handler, as stored behind its lock.
-///
-/// Closures behind a ``Lock`` are always wrapped in a struct. A bare function type stored in a
-/// generic container is re-abstracted on every `inout` access, so each `withLock` would wrap the
-/// stored closure in two more thunks: a long-lived hub would call its handler through an ever
-/// deeper chain, growing memory on every report until the stack overflows. A struct's field
-/// keeps the closure as it was stored.
-struct ErrorHandler: Sendable {
-    let call: @Sendable (ObserverFailure) -> Void
-}
-
 /// The hub's unobserved-post handler, as stored behind its lock (see ``ErrorHandler``).
 struct UnobservedPostHandler: Sendable {
     let call: @Sendable (UnobservedPost) -> Void
@@ -23,45 +12,24 @@ struct UnobservedPostHandler: Sendable {
 /// still report their errors.
 final class HubCore: Sendable {
     let registry = Registry()
-    private let errorHandler = Lock(ErrorHandler(call: HubCore.writeToStandardError), rank: .errorHandler)
     private let unobservedHandler = Lock<UnobservedPostHandler?>(nil, rank: .unobservedHandler)
     let unobservedCount = Atomic<Int>(0)
-    /// Wakes ``NotificationHub/waitUntilIdle(timeout:isolation:)``.
-    let idleWatch = IdleWatch()
-    private let standIn = Lock<StandInBox?>(nil, rank: .hubStandIn)
-    /// Whether a stand-in was ever set; lets main-queue schedules skip the lock.
-    private let hasStandIn = Atomic<Bool>(false)
     /// Registrations refused for a ``FamilyMismatch`` that HeraldTesting has not reported yet.
     private let misuses = Lock<[RegistrationMisuse]>([], rank: .misuses)
 
-    /// A main-actor stand-in behind the lock (an existential is stored in a struct, see
-    /// ``ErrorHandler``).
-    private struct StandInBox: Sendable {
-        let standIn: any MainActorStandIn
-    }
+    /// What the hub's deliveries need from it: the error handler, the idle watch and the
+    /// main-queue executor.
+    var environment: DeliveryEnvironment { registry.environment }
+
+    /// Wakes ``NotificationHub/waitUntilIdle(timeout:isolation:)``.
+    var idleWatch: IdleWatch { registry.environment.idleWatch }
 
     // MARK: Main-actor stand-in
 
-    /// The test's stand-in for the main actor, if one was given.
+    /// The test's stand-in for the main actor, if one was given: the hub's main-queue executor.
     var mainActorStandIn: (any MainActorStandIn)? {
-        get {
-            guard hasStandIn.load(ordering: .acquiring) else { return nil }
-            return standIn.withLock { $0 }?.standIn
-        }
-        set {
-            let old = standIn.exchange(newValue.map(StandInBox.init(standIn:)))
-            if newValue != nil { hasStandIn.store(true, ordering: .releasing) }
-            withExtendedLifetime(old) {}
-        }
-    }
-
-    /// Where a drain job for an observer on `target` goes: the stand-in for the main queue, if
-    /// the test gave one.
-    @inline(__always)
-    func schedulingTarget(for target: DeliveryTarget) -> DeliveryTarget {
-        guard hasStandIn.load(ordering: .acquiring) else { return target }
-        guard case .main = target.kind, let standIn = mainActorStandIn else { return target }
-        return .executor(standIn)
+        get { environment.mainQueueExecutor as? any MainActorStandIn }
+        set { environment.mainQueueExecutor = newValue }
     }
 
     /// What every registered observer still has to do, in no particular order.
@@ -166,11 +134,8 @@ final class HubCore: Sendable {
     // MARK: Errors and diagnostics
 
     var errorHandlerValue: @Sendable (ObserverFailure) -> Void {
-        get { errorHandler.withLock { $0 }.call }
-        set {
-            let old = errorHandler.exchange(ErrorHandler(call: newValue))
-            withExtendedLifetime(old) {}  // the old closure and its captures go here, after the lock
-        }
+        get { environment.errorHandlerValue }
+        set { environment.errorHandlerValue = newValue }
     }
 
     var unobservedHandlerValue: (@Sendable (UnobservedPost) -> Void)? {
@@ -190,8 +155,7 @@ final class HubCore: Sendable {
     }
 
     func report(_ failure: ObserverFailure) {
-        let handler = errorHandler.withLock { $0 }
-        handler.call(failure)
+        environment.report(failure)
     }
 
     func noteUnobserved(_ type: any Any.Type, hadSubject: Bool) {
@@ -199,10 +163,5 @@ final class HubCore: Sendable {
         if let handler = unobservedHandler.withLock({ $0 }) {
             handler.call(UnobservedPost(notificationType: String(describing: type), hadSubject: hadSubject))
         }
-    }
-
-    @Sendable
-    static func writeToStandardError(_ failure: ObserverFailure) {
-        FileHandle.standardError.write(Data("Herald: \(failure)\n".utf8))
     }
 }

@@ -6,16 +6,9 @@
 /// the calling task (``MainActorStandInScope``). The stand-in runs each job on the main actor
 /// when the test tells it to.
 @_spi(Testing)
-public protocol MainActorStandIn: DeliveryExecutor {
+public protocol MainActorStandIn: MainQueueExecutor {
     /// Whether a test is running the stand-in's jobs right now, so that a wait for them can end.
     var isRunning: Bool { get }
-
-    /// Starts the task of an async main-actor handler, begun by one of the stand-in's jobs. The
-    /// stand-in does not count as idle until the task has finished.
-    ///
-    /// - Parameter work: The task's body.
-    /// - Returns: The task, which Herald cancels when the observation ends while it runs.
-    func startTask(_ work: @escaping @Sendable () async -> Void) -> Task<Void, Never>
 
     /// Runs the stand-in's due jobs in order, on the main actor, and waits for the async handlers
     /// they start, until `isDone` returns `true` or nothing is left to run: what an

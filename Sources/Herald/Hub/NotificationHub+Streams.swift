@@ -40,7 +40,7 @@ extension NotificationHub {
     ) -> NotificationSequence<N> {
         let storage = StreamBuffer<N>(policy: bufferingPolicy)
         let observer = Observer<N>(
-            core: core, stream: storage, filters: subject.map { Filters(subject: $0, owner: nil) },
+            registry: core.registry, stream: storage, filters: subject.map { Filters(subject: $0, owner: nil) },
             location: SourceLocation(fileID: fileID, line: UInt32(clamping: line)))
         if replayLatest {
             core.addReplaying(observer)
@@ -91,7 +91,7 @@ extension NotificationHub {
             return FamilyNotificationSequence(base: NotificationSequence(storage: storage))
         }
         let observer = Observer<FamilyDelivery<Family>>(
-            core: core, stream: storage, filters: subject.map { Filters(subject: $0, owner: nil) },
+            registry: core.registry, stream: storage, filters: subject.map { Filters(subject: $0, owner: nil) },
             location: SourceLocation(fileID: fileID, line: UInt32(clamping: line)), family: Herald.Family<Family>())
         if replayLatest {
             core.addReplaying(observer)

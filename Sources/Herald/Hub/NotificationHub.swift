@@ -55,7 +55,7 @@ public final class NotificationHub: Sendable {
     ) -> ObservationToken {
         let filters = subject == nil && owner == nil ? nil : Filters(subject: subject, owner: owner)
         let observer = core.registry.observerClass(of: N.self).init(
-            core: core, target: target, filters: filters,
+            registry: core.registry, target: target, filters: filters,
             location: SourceLocation(fileID: fileID, line: UInt32(clamping: line)), handler: handler,
             bufferingPolicy: bufferingPolicy, priority: priority, family: family
         )

@@ -3,8 +3,8 @@ extension Mailbox {
     ///
     /// - Returns: What starts the call's task, to be called once the mailbox is suspended; `nil`
     ///   when the observation has ended.
-    func prepareCall(
-        _ item: UnsafeMutableRawPointer, _ handler: HandlerBox<N>?, for observer: Observer<N>
+    func prepareCall<Owner: MailboxOwner<N>>(
+        _ item: UnsafeMutableRawPointer, _ handler: HandlerBox<N>?, for observer: Owner
     ) -> (() -> Void)? {
         let payload = layout.payload(item, as: N.self)
         let (_, group) = layout.takeHeader(item)
@@ -24,8 +24,8 @@ extension Mailbox {
             calls.launch {
                 switch target.kind {
                 case .main:
-                    if let standIn = observer.core.mainActorStandIn {
-                        return standIn.startTask(call)  // the test awaits it, on the main actor
+                    if let executor = observer.environment.mainQueueExecutor {
+                        return executor.startTask(call)  // it tells when the task has ended
                     }
                     guard asyncHandler.runsOnTarget else { return Task.detached(operation: call) }  // on the main actor
                     return Task.detached(executorPreference: TargetTaskExecutor(target), operation: call)
@@ -41,8 +41,8 @@ extension Mailbox {
     /// Calls the async handler, unless the observation ended before the call started (checked on
     /// the handler's own isolation), then lets the mailbox go on. Every call of an observer's
     /// `async` handler is made here.
-    private func call(
-        _ asyncHandler: AsyncHandler<N>, with notification: N, group: WaitGroup?, for observer: Observer<N>
+    private func call<Owner: MailboxOwner<N>>(
+        _ asyncHandler: AsyncHandler<N>, with notification: N, group: WaitGroup?, for observer: Owner
     ) async {
         do {
             let called = try await asyncHandler.body(notification) { !observer.isCancelled }
@@ -54,6 +54,6 @@ extension Mailbox {
         if resume() {
             scheduleDrain(for: observer)
         }
-        observer.core.idleWatch.noteProgress()
+        observer.environment.idleWatch.noteProgress()
     }
 }

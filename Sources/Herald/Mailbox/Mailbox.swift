@@ -81,7 +81,7 @@ final class Mailbox<N: TypedNotification>: Sendable {
     ///
     /// - Returns: Whether the caller must hand a drain job to the target, and the notifications
     ///   the policy discarded, to release after every lock.
-    func append(_ replays: [RetainedValues<N>.Replay]) -> (mustSchedule: Bool, dropped: [N]) {
+    func append(replaying replays: [(value: N, subjectID: ObjectIdentifier?)]) -> (mustSchedule: Bool, dropped: [N]) {
         let layout = self.layout
         return withUnsafeTemporaryAllocation(byteCount: layout.stride, alignment: layout.alignment) { buffer in
             let slot = buffer.baseAddress.unsafelyUnwrapped
@@ -251,11 +251,11 @@ final class Mailbox<N: TypedNotification>: Sendable {
     ///
     /// The job captures only `observer`, which is then its whole context: no allocation. A target
     /// that will never run work again (a ``DeliveryThread`` that was shut down) refuses it: nothing
-    /// would ever drain the mailbox then, so the observation ends (``Observer/targetRefused(_:)``).
+    /// would ever drain the mailbox then, so the observation ends (``MailboxOwner/targetRefused(_:)``).
     ///
     /// - Parameter continued: Whether the job hands itself back (a slice ended, or a burst goes
     ///   on), rather than a post or a resumed handler starting it.
-    func scheduleDrain(for observer: Observer<N>, continued: Bool = false) {
+    func scheduleDrain<Owner: MailboxOwner<N>>(for observer: Owner, continued: Bool = false) {
         if feedsStream {
             handToConsumers()
             return
@@ -266,7 +266,7 @@ final class Mailbox<N: TypedNotification>: Sendable {
         } else {
             job = { [observer] in observer.mailbox?.runJob(for: observer, continued: false) }
         }
-        let scheduling = observer.core.schedulingTarget(for: target)
+        let scheduling = observer.environment.schedulingTarget(for: target)
         if let refusal = scheduling.trySchedule(job) {
             // The refused job is no longer pending; a lingering job that found the mailbox empty
             // leaves nothing behind (the next post's job is refused in turn).
@@ -283,19 +283,19 @@ final class Mailbox<N: TypedNotification>: Sendable {
 
     /// The drain job handed to the target: at most one slice of items; then, if items are left, the
     /// job goes back to the target behind whatever it queued meanwhile.
-    private func runJob(for observer: Observer<N>, continued: Bool) {
+    private func runJob<Owner: MailboxOwner<N>>(for observer: Owner, continued: Bool) {
         if drain(for: observer, asJob: true, continued: continued) {
             scheduleDrain(for: observer, continued: true)
         } else {
-            observer.core.idleWatch.noteProgress()
+            observer.environment.idleWatch.noteProgress()
         }
     }
 
     /// Drains the mailbox on the calling thread, which is on the target, unless another drain
     /// runs: for a waiting post, or a waiter that helps. Never sliced.
-    func drainInline(for observer: Observer<N>) {
+    func drainInline<Owner: MailboxOwner<N>>(for observer: Owner) {
         _ = drain(for: observer, asJob: false)
-        if asyncCalls == nil { observer.core.idleWatch.noteProgress() }
+        if asyncCalls == nil { observer.environment.idleWatch.noteProgress() }
     }
 
     /// The one drain loop: takes a batch under the lock, as the state machine says, and runs it
@@ -308,7 +308,7 @@ final class Mailbox<N: TypedNotification>: Sendable {
     ///   - asJob: Whether this is the job handed to the target (sliced), rather than an inline drain.
     ///   - continued: Whether the job handed itself back (see ``BurstGauge``).
     /// - Returns: Whether the job must be handed to the target again.
-    private func drain(for observer: Observer<N>, asJob: Bool, continued: Bool = false) -> Bool {
+    private func drain<Owner: MailboxOwner<N>>(for observer: Owner, asJob: Bool, continued: Bool = false) -> Bool {
         var posterPaused = false
         if asJob, continued, let gauge {
             switch gauge.look() {
@@ -363,9 +363,9 @@ final class Mailbox<N: TypedNotification>: Sendable {
     /// Runs one item and consumes it (its payload is destroyed, its wait group told the outcome):
     /// the drain's call of the handler.
     @inline(__always)
-    private func run(
+    private func run<Owner: MailboxOwner<N>>(
         _ item: UnsafeMutableRawPointer, _ handler: HandlerBox<N>?, _ plain: HandlerBox<N>.Plain?,
-        _ layout: ItemQueue.Layout, for observer: Observer<N>
+        _ layout: ItemQueue.Layout, for observer: Owner
     ) {
         let payload = layout.payload(item, as: N.self)
         let (subjectID, group) = layout.takeHeader(item)
@@ -374,29 +374,24 @@ final class Mailbox<N: TypedNotification>: Sendable {
             // The common case, kept apart: no outcome to build and destroy per item, and a plain
             // handler called with the closure the drain read once.
             guard let handler, !observer.isCancelled else { return }
-            do {
-                if let plain {
-                    try plain(payload.pointee)
-                } else {
-                    try handler.call(payload, subjectID: subjectID, on: target)
-                }
-            } catch {
-                observer.report(error)
+            if let plain {
+                HandlerCall.run(plain, with: payload, reportingTo: observer)
+            } else {
+                handler.call(payload, subjectID: subjectID, on: target, reportingTo: observer)
             }
             return
         }
         var outcome = DeliveryOutcome.skipped
         if let handler, !observer.isCancelled {
-            do {
+            let failure =
                 if let waiter = group.waiter {
-                    try Waiter.chain.withValue(waiter) { try handler.call(payload, subjectID: subjectID, on: target) }
+                    Waiter.chain.withValue(waiter) {
+                        handler.call(payload, subjectID: subjectID, on: target, reportingTo: observer)
+                    }
                 } else {
-                    try handler.call(payload, subjectID: subjectID, on: target)
+                    handler.call(payload, subjectID: subjectID, on: target, reportingTo: observer)
                 }
-                outcome = .delivered
-            } catch {
-                outcome = .failed(observer.report(error))
-            }
+            outcome = failure.map(DeliveryOutcome.failed) ?? .delivered
         }
         group.leave(outcome)
     }
@@ -626,4 +621,23 @@ private struct MailboxStorage: Sendable {
     var handler: (any AnyObject & Sendable)?
     /// For a mailbox that feeds a stream, its consumers that wait for an item, oldest first.
     var consumers: [any AnyObject & Sendable] = []
+}
+
+/// The registration a mailbox delivers for, as the mailbox sees it (an observer of the registry):
+/// the drains ask it whether the observation is still live, report handlers' failures through
+/// it, and end the observation through it when the target refuses work for good.
+///
+/// The mailbox's methods are generic over it, so that each is compiled for the one registration
+/// type that uses it, and a drain job captures the registration alone, which is then its whole
+/// context: no allocation per job.
+protocol MailboxOwner<Notification>: FailureReporting {
+    associatedtype Notification: TypedNotification
+    /// The owner's mailbox, which a drain job reads when it runs.
+    var mailbox: Mailbox<Notification>? { get }
+    /// Whether the observation has ended: a drain runs no more handlers for it.
+    var isCancelled: Bool { get }
+    /// What the deliveries need from the hub.
+    var environment: DeliveryEnvironment { get }
+    /// The target refused a drain job and will never run work again: the observation ends.
+    func targetRefused(_ error: any Error)
 }

@@ -121,7 +121,7 @@ final class Member<N: TypedNotification, Value: Sendable>: AnyObserver, @uncheck
         // (see `filtersAreDead`), and the posting-thread loop never takes it for a plain observer.
         var flags = family.flags | Flags.hasFilters
         if observer.family?.isTap == true { flags |= Flags.isTap }
-        super.init(core: observer.core, siteAndFlags: observer.siteAndFlags & ~0xFF | UInt32(flags))
+        super.init(registry: observer.registry, siteAndFlags: observer.siteAndFlags & ~0xFF | UInt32(flags))
     }
 
     /// The notification at `payload`, as the family observer receives it; `nil` if it is not of
@@ -155,7 +155,7 @@ final class Member<N: TypedNotification, Value: Sendable>: AnyObserver, @uncheck
         if let direct = link.direct {
             // The posting-thread loop's form for a plain family observer: the cast value goes straight
             // to the handler, without a `FamilyDelivery` and the family cast (see ``Family/direct``).
-            do { try direct(value) } catch { observer.report(error) }
+            _ = withUnsafePointer(to: value) { HandlerCall.run(direct, with: $0, reportingTo: observer) }
         } else {
             let subjectID = subject.map(ObjectIdentifier.init)
             let delivery = FamilyDelivery(value: value, type: N.self, subjectID: subjectID)

@@ -9,7 +9,9 @@ import Synchronization
 class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the atomic state.
     // An observer is the largest block a registration allocates, so its fields are packed: the
     // whole object is 56 bytes, which the allocator serves from its 64-byte size class.
-    let core: HubCore
+    /// The registry the observer is registered in, which also holds what its deliveries need
+    /// from the hub (``Registry/environment``).
+    let registry: Registry
     /// The index of the registration site (see ``SourceLocation/site(_:)``) above the `Flags` bits.
     @usableFromInline let siteAndFlags: UInt32
     /// Bit 0: cancelled. Bits 1...31: the observer's index in its bucket's list, plus one; 0 when
@@ -51,13 +53,13 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
         static let isTap: UInt8 = 1 << 7
     }
 
-    init(core: HubCore, location: SourceLocation, flags: UInt8) {
-        self.core = core
+    init(registry: Registry, location: SourceLocation, flags: UInt8) {
+        self.registry = registry
         self.siteAndFlags = location.siteIndex << 8 | UInt32(flags)
     }
 
-    init(core: HubCore, siteAndFlags: UInt32) {
-        self.core = core
+    init(registry: Registry, siteAndFlags: UInt32) {
+        self.registry = registry
         self.siteAndFlags = siteAndFlags
     }
 
@@ -237,7 +239,7 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
 /// family, and the ``Mailbox`` of an observer whose deliveries a drain runs, which knows the target,
 /// or the buffer of the ``NotificationSequence`` it feeds).
 @usableFromInline
-final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  // Immutable; see AnyObserver.
+final class Observer<N: TypedNotification>: AnyObserver, MailboxOwner, @unchecked Sendable {  // Immutable (AnyObserver)
     /// The handler of a plain synchronous posting-thread observer, which the posting-thread loop
     /// calls. Unused otherwise: a contextual posting-thread handler is in ``Extras``, and
     /// the handler of an observer whose deliveries a drain runs is in its mailbox (see
@@ -247,7 +249,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     private let extras: Extras?
 
     init(
-        core: HubCore, target: DeliveryTarget, filters: Filters?, location: SourceLocation, handler: Handler<N>,
+        registry: Registry, target: DeliveryTarget, filters: Filters?, location: SourceLocation, handler: Handler<N>,
         bufferingPolicy: NotificationBufferingPolicy = .unbounded, priority: Int = 0, family: AnyFamily? = nil
     ) {
         var flags: UInt8 = 0
@@ -277,12 +279,12 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
                 filters: filters, priority: priority, family: family,
                 mailbox: Mailbox(target: target, handler: handler, policy: policy), feed: nil)
         }
-        super.init(core: core, location: location, flags: flags)
+        super.init(registry: registry, location: location, flags: flags)
     }
 
     /// An observer that feeds `stream`, on the posting thread.
     init(
-        core: HubCore, stream: StreamBuffer<N>, filters: Filters?, location: SourceLocation,
+        registry: Registry, stream: StreamBuffer<N>, filters: Filters?, location: SourceLocation,
         family: AnyFamily? = nil
     ) {
         var flags = Flags.isStream
@@ -290,7 +292,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         if stream.mailbox.policy != nil { flags |= Flags.hasPolicy }
         self.handler = { _ in }
         self.extras = Extras(filters: filters, family: family, mailbox: stream.mailbox, feed: .stream(stream))
-        super.init(core: core, location: location, flags: flags)
+        super.init(registry: registry, location: location, flags: flags)
     }
 
     /// Where the handler runs.
@@ -325,9 +327,9 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     @discardableResult
     private func end(leaving outcome: DeliveryOutcome) -> Int {
         if family != nil {
-            core.registry.removeFamily(self)
+            registry.removeFamily(self)
         } else {
-            core.registry.remove(self)
+            registry.remove(self)
         }
         if let stream { stream.finish() }
         guard let mailbox else { return 0 }
@@ -335,7 +337,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         var (dropped, handler) = mailbox.close()
         let count = mailbox.drop(&dropped, leaving: outcome)  // outside the mailbox's lock
         withExtendedLifetime(handler) {}  // the handler and its captures go here, outside the lock
-        core.idleWatch.noteProgress()
+        environment.idleWatch.noteProgress()
         return count
     }
 
@@ -346,12 +348,12 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     func targetRefused(_ error: any Error) {
         let failure = makeFailure(error)
         guard markCancelled() else {
-            core.report(failure)
+            environment.report(failure)
             return
         }
         let dropped = end(leaving: .refused(failure))
         for _ in 0..<max(dropped, 1) {
-            core.report(failure)
+            environment.report(failure)
         }
     }
 
@@ -374,11 +376,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
                     return observer.deliverIfAccepted(payload, subject: subject)
                 }
                 let typed = unsafeDowncast(observer, to: Observer<N>.self)
-                do {
-                    try typed.handler(payload.assumingMemoryBound(to: N.self).pointee)
-                } catch {
-                    typed.report(error)
-                }
+                HandlerCall.run(typed.handler, with: payload.assumingMemoryBound(to: N.self), reportingTo: typed)
                 return true
             }
             if accepted { reached = true }
@@ -389,16 +387,13 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
 
     /// Calls the handler of this posting-thread observer with the notification at `payload`.
     override func deliver(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) -> ObserverFailure? {
-        do {
-            if flags & Flags.isContextual == 0 {
-                try handler(payload.assumingMemoryBound(to: N.self).pointee)
-            } else if case .contextual(let box)? = extras?.feed {
-                try box.call(payload.assumingMemoryBound(to: N.self), subjectID: subjectID, on: .posting)
-            }
-            return nil
-        } catch {
-            return report(error)
+        let notification = payload.assumingMemoryBound(to: N.self)
+        if flags & Flags.isContextual == 0 {
+            return HandlerCall.run(handler, with: notification, reportingTo: self)
+        } else if case .contextual(let box)? = extras?.feed {
+            return box.call(notification, subjectID: subjectID, on: .posting, reportingTo: self)
         }
+        return nil
     }
 
     /// Reports a handler's error to the hub and returns it as a failure. Out of line: the hot
@@ -408,9 +403,12 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     @inline(never)
     func report(_ error: any Error) -> ObserverFailure {
         let failure = makeFailure(error)
-        core.report(failure)
+        environment.report(failure)
         return failure
     }
+
+    /// What the observer's deliveries need from the hub.
+    var environment: DeliveryEnvironment { registry.environment }
 
     /// A failure of this observer, with its registration site.
     private func makeFailure(_ error: any Error) -> ObserverFailure {
@@ -500,7 +498,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     ///   and the values a bounded stream dropped, to be released after that lock too.
     func preload(_ replays: [RetainedValues<N>.Replay]) -> (mustSchedule: Bool, dropped: [N]) {
         guard !replays.isEmpty, let mailbox else { return (false, []) }
-        return mailbox.append(replays)
+        return mailbox.append(replaying: replays.map { ($0.value, $0.subjectID) })
     }
 
     /// Has the mailbox hand a drain job to the target (``Mailbox/scheduleDrain(for:continued:)``).

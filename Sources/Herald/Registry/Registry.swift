@@ -328,6 +328,9 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
     /// registers.
     private let familyGeneration = Atomic<UInt64>(0)
 
+    /// What the deliveries of the registered observers need from the hub.
+    let environment = DeliveryEnvironment()
+
     init() {
         shardRefs = .allocate(capacity: Self.shardCount)
         for (index, shard) in shards.enumerated() {

@@ -13,7 +13,7 @@ enum LockRank: UInt8, Sendable {
     case stream
     case asyncCall
     case standInPost
-    case hubStandIn
+    case mainQueueExecutor
     case misuses
     case idleWatch
     case waitGroup

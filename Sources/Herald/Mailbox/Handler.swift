@@ -14,14 +14,10 @@ public struct DeliveryContext: Sendable {
 /// Every way to observe with a closure (of a type, a family or every type; sync or async; on a
 /// target, the main actor or an actor; with or without an owner) ends in one `Handler`: the
 /// user's closure, wrapped by the adapters below (owner, main actor, actor, family cast or tap),
-/// each of which exists once. A synchronous handler is called in one place
-/// (``HandlerBox/call(_:subjectID:on:)``) and an `async` one in one place (the mailbox's
-/// `call(_:with:group:for:)`). Only the hot paths call a plain closure themselves, without an
-/// adapter in between: the posting-thread loop (an observer's of its type in
-/// ``Observer/deliver(to:_:subject:)``, a family observer's with the cast value in
-/// ``Member/deliverIfAccepted(_:subject:)``), a posting-thread observer's own call
-/// (``Observer/deliver(_:subjectID:)``), and a drain, for an item no post waits for, with the
-/// closure it read once (the mailbox's `run(_:_:_:for:)`).
+/// each of which exists once. A synchronous handler is called in one function,
+/// ``HandlerCall/run(_:with:reportingTo:)``, which also reports what it throws; the posting-thread
+/// loop, a posting-thread observer's own call, a family member's and the drain's all call it
+/// (inlined). An `async` one is called in one function too, the mailbox's `call(_:with:group:for:)`.
 enum Handler<Value: Sendable>: Sendable {
     case plain(@Sendable (Value) throws -> Void)
     /// A handler that also learns the post's subject and the target (``DeliveryContext``).
@@ -190,21 +186,60 @@ final class HandlerBox<N: TypedNotification>: Sendable {
         if case .plain(let body) = handler { plain = body } else { plain = nil }
     }
 
-    /// Calls the synchronous handler with the notification at `payload`, delivered on `target`.
+    /// Calls the synchronous handler with the notification at `payload`, delivered on `target`,
+    /// through ``HandlerCall/run(_:with:reportingTo:)``.
     ///
-    /// Every call of a synchronous handler that is not a plain closure on a hot loop is made here:
-    /// by a drain for an item a post waits for, by a drain of a contextual handler, by a waiting
-    /// post, a replay or a family's stand-in on the posting thread.
+    /// - Returns: The failure, if the handler threw; it has been reported.
     @inline(__always)
-    func call(_ payload: UnsafePointer<N>, subjectID: ObjectIdentifier?, on target: DeliveryTarget) throws {
+    @discardableResult
+    func call(
+        _ payload: UnsafePointer<N>, subjectID: ObjectIdentifier?, on target: DeliveryTarget,
+        reportingTo reporter: some FailureReporting
+    ) -> ObserverFailure? {
         // The handler is borrowed where it is kept: a copy would retain and release it per call.
         switch handler {
         case .plain(let body):
-            try body(payload.pointee)
+            return HandlerCall.run(body, with: payload, reportingTo: reporter)
         case .contextual(let body):
-            try body(payload.pointee, DeliveryContext(subjectID: subjectID, target: target))
+            let context = DeliveryContext(subjectID: subjectID, target: target)
+            return HandlerCall.run({ try body($0, context) }, with: payload, reportingTo: reporter)
         case .async:
             preconditionFailure("an async handler is called by its mailbox's async call")
+        }
+    }
+}
+
+// MARK: - The call
+
+/// Reports the failures of one registration's handler: its observer.
+@usableFromInline
+protocol FailureReporting: AnyObject, Sendable {
+    /// Reports a handler's error to the hub and returns it as a failure.
+    @discardableResult
+    func report(_ error: any Error) -> ObserverFailure
+}
+
+/// The one call of a synchronous handler.
+@usableFromInline
+enum HandlerCall {
+    /// Calls `body` with the notification at `payload` and reports what it throws to `reporter`.
+    ///
+    /// Every call of a synchronous handler is made here: by the posting-thread loop (compiled for
+    /// the notification type where `post` is inlined), a posting-thread observer's own call, a
+    /// family member's, a replay, and a drain. Inlined into each, so that the hot loops pay for
+    /// no call of their own.
+    ///
+    /// - Returns: The failure, if the handler threw; it has been reported.
+    @inlinable @inline(__always)
+    @discardableResult
+    static func run<Value>(
+        _ body: (Value) throws -> Void, with payload: UnsafePointer<Value>, reportingTo reporter: some FailureReporting
+    ) -> ObserverFailure? {
+        do {
+            try body(payload.pointee)
+            return nil
+        } catch {
+            return reporter.report(error)
         }
     }
 }
