@@ -38,7 +38,7 @@ final class HubCore: Sendable {
         var pending: [PendingDelivery] = families.compactMap(\.pendingDelivery)
         for snapshot in snapshots {
             snapshot.withObservers { queued, _ in
-                // A family observer's stand-ins are listed once, by the family observer.
+                // A family observer's members are listed once, by the family observer.
                 for observer in queued where observer.takeUnretainedValue().familyObserver == nil {
                     if let delivery = observer.takeUnretainedValue().pendingDelivery {
                         pending.append(delivery)
@@ -109,7 +109,7 @@ final class HubCore: Sendable {
         let all = snapshot.withObservers { queued, posting in
             (Array(posting) + Array(queued)).compactMap { unmanaged -> Observer<N>? in
                 let observer = unmanaged.takeUnretainedValue()
-                // Family observers' stand-ins are not registrations of this type.
+                // Family observers' members are not registrations of this type.
                 return observer.familyObserver == nil ? unsafeDowncast(observer, to: Observer<N>.self) : nil
             }
         }

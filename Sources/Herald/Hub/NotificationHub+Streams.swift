@@ -92,7 +92,7 @@ extension NotificationHub {
         }
         let observer = Observer<FamilyDelivery<Family>>(
             registry: core.registry, stream: storage, filters: subject.map { Filters(subject: $0, owner: nil) },
-            location: SourceLocation(fileID: fileID, line: UInt32(clamping: line)), family: Herald.Family<Family>())
+            location: SourceLocation(fileID: fileID, line: UInt32(clamping: line)), family: FamilyOf<Family>())
         if replayLatest {
             core.addReplaying(observer)
         } else {

@@ -84,14 +84,14 @@ public final class NotificationHub: Sendable {
         handler: Handler<Family>
     ) -> ObservationToken {
         if refusesFamily(Family.self, fileID: fileID, line: line) { return .refused() }
-        // A plain posting-thread family observer's stand-ins call its closure with the cast value
-        // (see ``Family/direct``).
+        // A plain posting-thread family observer's members call its closure with the cast value
+        // (see ``FamilyOf/direct``).
         var direct: (@Sendable (Family) throws -> Void)?
         if case .plain(let body) = handler, target.isPosting { direct = body }
         return register(
             target: target, subject: subject, owner: owner, fileID: fileID, line: line,
             bufferingPolicy: bufferingPolicy, priority: priority, replayLatest: replayLatest,
-            family: Herald.Family<Family>(direct: direct),
+            family: FamilyOf<Family>(direct: direct),
             handler: handler.pullback { (delivery: FamilyDelivery<Family>) in delivery.value })
     }
 
@@ -110,7 +110,7 @@ public final class NotificationHub: Sendable {
         register(
             target: target, subject: subject, owner: owner, fileID: fileID, line: line,
             bufferingPolicy: bufferingPolicy, priority: priority,
-            family: Herald.Family<any TypedNotification>(isTap: true),
+            family: FamilyOf<any TypedNotification>(isTap: true),
             handler: handler.pullback(PostedNotification.init))
     }
 

@@ -10,7 +10,7 @@
 /// Nothing here releases what it lets go of: every mutation hands it back, for the registry to
 /// release after its lock.
 struct Bucket: Sendable {
-    /// The bucket's notification type: decides family membership and makes family stand-ins.
+    /// The bucket's notification type: decides family membership and makes family members.
     let type: any TypedNotification.Type
     /// Observers with a mailbox or a stream, in registration order.
     private var queued = ObserverList()
@@ -23,7 +23,7 @@ struct Bucket: Sendable {
     /// The number of observers with a priority other than 0; while it is 0, the lists are
     /// already in the order posts call them.
     private var prioritizedCount = 0
-    /// The stand-ins (``Member``) of the family observers whose family this type belongs to.
+    /// The members (``Member``) of the family observers whose family this type belongs to.
     private(set) var members: [AnyObserver] = []
     /// The registry's family generation that `members` reflects (see
     /// ``updateMembers(families:generation:sample:joined:)``).
@@ -108,13 +108,13 @@ struct Bucket: Sendable {
 
     // MARK: Families
 
-    /// Brings ``members`` up to date with the registry's family observers: drops the stand-ins of
+    /// Brings ``members`` up to date with the registry's family observers: drops the members of
     /// observers that are gone and adds one for each new family observer whose family this type
     /// belongs to. A family this type was never checked against is decided from `sample`, a
     /// notification of this type (whose address may be 0 for a type without stored properties).
     ///
-    /// - Parameter joined: Receives the family observers that this type now has a stand-in of.
-    /// - Returns: The stand-ins and the snapshot it let go of, to release after the lock.
+    /// - Parameter joined: Receives the family observers that this type now has a member of.
+    /// - Returns: The members and the snapshot it let go of, to release after the lock.
     mutating func updateMembers(
         families: ObserverList, generation: UInt64, sample: UnsafeRawPointer, joined: inout [AnyObserver]
     ) -> [any Sendable] {
@@ -162,7 +162,7 @@ struct Bucket: Sendable {
         family.contains(sample.assumingMemoryBound(to: N.self))
     }
 
-    /// Drops the stand-in of `observer`, a family observer whose registration ended.
+    /// Drops the member of `observer`, a family observer whose registration ended.
     ///
     /// - Returns: What it let go of, to release after the lock; empty if this type had none.
     mutating func dropMembers(of observer: AnyObserver) -> [any Sendable] {

@@ -63,8 +63,8 @@ class AnyFamily: @unchecked Sendable {  // Immutable.
 
 /// The family of the notifications that can be cast to `Value`: a protocol's existential (every
 /// conforming type), a class (its subclasses), or `any TypedNotification` (every type, for taps).
-final class Family<Value: Sendable>: AnyFamily, @unchecked Sendable {  // Immutable.
-    /// The handler of a plain posting-thread family observer, which its stand-ins call straight
+final class FamilyOf<Value: Sendable>: AnyFamily, @unchecked Sendable {  // Immutable.
+    /// The handler of a plain posting-thread family observer, which its members call straight
     /// with the cast value, rather than through a ``FamilyDelivery`` and the observer's own
     /// handler (generic code that does not know `Value`, several times slower).
     let direct: (@Sendable (Value) throws -> Void)?
@@ -98,7 +98,7 @@ final class Family<Value: Sendable>: AnyFamily, @unchecked Sendable {  // Immuta
     }
 }
 
-/// A family observer's stand-in among the observers of one concrete type `N`: posts of `N` scan
+/// A family observer's member among the observers of one concrete type `N`: posts of `N` scan
 /// it like any of their observers, and it converts each notification into a
 /// ``FamilyDelivery`` for the family observer's mailbox or handler.
 ///
@@ -111,9 +111,9 @@ final class Member<N: TypedNotification, Value: Sendable>: AnyObserver, @uncheck
     /// The family observer's registration number (see ``AnyObserver/SortKey``).
     let sequence: UInt64
     /// The family observer's family.
-    let link: Family<Value>
+    let link: FamilyOf<Value>
 
-    init(family: Observer<FamilyDelivery<Value>>, link: Family<Value>, sequence: UInt64) {
+    init(family: Observer<FamilyDelivery<Value>>, link: FamilyOf<Value>, sequence: UInt64) {
         self.observer = family
         self.link = link
         self.sequence = sequence
@@ -154,7 +154,7 @@ final class Member<N: TypedNotification, Value: Sendable>: AnyObserver, @uncheck
         }
         if let direct = link.direct {
             // The posting-thread loop's form for a plain family observer: the cast value goes straight
-            // to the handler, without a `FamilyDelivery` and the family cast (see ``Family/direct``).
+            // to the handler, without a `FamilyDelivery` and the family cast (see ``FamilyOf/direct``).
             _ = withUnsafePointer(to: value) { HandlerCall.run(direct, with: $0, reportingTo: observer) }
         } else {
             let subjectID = subject.map(ObjectIdentifier.init)

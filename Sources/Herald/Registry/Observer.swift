@@ -48,7 +48,7 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
         static let isAsync: UInt8 = 1 << 5
         /// The mailbox has a mailbox policy other than unbounded (see ``MailboxPolicy``).
         static let hasPolicy: UInt8 = 1 << 6
-        /// A tap's stand-in among a type's observers: what it receives is not counted as
+        /// A tap's member among a type's observers: what it receives is not counted as
         /// observed, and waiting posts do not wait for it.
         static let isTap: UInt8 = 1 << 7
     }
@@ -84,18 +84,18 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
     /// The priority given at registration; 0 by default.
     var priority: Int { 0 }
 
-    /// For a family observer's stand-in among a type's observers (a ``Member``), the family
+    /// For a family observer's member among a type's observers (a ``Member``), the family
     /// observer; otherwise `nil`.
     var familyObserver: AnyObserver? { nil }
 
     /// For a family observer, its family.
     var family: AnyFamily? { nil }
 
-    /// For a family observer's stand-in (a ``Member``), the family observer's registration number.
+    /// For a family observer's member (a ``Member``), the family observer's registration number.
     var memberSequence: UInt64 { 0 }
 
     /// Whether the notification at `payload` can reach this observer's handler: always, but for a
-    /// family observer's stand-in (a ``Member``) whose type's membership was decided from another
+    /// family observer's member (a ``Member``) whose type's membership was decided from another
     /// value (a cast can depend on the value, as one through an `Optional` does).
     func admits(_ payload: UnsafeRawPointer) -> Bool { true }
 
@@ -541,7 +541,7 @@ final class Observer<N: TypedNotification>: AnyObserver, MailboxOwner, @unchecke
         /// Among the observers of a post, higher priorities come first.
         let priority: Int
         /// The family the observer receives, for an observer of a protocol, a class hierarchy or
-        /// every notification (see ``Family``).
+        /// every notification (see ``FamilyOf``).
         let family: AnyFamily?
         /// The mailbox of an observer whose deliveries a drain runs (on an asynchronous target, or an
         /// `async` handler).

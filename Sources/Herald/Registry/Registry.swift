@@ -28,7 +28,7 @@ import Synchronization
 /// miss. The post that misses brings the type's bucket up to date (deciding, once per family,
 /// whether the type belongs to it) and builds a new snapshot. So the registration becomes visible
 /// to every type at the same moment: a thread whose post found the new observer loads, for its
-/// later posts, a generation at least as new. A family observer's cancellation drops its stand-ins
+/// later posts, a generation at least as new. A family observer's cancellation drops its members
 /// from the types that joined it (the registry keeps their list), as the cancellation of an
 /// observer of each of those types would.
 ///
@@ -114,10 +114,10 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
         return state.add(observer, at: state.bucket(creating: N.self), key: ObjectIdentifier(N.self))
     }
 
-    /// Ends the registration of `observer`, an observer of a family: drops its stand-ins from the
+    /// Ends the registration of `observer`, an observer of a family: drops its members from the
     /// types that joined it, as the cancellation of an observer of each of those types would.
     ///
-    /// What it lets go of (the observer, its stand-ins and the outdated snapshots) is released
+    /// What it lets go of (the observer, its members and the outdated snapshots) is released
     /// after the locks.
     ///
     /// - Complexity: O(the types that joined the observer).

@@ -14,14 +14,14 @@ struct RegistryState: Sendable {
     /// Incremented by every change of any bucket's observers.
     var generation: UInt64 = 0
     /// The observers of families (protocols, class hierarchies, every notification), in
-    /// registration order. Each type's bucket keeps stand-ins for those whose family it belongs
+    /// registration order. Each type's bucket keeps members for those whose family it belongs
     /// to (see ``Bucket/members``).
     var families = ObserverList()
     /// Incremented by every registration of a family observer, which outdates the snapshots of
     /// every type at once (see ``Registry``); a bucket whose members reflect an older one is
     /// brought up to date when a post of its type next reads it.
     var familyGeneration: UInt64 = 0
-    /// Per family observer: the types whose buckets hold a stand-in of it, so that its
+    /// Per family observer: the types whose buckets hold a member of it, so that its
     /// cancellation visits those and no other.
     private var memberTypes: [ObjectIdentifier: [ObjectIdentifier]] = [:]
     /// The per-type entries whose observers registrations and cancellations have changed, in
@@ -99,7 +99,7 @@ struct RegistryState: Sendable {
         types.update(key) { $0.cachedShards |= 1 << UInt64(shard) }
     }
 
-    /// The bucket of `key`, with its family stand-ins brought up to date.
+    /// The bucket of `key`, with its family members brought up to date.
     ///
     /// When families are registered, a type that has no bucket yet gets one, so that its
     /// membership can be cached; `sample`, a notification of the type, decides the families it
@@ -122,7 +122,7 @@ struct RegistryState: Sendable {
         return (index, released)
     }
 
-    /// Forgets the types that hold a stand-in of `observer`, a family observer whose
+    /// Forgets the types that hold a member of `observer`, a family observer whose
     /// registration ends.
     ///
     /// - Returns: Those types.
