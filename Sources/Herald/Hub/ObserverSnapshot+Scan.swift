@@ -64,11 +64,11 @@ extension ObserverSnapshot {
     /// - Returns: Whether the post reached at least one observer.
     @inline(never)  // keeps this scan out of generic callers, where it would run unspecialised
     func scan(_ payload: UnsafeRawPointer, subject: AnyObject?, postingLoop: PostingLoop) -> Bool {
-        withObservers { queued, posting in
-            let reached = enqueue(to: queued, payload, subject: subject, wait: nil)
-            guard !posting.isEmpty else { return reached }  // no call through the loop's closure
-            return postingLoop(posting, payload, subject) || reached
-        }
+        // The snapshot's buffers are read directly: `self` is alive for the length of the method.
+        let reached = enqueue(to: queued, payload, subject: subject, wait: nil)
+        let posting = self.posting
+        guard !posting.isEmpty else { return reached }  // no call through the loop's closure
+        return postingLoop(posting, payload, subject) || reached
     }
 
     /// The scan of a waiting post (see the steps above): it counts what the posting-thread
@@ -77,22 +77,20 @@ extension ObserverSnapshot {
     /// - Returns: Whether the post reached at least one observer.
     @inline(never)
     func scan(_ payload: UnsafeRawPointer, subject: AnyObject?, wait: UnsafeMutablePointer<PostWait>) -> Bool {
-        withObservers { queued, posting in
-            var reached = enqueue(to: queued, payload, subject: subject, wait: wait)
-            let subjectID = subject.map(ObjectIdentifier.init)
-            for observer in posting {
-                observer._withUnsafeGuaranteedRef { observer in
-                    guard observer.accepts(subject), observer.admits(payload) else { return }
-                    let failure = observer.deliver(payload, subjectID: subjectID)
-                    // A tap sees the post, but the post neither waits for nor reports it.
-                    guard observer.flags & AnyObserver.Flags.isTap == 0 else { return }
-                    reached = true
-                    wait.pointee.report.deliveredCount += 1
-                    if let failure { wait.pointee.report.failures.append(failure) }
-                }
+        var reached = enqueue(to: queued, payload, subject: subject, wait: wait)
+        let subjectID = subject.map(ObjectIdentifier.init)
+        for observer in posting {
+            observer._withUnsafeGuaranteedRef { observer in
+                guard observer.accepts(subject), observer.admits(payload) else { return }
+                let failure = observer.deliver(payload, subjectID: subjectID)
+                // A tap sees the post, but the post neither waits for nor reports it.
+                guard observer.flags & AnyObserver.Flags.isTap == 0 else { return }
+                reached = true
+                wait.pointee.report.deliveredCount += 1
+                if let failure { wait.pointee.report.failures.append(failure) }
             }
-            return reached
         }
+        return reached
     }
 
     /// Steps 1 and 2 of a scan: appends the notification to the mailboxes and streams of `queued`

@@ -32,15 +32,26 @@ final class ObserverSnapshot: @unchecked Sendable {  // Immutable once made.
         }
     }
 
-    /// Runs `body` with the observers with a mailbox or stream, then the posting-thread ones.
+    /// The observers with a mailbox or a stream. The buffer is the snapshot's: read it only while
+    /// the snapshot is alive, as its own methods (a post's scan) or ``withObservers(_:)`` do.
+    @inline(__always)
+    var queued: UnsafeBufferPointer<Unmanaged<AnyObserver>> {
+        UnsafeBufferPointer(start: elements, count: queuedCount)
+    }
+
+    /// The posting-thread observers; read it only while the snapshot is alive (see ``queued``).
+    @inline(__always)
+    var posting: UnsafeBufferPointer<Unmanaged<AnyObserver>> {
+        UnsafeBufferPointer(start: elements + queuedCount, count: count - queuedCount)
+    }
+
+    /// Runs `body` with the observers with a mailbox or stream, then the posting-thread ones, while
+    /// the snapshot is alive.
     @inline(__always)
     func withObservers<R>(
         _ body: (UnsafeBufferPointer<Unmanaged<AnyObserver>>, UnsafeBufferPointer<Unmanaged<AnyObserver>>) throws -> R
     ) rethrows -> R {
-        try body(
-            UnsafeBufferPointer(start: elements, count: queuedCount),
-            UnsafeBufferPointer(start: elements + queuedCount, count: count - queuedCount)
-        )
+        try withExtendedLifetime(self) { try body(queued, posting) }
     }
 
     deinit {
