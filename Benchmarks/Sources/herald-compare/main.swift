@@ -250,6 +250,12 @@ for result in churn {
             target: "observe + cancel ≤ 0.5× addObserver + removeObserver, \(result.background.title)",
             measured: "\(ns(herald)) vs \(ns(foundation)) = \(formatRatio(herald / foundation))",
             passed: herald <= 0.5 * foundation))
+    checks.append(
+        TargetCheck(
+            target: "observe + cancel ≤ 1/3 of addObserver + removeObserver, \(result.background.title) (the goal "
+                + "of the one-way rework, issue #41)",
+            measured: "\(ns(herald)) vs \(ns(foundation)) = \(formatRatio(herald / foundation))",
+            passed: 3 * herald <= foundation))
 }
 if let one, let single = one.heraldNanoseconds, let thousand = many[1_000]?.heraldPost,
     let direct = many[1_000]?.directPerCall
@@ -261,6 +267,11 @@ if let one, let single = one.heraldNanoseconds, let thousand = many[1_000]?.hera
             measured: "\(ns(perExtra)) per extra observer ((1,000 − 1 observers) / 999) vs \(ns(direct)) "
                 + "per call in a contiguous array without reference counting = \(formatRatio(perExtra / direct))",
             passed: perExtra <= 2 * direct))
+    checks.append(
+        TargetCheck(
+            target: "each extra observer ≤ 1.5× a direct closure call (the goal of the one-way rework, issue #41)",
+            measured: "\(ns(perExtra)) vs \(ns(direct)) = \(formatRatio(perExtra / direct))",
+            passed: perExtra <= 1.5 * direct))
 }
 if let crowd, let baseline = crowd.heraldBaseline, let crowded = crowd.heraldCrowded {
     let change = (crowded / baseline - 1) * 100
@@ -362,6 +373,12 @@ if let idle, let herald = idle.herald, let dispatch = idle.dispatch {
                 + "DispatchQueue.async per notification",
             measured: "\(ns(herald)) vs \(ns(dispatch)) CPU per notification = \(formatRatio(herald / dispatch))",
             passed: herald <= dispatch))
+    checks.append(
+        TargetCheck(
+            target: "idle CPU: bursts of 10 posts cost ≤ 0.9× one DispatchQueue.async per notification (the goal of "
+                + "the one-way rework, issue #41)",
+            measured: "\(ns(herald)) vs \(ns(dispatch)) = \(formatRatio(herald / dispatch))",
+            passed: herald <= 0.9 * dispatch))
 }
 if let roundTrip, let herald = roundTrip.herald, let bare = roundTrip.bare {
     checks.append(
