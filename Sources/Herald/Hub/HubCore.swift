@@ -1,10 +1,8 @@
 import Foundation
 import Synchronization
 
-/// The hub's unobserved-post handler, as stored behind its lock (see ``ErrorHandler``).
-struct UnobservedPostHandler: Sendable {
-    let call: @Sendable (UnobservedPost) -> Void
-}
+/// The hub's unobserved-post handler, as stored behind its lock (see ``StoredHandler``).
+typealias UnobservedPostHandler = StoredHandler<UnobservedPost>
 
 /// The state behind a ``NotificationHub``: the registry, the error handler and the counters.
 ///

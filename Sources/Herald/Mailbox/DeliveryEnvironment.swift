@@ -15,7 +15,7 @@ final class DeliveryEnvironment: Sendable {
     /// Whether a main-queue executor was ever set; lets main-queue schedules skip the lock.
     private let hasMainExecutor = Atomic<Bool>(false)
 
-    /// An existential behind the lock is stored in a struct (see ``ErrorHandler``).
+    /// An existential behind the lock is stored in a struct (see ``StoredHandler``).
     private struct MainExecutorBox: Sendable {
         let executor: any MainQueueExecutor
     }
@@ -81,13 +81,16 @@ public protocol MainQueueExecutor: DeliveryExecutor {
     func startTask(_ work: @escaping @Sendable () async -> Void) -> Task<Void, Never>
 }
 
-/// A handler of failures, as stored behind a lock.
+/// A user's handler (of failures, of unobserved posts), as stored behind a lock.
 ///
 /// Closures behind a ``Lock`` are always wrapped in a struct. A bare function type stored in a
 /// generic container is re-abstracted on every `inout` access, so each `withLock` would wrap the
 /// stored closure in two more thunks: a long-lived hub would call its handler through an ever
 /// deeper chain, growing memory on every report until the stack overflows. A struct's field
 /// keeps the closure as it was stored.
-struct ErrorHandler: Sendable {
-    let call: @Sendable (ObserverFailure) -> Void
+struct StoredHandler<Argument>: Sendable {
+    let call: @Sendable (Argument) -> Void
 }
+
+/// The hub's error handler, as stored behind its lock.
+typealias ErrorHandler = StoredHandler<ObserverFailure>

@@ -67,13 +67,19 @@ final class Mailbox<N: TypedNotification>: Sendable {
     func append(
         _ notification: UnsafePointer<N>, subjectID: ObjectIdentifier?, group: WaitGroup?, hold: UInt
     ) -> MailboxStateMachine.AppendAction {
-        locked.withLock { locked in
-            let action = locked.machine.append(hold: hold)
-            if action != .reject {
-                store(notification, subjectID: subjectID, group: group, in: &locked.items)
-            }
-            return action
-        }
+        locked.withLock { appendUnbounded(notification, subjectID: subjectID, group: group, hold: hold, in: &$0) }
+    }
+
+    /// Appends a copy of `notification` as the state machine decides, with no policy to ask. Call
+    /// under the mailbox's lock.
+    @inline(__always)
+    private func appendUnbounded(
+        _ notification: UnsafePointer<N>, subjectID: ObjectIdentifier?, group: WaitGroup?, hold: UInt,
+        in locked: inout MailboxStorage
+    ) -> MailboxStateMachine.AppendAction {
+        let action = locked.machine.append(hold: hold)
+        if action != .reject { store(notification, subjectID: subjectID, group: group, in: &locked.items) }
+        return action
     }
 
     /// Appends copies of replayed values, which a drain may take at once, under the mailbox's policy
@@ -146,9 +152,7 @@ final class Mailbox<N: TypedNotification>: Sendable {
         hold: UInt, displacingInto slot: UnsafeMutableRawPointer, in locked: inout MailboxStorage
     ) -> (action: MailboxStateMachine.AppendAction, displacement: MailboxPolicy.Displacement) {
         guard let policy else {
-            let action = locked.machine.append(hold: hold)
-            if action != .reject { store(notification, subjectID: subjectID, group: group, in: &locked.items) }
-            return (action, .none)
+            return (appendUnbounded(notification, subjectID: subjectID, group: group, hold: hold, in: &locked), .none)
         }
         let decision: MailboxStateMachine.PolicyAppendAction
         do {

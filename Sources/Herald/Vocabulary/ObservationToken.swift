@@ -174,7 +174,7 @@ private final class EndedRegistration: Cancellable, @unchecked Sendable {  // Im
 /// A registration ended by a closure.
 private final class ClosureRegistration: Cancellable, @unchecked Sendable {  // State is in a Lock.
     /// The closure, in a struct: a bare function type behind a ``Lock`` would be wrapped in two
-    /// more thunks on every access (see ``ErrorHandler``).
+    /// more thunks on every access (see ``StoredHandler``).
     private struct Work: Sendable {
         let run: @Sendable () -> Void
     }
