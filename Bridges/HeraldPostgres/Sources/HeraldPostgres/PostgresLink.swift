@@ -49,7 +49,9 @@ import Synchronization
 /// - **Oversize values stay local**: an envelope over ``maximumPayloadBytes`` (PostgreSQL's `NOTIFY`
 ///   limit) still reaches the local observers, and is reported as
 ///   ``PostgresLinkError/Code/payloadTooLarge`` with its size and the limit.
-/// - **Nothing is durable**: `NOTIFY` keeps nothing for listeners that are not connected. If a
+/// - **Nothing is durable in plain mode** (durable mode, ``Options/durability``, keeps every post in
+///   a log table that each link reads as a named consumer): `NOTIFY` keeps nothing for listeners
+///   that are not connected. If a
 ///   connection drops or the server restarts, the link reports
 ///   ``PostgresLinkError/Code/connectionLost``, reconnects with backoff (``Reconnection``), listens
 ///   again, and reports the window in which notifications may have been lost as

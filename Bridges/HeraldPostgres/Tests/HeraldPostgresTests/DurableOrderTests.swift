@@ -122,7 +122,8 @@ struct DurableOrderTests {
         #expect(elapsed < poll + .seconds(3), "arrived \(elapsed) after the transaction ended")
         #expect(reader.userIDs == [1])
         try await other.close()
-        try await raw.query(PostgresQuery(unsafeSQL: "DROP DATABASE \(database)"), logger: TestServer.logger)
+        try await raw.query(
+            PostgresQuery(unsafeSQL: "DROP DATABASE \(database) WITH (FORCE)"), logger: TestServer.logger)
         try await raw.close()
         await poster.link.close()
         await reader.link.close()

@@ -26,6 +26,16 @@ struct DurableRetentionTests {
             "SELECT tx::text::int8 FROM \(table) ORDER BY tx, position", on: raw)
         let positions = try await int64s("SELECT position FROM \(table) ORDER BY tx, position", on: raw)
         #expect(positions.count == 30)
+        // Retention deletes only rows of transactions below the horizon: wait until a write
+        // transaction that another test may hold open has ended.
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(120)
+        while try await int64s(
+            "SELECT count(*)::int8 FROM \(table) WHERE tx >= pg_snapshot_xmin(pg_current_snapshot())", on: raw) != [0]
+        {
+            guard clock.now < deadline else { throw TimedOut(what: "the horizon to pass the log's rows") }
+            try await waitForReads(of: poster.link, after: poster.link.statistics.logReads, count: 1)
+        }
         // Keep 5: rows 11 to 25 go unread by the stopped consumer.
         try await raw.query(
             PostgresQuery(unsafeSQL: log.retentionStatement(maximumRows: 5, maximumAge: nil)), logger: TestServer.logger
