@@ -332,7 +332,8 @@ extension PostgresLink {
         /// because an unrelated transaction ended get none. One second by default.
         public var pollInterval: Duration
         /// The most rows read, and held in memory, at a time; 500 by default. The position is
-        /// stored after each batch.
+        /// stored after a batch at most every 200 ms while rows arrive, within the poll interval
+        /// after the last, and when the link stops.
         public var batchSize: Int
         /// Whether the link creates the log's tables (migration version 1) when they are missing;
         /// `false` by default: the application runs ``DurableLog/migrations``.

@@ -323,6 +323,14 @@ final class DurableReader: Sendable {
         }
     }
 
+    /// How often, at most, the position is stored while rows arrive: each store is a write
+    /// transaction, which a consumer that reads many small batches would otherwise make per batch.
+    static let storeInterval = Duration.milliseconds(200)
+
+    private func isStoreDue(at now: ContinuousClock.Instant) -> Bool {
+        state.withLock { state in state.storedAt.map { now - $0 >= Self.storeInterval } ?? true }
+    }
+
     /// On the way out (the link stops): stores the position, and releases the consumer's lock at
     /// once, so that the next process with the name need not wait for the session to end.
     private func finish(on connection: PostgresConnection) async {
@@ -413,7 +421,9 @@ final class DurableReader: Sendable {
             state.withLock { $0.position = position }
         }
         core.metrics.didReadLogRows(rows.count)
-        if position != from, !Task.isCancelled { try await store(position, on: connection) }
+        if position != from, !Task.isCancelled, isStoreDue(at: ContinuousClock().now) {
+            try await store(position, on: connection)
+        }
         // The lag: rows (estimated by positions, when more are readable) and seconds.
         let isFull = rows.count >= batch
         var lagRows: Int64 = 0
@@ -506,15 +516,21 @@ final class DurableReader: Sendable {
 
     // MARK: Housekeeping
 
-    /// Keeps the consumer's row fresh (so that it does not expire while the link runs), and, when
+    /// Stores a position not stored yet, keeps the consumer's row fresh (so that it does not expire
+    /// while the link runs), and, when
     /// due, applies the retention and deletes expired consumers.
     private func housekeeping(on connection: PostgresConnection) async throws {
         let clock = ContinuousClock()
         let now = clock.now
         var heartbeat = Duration.seconds(60)
         if let expiry = durability.consumerExpiry { heartbeat = min(heartbeat, expiry / 4) }
-        let (position, storedAt, maintainedAt) = state.withLock { ($0.position, $0.storedAt, $0.maintainedAt) }
-        if let position, storedAt.map({ now - $0 >= heartbeat }) ?? true {
+        let (position, stored, storedAt, maintainedAt) = state.withLock {
+            ($0.position, $0.stored, $0.storedAt, $0.maintainedAt)
+        }
+        let sinceStored = storedAt.map { now - $0 }
+        if let position,
+            sinceStored.map({ $0 >= heartbeat || (position != stored && $0 >= Self.storeInterval) }) ?? true
+        {
             try await store(position, on: connection)
         }
         guard durability.retention != nil || durability.consumerExpiry != nil else { return }
