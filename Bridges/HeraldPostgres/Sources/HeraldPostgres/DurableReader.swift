@@ -273,8 +273,8 @@ final class DurableReader: Sendable {
             let milliseconds = Int64(clamping: LinkCore.milliseconds(date))
             let rows = try await core.boundedQuery(
                 """
-                SELECT tx::text::int8, position FROM \(unescaped: log.log) \
-                WHERE issued >= to_timestamp(\(milliseconds)::float8 / 1000) ORDER BY tx, position LIMIT 1
+                SELECT l.tx::text::int8, l.position FROM \(unescaped: log.log) AS l \
+                WHERE l.issued >= to_timestamp(\(milliseconds)::float8 / 1000) ORDER BY l.tx, l.position LIMIT 1
                 """, on: connection, timeout: .seconds(60)
             ).rows
             if let (tx, position) = try rows.first?.decode((Int64, Int64).self) {
@@ -358,16 +358,18 @@ final class DurableReader: Sendable {
         guard let from = state.withLock({ $0.position }) else { return false }
         let tx = String(from.transaction)
         let batch = durability.batchSize
+        // `l.tx` and `l.position`, qualified: a bare `tx` in ORDER BY would name the output column
+        // `tx::text::int8`, and the log would be sorted in full instead of read along its index.
         let result = try await core.boundedQuery(
             """
             SELECT 0::int4, first_tx::text::int8, first_position, last_tx::text::int8, last_position, count, \
             NULL::text, false, 0::float8 \
             FROM \(unescaped: log.deletions) WHERE (last_tx, last_position) > (\(tx)::xid8, \(from.position)) \
             UNION ALL \
-            (SELECT 1::int4, tx::text::int8, position, 0::int8, 0::int8, 0::int8, payload, transactional, \
-            extract(epoch FROM issued)::float8 \
-            FROM \(unescaped: log.log) WHERE (tx, position) > (\(tx)::xid8, \(from.position)) \
-            AND tx < pg_snapshot_xmin(pg_current_snapshot()) ORDER BY tx, position LIMIT \(batch))
+            (SELECT 1::int4, l.tx::text::int8, l.position, 0::int8, 0::int8, 0::int8, l.payload, l.transactional, \
+            extract(epoch FROM l.issued)::float8 \
+            FROM \(unescaped: log.log) AS l WHERE (l.tx, l.position) > (\(tx)::xid8, \(from.position)) \
+            AND l.tx < pg_snapshot_xmin(pg_current_snapshot()) ORDER BY l.tx, l.position LIMIT \(batch))
             """, on: connection, timeout: .seconds(120))
         core.state.withLock { $0.statistics.logReads += 1 }
         typealias Columns = (Int32, Int64, Int64, Int64, Int64, Int64, String?, Bool, Double)
