@@ -10,7 +10,7 @@
 //   its hub.
 //
 // Latency: from the post's start (before `BEGIN`) to the reader's handler, by the monotonic clock
-// of this process; p50 and p99 of all posts. Throughput: posts per second from the first post's
+// of this process; p50 and p99 of all posts; and from the end of its `COMMIT` to the handler. Throughput: posts per second from the first post's
 // start to the last arrival. Also, with no goal: durable mode's p50 while an unrelated write
 // transaction stays open for the first second of the run.
 import Foundation
@@ -30,12 +30,16 @@ struct DurablePing: WireNotification {
 /// What one run measured.
 struct DurableRun {
     var latencies: [UInt64]
+    /// From the end of each post's `COMMIT` to its arrival.
+    var afterCommit: [UInt64]
     var seconds: Double
     /// Raw only: rows that the `id > last` reader never saw.
     var skipped = 0
 
     var p50: Double { percentile(latencies.sorted(), 0.5) }
     var p99: Double { percentile(latencies.sorted(), 0.99) }
+    var afterCommitP50: Double { percentile(afterCommit.sorted(), 0.5) }
+    var afterCommitP99: Double { percentile(afterCommit.sorted(), 0.99) }
     var throughput: Double { Double(latencies.count + skipped) / seconds }
 }
 
@@ -43,6 +47,8 @@ struct DurableRun {
 final class Arrivals: Sendable {
     private struct State {
         var latencies: [UInt64] = []
+        var arrivals: [UInt64: UInt64] = [:]
+        var commits: [UInt64: UInt64] = [:]
         var lastArrival: UInt64 = 0
         var waiter: CheckedContinuation<Void, Never>?
         var expected: Int
@@ -56,6 +62,7 @@ final class Arrivals: Sendable {
         let time = now()
         let waiter: CheckedContinuation<Void, Never>? = state.withLock { state in
             state.latencies.append(time &- sentAt)
+            state.arrivals[sentAt] = time
             state.lastArrival = time
             guard state.latencies.count >= state.expected else { return nil }
             defer { state.waiter = nil }
@@ -89,7 +96,20 @@ final class Arrivals: Sendable {
         waiter?.resume()
     }
 
-    var result: (latencies: [UInt64], lastArrival: UInt64) { state.withLock { ($0.latencies, $0.lastArrival) } }
+    /// The post begun at `sentAt` committed now.
+    func committed(sentAt: UInt64) {
+        let time = now()
+        state.withLock { $0.commits[sentAt] = time }
+    }
+
+    var result: (latencies: [UInt64], afterCommit: [UInt64], lastArrival: UInt64) {
+        state.withLock { state in
+            let afterCommit = state.arrivals.compactMap { sentAt, arrival in
+                state.commits[sentAt].map { arrival >= $0 ? arrival - $0 : 0 }
+            }
+            return (state.latencies, afterCommit, state.lastArrival)
+        }
+    }
 }
 
 /// Runs `posters` tasks, each on a connection of its own, each calling `post` `count` times.
@@ -151,14 +171,16 @@ func runRawTransactions(
     let began = now()
     try await runPosters(posters: posters, count: perPoster, configuration: configuration, logger: logger) {
         connection in
+        let sentAt = now()
         try await connection.query("BEGIN", logger: logger)
         try await connection.query(
             """
             WITH row AS (INSERT INTO \(unescaped: table) (sent_at, payload) \
-            VALUES (\(Int64(now())), \(durableFiller)) RETURNING id) \
+            VALUES (\(Int64(sentAt)), \(durableFiller)) RETURNING id) \
             SELECT pg_notify(\(channel), (SELECT id::text FROM row))
             """, logger: logger)
         try await connection.query("COMMIT", logger: logger)
+        arrivals.committed(sentAt: sentAt)
     }
     // Every row whose notification arrived was read, or skipped for good.
     await arrivals.wait(timeout: .seconds(5))
@@ -166,9 +188,10 @@ func runRawTransactions(
     _ = try? await readerTask.value
     try await listener.close()
     try await reader.close()
-    let (latencies, lastArrival) = arrivals.result
+    let (latencies, afterCommit, lastArrival) = arrivals.result
     return DurableRun(
-        latencies: latencies, seconds: Double(lastArrival &- began) / 1e9, skipped: total - latencies.count)
+        latencies: latencies, afterCommit: afterCommit, seconds: Double(lastArrival &- began) / 1e9,
+        skipped: total - latencies.count)
 }
 
 func runDurableTransactions(
@@ -207,15 +230,16 @@ func runDurableTransactions(
         try await connection.query("BEGIN", logger: logger)
         try await posterLink.post(DurablePing(sentAt: sentAt, filler: durableFiller), in: connection)
         try await connection.query("COMMIT", logger: logger)
+        arrivals.committed(sentAt: sentAt)
     }
     await arrivals.wait(timeout: .seconds(120))
     try await holder?.value
     withExtendedLifetime(token) {}
     await posterLink.close()
     await readerLink.close()
-    let (latencies, lastArrival) = arrivals.result
+    let (latencies, afterCommit, lastArrival) = arrivals.result
     if latencies.count < total { print("  durable: only \(latencies.count) of \(total) arrived") }
-    return DurableRun(latencies: latencies, seconds: Double(lastArrival &- began) / 1e9)
+    return DurableRun(latencies: latencies, afterCommit: afterCommit, seconds: Double(lastArrival &- began) / 1e9)
 }
 
 func runDurableBench(
@@ -238,7 +262,8 @@ func runDurableBench(
     /// `percentile` gives microseconds.
     func milliseconds(_ microseconds: Double) -> String { String(format: "%.2f ms", microseconds / 1e3) }
     func describe(_ run: DurableRun) -> String {
-        "p50 \(milliseconds(run.p50))  p99 \(milliseconds(run.p99))  "
+        "p50 \(milliseconds(run.p50))  p99 \(milliseconds(run.p99))  after COMMIT: p50 "
+            + "\(milliseconds(run.afterCommitP50))  p99 \(milliseconds(run.afterCommitP99))  "
             + String(format: "%.0f posts/s", run.throughput)
             + (run.skipped > 0 ? "  (\(run.skipped) rows skipped by id > last)" : "")
     }
