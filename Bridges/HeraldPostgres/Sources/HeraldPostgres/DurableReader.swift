@@ -215,16 +215,46 @@ final class DurableReader: Sendable {
         guard try locked.rows.first?.decode(Bool.self) == true else {
             throw PostgresLinkError.consumerInUse(durability.consumer)
         }
+        // A position past the start of the first transaction that the server has not handed out
+        // yet names a row that this server has not written. (Taken after the position: a new
+        // consumer's position is taken from this server now.)
         if let position = state.withLock({ $0.position }) {
-            try await store(position, on: connection)
+            let horizon = try await firstUnassigned(on: connection)
+            guard position > horizon else { return try await store(position, on: connection) }
+            // Read from a server whose history this one lacks: resume where this server says.
+            let stored = try await storedPosition(on: connection)
+            let resumed: DurablePosition
+            if let stored, stored <= horizon {
+                resumed = stored
+            } else {
+                resumed = try await latest(on: connection)
+            }
+            state.withLock { $0.position = resumed }
+            try await store(resumed, on: connection)
+            core.report(.positionAhead(position, next: horizon.transaction, resumingAt: resumed))
         } else {
-            let position = try await loadPosition(on: connection)
+            var position = try await loadPosition(on: connection)
+            let horizon = try await firstUnassigned(on: connection)
+            if position > horizon {
+                let ahead = position
+                position = try await latest(on: connection)
+                try await store(position, on: connection)
+                core.report(.positionAhead(ahead, next: horizon.transaction, resumingAt: position))
+            }
             state.withLock { state in
                 state.position = position
                 state.stored = position
                 state.storedAt = ContinuousClock().now
             }
         }
+    }
+
+    /// Before every row of the first transaction id that the server has not handed out yet.
+    private func firstUnassigned(on connection: PostgresConnection) async throws -> DurablePosition {
+        let rows = try await core.boundedQuery(
+            "SELECT pg_snapshot_xmax(pg_current_snapshot())::text::int8", on: connection
+        ).rows
+        return DurablePosition(transaction: UInt64(max(try rows.first?.decode(Int64.self) ?? 0, 0)), position: 0)
     }
 
     private func prepare(_ connection: PostgresConnection) async throws {

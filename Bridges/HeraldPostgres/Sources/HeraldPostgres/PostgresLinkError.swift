@@ -22,7 +22,7 @@ public struct PostgresLinkError: Error, Sendable, Hashable, CustomStringConverti
             case originRestarted, originClash, sequenceRegression, staleEnvelope, invalidSigningKeyID
             case alreadyRunning, postAfterShutdown
             case invalidIdentifier, invalidConsumerName, unsupportedServer, durableLogMissing, consumerInUse
-            case rowsDeleted, notDurable
+            case rowsDeleted, notDurable, positionAhead
         }
 
         fileprivate let code: _Code
@@ -121,6 +121,13 @@ public struct PostgresLinkError: Error, Sendable, Hashable, CustomStringConverti
         /// ``PostgresLinkError/lostCount`` how many committed rows were deleted; the consumer goes
         /// on from the oldest row kept.
         public static let rowsDeleted = Code(code: .rowsDeleted)
+        /// The durable consumer's position names a transaction id that the server has not handed
+        /// out yet: the server lacks the last rows the consumer read (an asynchronous replica was
+        /// promoted, or a backup restored) and will hand those ids out again. The link resumes at
+        /// the position stored on this server if it lies below, or at the latest rows otherwise
+        /// (``PostgresLinkError/found`` says where): rows may be delivered again, and none written
+        /// on this server is skipped.
+        public static let positionAhead = Code(code: .positionAhead)
         /// ``PostgresLink/post(_:in:)`` was called on a link that is not in durable mode.
         public static let notDurable = Code(code: .notDurable)
 
@@ -371,6 +378,14 @@ public struct PostgresLinkError: Error, Sendable, Hashable, CustomStringConverti
             found:
                 "\(isUpperBound ? "at most " : "")\(count) rows deleted by retention before this consumer read them, positions \(first) to \(last); going on from the oldest row kept",
             lostRange: first...max(first, last), lostCount: count)
+    }
+
+    static func positionAhead(_ position: DurablePosition, next: UInt64, resumingAt resumed: DurablePosition) -> Self {
+        .init(
+            .positionAhead, expected: "a durable position below the server's next transaction id \(next)",
+            found:
+                "position \(position), which this server has not reached (a promoted replica or a restored backup); resuming at \(resumed)"
+        )
     }
 
     static func notDurable() -> Self {

@@ -113,4 +113,22 @@ struct DurableRowTests {
         try await raw.close()
         await live.link.close()
     }
+
+    /// A position the server has not reached (as after a promoted replica that lacks the last rows)
+    /// is reported, and the consumer resumes where the server is: nothing written there is skipped.
+    @Test func aPositionAheadOfTheServerIsReportedAndTheConsumerResumesWhereTheServerIs() async throws {
+        let channel = TestServer.makeChannel()
+        let log = try makeTestLog()
+        let poster = try await DurableNode(channel: channel, options: try durableOptions(log: log, consumer: "p"))
+        let ahead = DurablePosition(transaction: 1 << 40, position: 1)
+        let reader = try await DurableNode(
+            channel: channel, options: try durableOptions(log: log, consumer: "r", start: .after(ahead)))
+        poster.hub.post(UserCreated(userID: 1))
+        try await waitUntil("the post") { reader.users.count == 1 }
+        #expect(reader.userIDs == [1])
+        #expect(reader.errors.values.map(\.code) == [.positionAhead])
+        #expect(reader.errors.values.first?.found?.contains("position \(ahead)") == true)
+        await poster.link.close()
+        await reader.link.close()
+    }
 }
