@@ -126,11 +126,14 @@ swift test --package-path "$root/Bridges/HeraldPostgres" "$@" \
     -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc "$graphs" \
     -Xswiftc -emit-extension-block-symbols -Xswiftc -symbol-graph-minimum-access-level -Xswiftc public
 
-# The benchmark's smoke run, on the debug build that `swift test` just made (no second build of
-# postgres-nio): it must run, receivers in other processes included; no timing is asserted. The
+# The benchmark's smoke runs (plain mode, then durable mode), on the debug build that `swift test`
+# just made (no second build of postgres-nio): they must run, receivers in other processes included;
+# no timing is asserted. The
 # figures come from the release build: `Scripts/postgres-test.sh --bench`.
 echo "postgres-test: herald-postgres-bench --quick (debug build, a smoke run)"
 swift run --package-path "$root/Bridges/HeraldPostgres" --skip-build herald-postgres-bench --quick
+echo "postgres-test: herald-postgres-bench --durable --quick (debug build, a smoke run)"
+swift run --package-path "$root/Bridges/HeraldPostgres" --skip-build herald-postgres-bench --durable --quick
 
 echo "postgres-test: the bridge's DocC catalog (docc convert --warnings-as-errors)"
 bash "$root/Scripts/build-docs.sh" --module HeraldPostgres Bridges/HeraldPostgres/Sources "$graphs"

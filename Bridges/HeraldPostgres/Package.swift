@@ -61,6 +61,18 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // A poster or a reader of the durable-mode chaos run (Scripts/durable-chaos.sh), each in a
+        // process of its own, killed and restarted.
+        .executableTarget(
+            name: "herald-postgres-durable-peer",
+            dependencies: [
+                "HeraldPostgres",
+                .product(name: "Herald", package: "Herald"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The bridge against raw postgres-nio NOTIFY → LISTEN: latency and burst throughput, each
         // receiver in a process of its own. It lives here, not in the Benchmarks package, so that
         // Benchmarks (and its CI smoke run) does not build postgres-nio and swift-crypto.

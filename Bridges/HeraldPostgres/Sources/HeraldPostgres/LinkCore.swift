@@ -66,6 +66,11 @@ final class SendingConnection: Sendable {
     /// `SELECT pg_notify($1, $2)`, bound parameters only. Callable from any thread; the result
     /// completes on the connection's event loop.
     func notify(channel: String, payload: String, logger: Logger) -> EventLoopFuture<Void> {
+        run("SELECT pg_notify(\(channel), \(payload))", logger: logger)
+    }
+
+    /// Runs `query`, guarded as ``notify(channel:payload:logger:)`` is.
+    func run(_ query: PostgresQuery, logger: Logger) -> EventLoopFuture<Void> {
         let promise = connection.closeFuture.eventLoop.makePromise(of: Void.self)
         let isClosed = state.withLock { state in
             if !state.isClosed { state.inFlight = promise }
@@ -75,9 +80,8 @@ final class SendingConnection: Sendable {
             promise.fail(Closed())
             return promise.futureResult
         }
-        let query: EventLoopFuture<PostgresQueryResult> = connection.query(
-            "SELECT pg_notify(\(channel), \(payload))", logger: logger)
-        query.map { _ in }.cascade(to: promise)
+        let result: EventLoopFuture<PostgresQueryResult> = connection.query(query, logger: logger)
+        result.map { _ in }.cascade(to: promise)
         return promise.futureResult.always { [weak self] _ in
             self?.state.withLock { state in
                 if state.inFlight?.futureResult === promise.futureResult { state.inFlight = nil }
@@ -152,6 +156,8 @@ final class LinkCore: Sendable {
         var isClosed = false
         var tokens: [ObjectIdentifier: ObservationToken] = [:]
         var decoders: [String: Envelope.PayloadDecoder] = [:]
+        /// Durable mode: how to decode and deliver a row of each shared type.
+        var durableDecoders: [String: DurableDecoder] = [:]
         var peers: PeerTracker
         var statistics = PostgresLink.Statistics()
         var errorHandler: (@Sendable (PostgresLinkError) -> Void)?
@@ -203,16 +209,21 @@ final class LinkCore: Sendable {
         self.origin = origin
         let incarnation = Incarnation.make(startedAt: options.now())
         self.listeningSince = Atomic(incarnation.started)
+        // Durable rows are always version 3 envelopes: the log is new, no earlier release reads it.
+        let isLegacy = options.legacyEnvelopes && options.durability == nil
         self.writer = Envelope.Writer(
-            origin: origin.uuidString, incarnation: incarnation, writesLegacyEnvelopes: options.legacyEnvelopes)
-        let signer = Signer(keys: options.keys, channel: channel, isLegacy: options.legacyEnvelopes)
+            origin: origin.uuidString, incarnation: incarnation, writesLegacyEnvelopes: isLegacy)
+        let signer = Signer(keys: options.keys, channel: channel, isLegacy: isLegacy)
         self.signer = signer
         self.metrics = LinkMetrics(channel: channel, factory: options.metricsFactory ?? MetricsSystem.factory)
         let writer = self.writer
         let serverClock = ServerClock(now: options.now)
         self.serverClock = serverClock
         let batchesBursts = options.batchesBursts
+        let isDurable = options.durability != nil
         let sender = Sender { pending in
+            // One INSERT appends a batch of rows, of any size.
+            if isDurable { return min(pending.count, 256) }
             guard batchesBursts else { return 1 }
             // The issue time is written as the `NOTIFY` goes out, right after this count.
             let extra = signer?.overhead(issued: serverClock.milliseconds()) ?? 0
@@ -346,7 +357,11 @@ final class LinkCore: Sendable {
             // On the connections' event loop: a notification is read, decoded and posted on the
             // thread that received it, with no hop to the global executor and back.
             let listenerTask = Task(executorPreference: EventLoopTaskExecutor(eventLoop)) {
-                await self.runListener(on: listener, ready: ready)
+                if let durability = self.options.durability {
+                    await self.runDurableReader(on: listener, ready: ready, durability: durability)
+                } else {
+                    await self.runListener(on: listener, ready: ready)
+                }
             }
             state.withLock { $0.listenerTask = listenerTask }
         }
@@ -486,7 +501,7 @@ final class LinkCore: Sendable {
     /// Opens a new connection after a loss: waits `delay`, tries, and on failure waits as long as
     /// `retry` says before the next attempt. Returns `nil` once `isEnding` holds or `retry` gives
     /// up.
-    private func reconnect(
+    func reconnect(
         after delay: Duration, retry: () -> Duration?, isEnding: () -> Bool
     ) async -> PostgresConnection? {
         let clock = ContinuousClock()
@@ -514,7 +529,7 @@ final class LinkCore: Sendable {
 
     /// Whether a failed `pg_notify` means that the connection is gone (retry on a new one), rather
     /// than that the statement itself failed (give up on this message).
-    private static func isConnectionFailure(_ error: any Error, on connection: PostgresConnection) -> Bool {
+    static func isConnectionFailure(_ error: any Error, on connection: PostgresConnection) -> Bool {
         guard let error = error as? PSQLError, error.code == .server else { return true }
         if connection.isClosed { return true }
         // Class 08: connection exception; class 57: operator intervention (shutdown, terminated).
@@ -545,10 +560,16 @@ final class LinkCore: Sendable {
                 let core = self
                 return { core?.post(value) }
             })
+        let durableDecoder = DurableDecoder { [weak self] decoder, bytes, row in
+            let value = try decoder.decode(N.self, from: Data(bytes))
+            let core = self
+            return { await core?.deliver(value, row: row) }
+        }
         // Shared after the shutdown began too: its posts are then reported as made after it.
         let isNew = state.withLock { state in
             guard state.tokens[key] == nil else { return false }
             state.decoders[N.wireName] = decoder
+            state.durableDecoders[N.wireName] = durableDecoder
             return true
         }
         guard isNew else { return }
@@ -590,13 +611,15 @@ final class LinkCore: Sendable {
         }
         let overhead = signer?.overhead(issued: serverNow()) ?? 0
         let limit = options.sendQueueLimit
+        let isDurable = options.durability != nil
         // The sequence number and the queue position are taken together, so that they agree.
         let (enqueued, step): (Enqueued, SendStep) = state.withLock { state in
             guard !state.isClosed else { return (.closed, .none) }
             let item = Envelope.Item(
                 typeName: N.wireName, typeJSON: typeJSON, payloadJSON: payloadJSON, sequence: state.nextSequence)
             let size = writer.size(alone: item) + overhead
-            guard size <= PostgresLink.maximumPayloadBytes else {
+            // A durable row has no size bound.
+            guard isDurable || size <= PostgresLink.maximumPayloadBytes else {
                 state.statistics.oversize += 1
                 return (.oversize(size), .none)
             }
@@ -627,12 +650,17 @@ final class LinkCore: Sendable {
         case .none:
             break
         case .transmit(let items, let connection):
-            let text = writer.text(items)
-            let payload = signer?.sign(text, issued: serverNow()) ?? text
-            connection.notify(channel: channel, payload: payload, logger: connectionLogger)
-                .whenComplete { result in
-                    self.transmitted(items, on: connection, result: result)
-                }
+            let sent: EventLoopFuture<Void>
+            if let durability = options.durability {
+                sent = connection.run(appendQuery(items, log: durability.log), logger: connectionLogger)
+            } else {
+                let text = writer.text(items)
+                let payload = signer?.sign(text, issued: serverNow()) ?? text
+                sent = connection.notify(channel: channel, payload: payload, logger: connectionLogger)
+            }
+            sent.whenComplete { result in
+                self.transmitted(items, on: connection, result: result)
+            }
         case .finish(let connection, let waiters):
             guard let connection else {
                 for waiter in waiters { waiter.resume() }
@@ -1023,7 +1051,7 @@ final class LinkCore: Sendable {
     /// Runs `query` on `connection`, and fails after `timeout` if it has not completed: postgres-nio
     /// 1.33 leaves a query written after the server closed the connection waiting forever, and the
     /// listening task must go on to reconnect.
-    private func boundedQuery(
+    func boundedQuery(
         _ query: PostgresQuery, on connection: PostgresConnection, timeout: TimeAmount = .seconds(5)
     ) async throws -> PostgresQueryResult {
         let loop = connection.closeFuture.eventLoop
@@ -1085,13 +1113,13 @@ final class LinkCore: Sendable {
 
     // MARK: - Errors
 
-    private func reject(_ error: PostgresLinkError) {
+    func reject(_ error: PostgresLinkError) {
         state.withLock { $0.statistics.rejected += 1 }
         metrics.didRefuse(error.code)
         report(error)
     }
 
-    private func report(_ error: PostgresLinkError) {
+    func report(_ error: PostgresLinkError) {
         if let handler = errorHandler {
             handler(error)
         } else {

@@ -49,7 +49,9 @@ import Synchronization
 /// - **Oversize values stay local**: an envelope over ``maximumPayloadBytes`` (PostgreSQL's `NOTIFY`
 ///   limit) still reaches the local observers, and is reported as
 ///   ``PostgresLinkError/Code/payloadTooLarge`` with its size and the limit.
-/// - **Nothing is durable**: `NOTIFY` keeps nothing for listeners that are not connected. If a
+/// - **Nothing is durable in plain mode** (durable mode, ``Options/durability``, keeps every post in
+///   a log table that each link reads as a named consumer): `NOTIFY` keeps nothing for listeners
+///   that are not connected. If a
 ///   connection drops or the server restarts, the link reports
 ///   ``PostgresLinkError/Code/connectionLost``, reconnects with backoff (``Reconnection``), listens
 ///   again, and reports the window in which notifications may have been lost as
@@ -284,6 +286,12 @@ public final class PostgresLink: Sendable {
         /// refuses otherwise (``PostgresLinkError/Code/staleEnvelope``): they can be replayed to
         /// any link that has not heard their sender's later numbers.
         public var legacyEnvelopes = false
+        /// Durable mode: each shared post is appended to a log table (``DurableLog``) instead of
+        /// being sent in a `NOTIFY`, and the link reads the log as a named consumer; `nil`, the
+        /// default, for plain `LISTEN`/`NOTIFY`. In durable mode the channel carries only empty
+        /// wake-up `NOTIFY`s: give it a channel of its own, which no plain link uses. See the
+        /// README's "Durable mode".
+        public var durability: Durability?
 
         public init(
             reconnection: Reconnection = Reconnection(), sendQueueLimit: Int = 10_000, signingKey: SymmetricKey? = nil,
@@ -404,6 +412,34 @@ public final class PostgresLink: Sendable {
         core.share(type)
     }
 
+    /// Appends `notification` to the durable log inside the application's transaction on
+    /// `connection`: it enters the log if and only if that transaction commits.
+    ///
+    /// ```swift
+    /// try await connection.withTransaction(logger: logger) { connection in
+    ///     try await connection.query("INSERT INTO orders (id) VALUES (\(id))", logger: logger)
+    ///     try await link.post(OrderPlaced(orderID: id), in: connection)
+    /// }
+    /// ```
+    ///
+    /// It runs one statement on `connection`: an `INSERT` of the row and a wake-up `NOTIFY` on the
+    /// link's channel (which PostgreSQL sends at commit, taking its cluster-wide notify lock then).
+    /// No observer runs now: every linked hub, this one included, receives the value when its
+    /// consumer reads the committed row. Rolled back, nothing travels, and no consumer reports a
+    /// gap (durable rows are checked by their positions, not by sequence numbers). An error from
+    /// `COMMIT` does not prove that nothing travelled: the commit may have taken effect before the
+    /// connection failed.
+    ///
+    /// - Parameters:
+    ///   - notification: The value; its type should be shared by the receiving links.
+    ///   - connection: A connection inside the application's transaction (outside one, the row
+    ///     commits at once).
+    /// - Throws: ``PostgresLinkError`` with code ``PostgresLinkError/Code/notDurable`` or
+    ///   ``PostgresLinkError/Code/encodingFailed``, or the connection's error.
+    public func post<N: WireNotification>(_ notification: N, in connection: PostgresConnection) async throws {
+        try await core.append(notification, in: connection)
+    }
+
     /// Receives every ``PostgresLinkError`` of this link.
     ///
     /// By default the error goes to the hub's `errorHandler`, as an `ObserverFailure` whose
@@ -475,6 +511,13 @@ public final class PostgresLink: Sendable {
         public var reconnections = 0
         /// Outages of the listening connection that ended with `LISTEN` in effect again.
         public var outages = 0
+        /// Durable mode: reads of the log (each one statement, of up to a batch of rows).
+        public var logReads = 0
+        /// Durable mode: rows read from the log (delivered, skipped as this link's own, or refused).
+        public var logRowsRead = 0
+        /// Durable mode: rows that retention deleted before this link's consumer read them
+        /// (``PostgresLinkError/Code/rowsDeleted``).
+        public var rowsLost = 0
     }
 
     static func isValidChannelName(_ name: String) -> Bool {

@@ -21,6 +21,8 @@ public struct PostgresLinkError: Error, Sendable, Hashable, CustomStringConverti
             case invalidChannelName, outage, sendQueueFull, notSent, unsignedEnvelope, invalidSignature
             case originRestarted, originClash, sequenceRegression, staleEnvelope, invalidSigningKeyID
             case alreadyRunning, postAfterShutdown
+            case invalidIdentifier, invalidConsumerName, unsupportedServer, durableLogMissing, consumerInUse
+            case rowsDeleted, notDurable, positionAhead
         }
 
         fileprivate let code: _Code
@@ -99,6 +101,35 @@ public struct PostgresLinkError: Error, Sendable, Hashable, CustomStringConverti
         public static let alreadyRunning = Code(code: .alreadyRunning)
         /// The channel name is not a plain PostgreSQL identifier.
         public static let invalidChannelName = Code(code: .invalidChannelName)
+        /// A schema or table name given to ``DurableLog`` is not a plain lower-case PostgreSQL
+        /// identifier of the allowed length.
+        public static let invalidIdentifier = Code(code: .invalidIdentifier)
+        /// A durable consumer name is empty or longer than 200 bytes.
+        public static let invalidConsumerName = Code(code: .invalidConsumerName)
+        /// Durable mode needs PostgreSQL 13 or later (`xid8`, `pg_current_xact_id()`,
+        /// `pg_current_snapshot()`); the server is older. The link's run fails.
+        public static let unsupportedServer = Code(code: .unsupportedServer)
+        /// A table of the durable log (``DurableLog``) does not exist: run its migration, or set
+        /// ``PostgresLink/Durability/createsLog``. The link's run fails.
+        public static let durableLogMissing = Code(code: .durableLogMissing)
+        /// Another live link reads the durable log under the same consumer name
+        /// (``PostgresLink/Durability/consumer``). At the start, the link's run fails; after a lost
+        /// connection, the link reports it and tries again with backoff.
+        public static let consumerInUse = Code(code: .consumerInUse)
+        /// Retention deleted rows of the durable log that this consumer had not read: never a
+        /// silent gap. ``PostgresLinkError/lostRange`` names the first and last positions lost and
+        /// ``PostgresLinkError/lostCount`` how many committed rows were deleted; the consumer goes
+        /// on from the oldest row kept.
+        public static let rowsDeleted = Code(code: .rowsDeleted)
+        /// The durable consumer's position names a transaction id that the server has not handed
+        /// out yet: the server lacks the last rows the consumer read (an asynchronous replica was
+        /// promoted, or a backup restored) and will hand those ids out again. The link resumes at
+        /// the position stored on this server if it lies below, or at the latest rows otherwise
+        /// (``PostgresLinkError/found`` says where): rows may be delivered again, and none written
+        /// on this server is skipped.
+        public static let positionAhead = Code(code: .positionAhead)
+        /// ``PostgresLink/post(_:in:)`` was called on a link that is not in durable mode.
+        public static let notDurable = Code(code: .notDurable)
 
         public var description: String { code.rawValue }
     }
@@ -119,11 +150,20 @@ public struct PostgresLinkError: Error, Sendable, Hashable, CustomStringConverti
     public let outage: ClosedRange<Date>?
     /// For ``Code/originRestarted``: the last sequence number heard from the previous incarnation.
     public let lastSequence: UInt64?
+    /// For ``Code/rowsDeleted``: the first and the last position of the durable log that the
+    /// consumer lost (both deleted; the rows between them that were committed were deleted too).
+    public let lostRange: ClosedRange<DurablePosition>?
+    /// For ``Code/rowsDeleted``: how many committed rows were deleted unread (an exact count, not a
+    /// difference of positions); `nil` otherwise.
+    public let lostCount: Int64?
 
     private init(
         _ code: Code._Code, typeName: String? = nil, origin: UUID? = nil, expected: String? = nil,
-        found: String? = nil, outage: ClosedRange<Date>? = nil, lastSequence: UInt64? = nil
+        found: String? = nil, outage: ClosedRange<Date>? = nil, lastSequence: UInt64? = nil,
+        lostRange: ClosedRange<DurablePosition>? = nil, lostCount: Int64? = nil
     ) {
+        self.lostRange = lostRange
+        self.lostCount = lostCount
         self.code = Code(code: code)
         self.typeName = typeName
         self.origin = origin
@@ -299,6 +339,57 @@ public struct PostgresLinkError: Error, Sendable, Hashable, CustomStringConverti
         .init(
             .invalidSigningKeyID, expected: "a key id of 1 to 64 ASCII letters, digits, '-', '_' or '.'",
             found: "\(id.utf8.count) bytes")
+    }
+
+    static func invalidIdentifier(_ what: String, _ name: String, maximumLength: Int) -> Self {
+        .init(
+            .invalidIdentifier,
+            expected:
+                "a \(what) name of 1 to \(maximumLength) lower-case ASCII letters, digits or underscores, not starting with a digit",
+            found: "\"\(name)\"")
+    }
+
+    static func invalidConsumerName(_ name: String) -> Self {
+        .init(.invalidConsumerName, expected: "a consumer name of 1 to 200 bytes", found: "\(name.utf8.count) bytes")
+    }
+
+    static func unsupportedServer(versionNumber: Int) -> Self {
+        .init(
+            .unsupportedServer,
+            expected: "PostgreSQL 13 or later (server_version_num 130000 or above) for durable mode",
+            found: "server_version_num \(versionNumber)")
+    }
+
+    static func durableLogMissing(_ table: String) -> Self {
+        .init(
+            .durableLogMissing, expected: "the durable log's table \(table) (run DurableLog's migration)",
+            found: "no such table")
+    }
+
+    static func consumerInUse(_ name: String) -> Self {
+        .init(
+            .consumerInUse, expected: "one live link per durable consumer name",
+            found: "another link reading as consumer \"\(name)\"")
+    }
+
+    static func rowsDeleted(first: DurablePosition, last: DurablePosition, count: Int64, isUpperBound: Bool) -> Self {
+        .init(
+            .rowsDeleted, expected: "to read every committed row of the durable log",
+            found:
+                "\(isUpperBound ? "at most " : "")\(count) rows deleted by retention before this consumer read them, positions \(first) to \(last); going on from the oldest row kept",
+            lostRange: first...max(first, last), lostCount: count)
+    }
+
+    static func positionAhead(_ position: DurablePosition, next: UInt64, resumingAt resumed: DurablePosition) -> Self {
+        .init(
+            .positionAhead, expected: "a durable position below the server's next transaction id \(next)",
+            found:
+                "position \(position), which this server has not reached (a promoted replica or a restored backup); resuming at \(resumed)"
+        )
+    }
+
+    static func notDurable() -> Self {
+        .init(.notDurable, expected: "a link in durable mode (Options.durability set)", found: "a plain link")
     }
 
     static func invalidChannelName(_ name: String) -> Self {

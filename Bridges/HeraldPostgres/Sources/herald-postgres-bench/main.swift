@@ -3,6 +3,7 @@
 //
 //     swift run -c release herald-postgres-bench [--rounds 5] [--samples 2000] [--burst 5000] [--quick]
 //         [--only raw,herald,…]
+//     swift run -c release herald-postgres-bench --durable [--rounds 3] [--posters 8] [--posts 500] [--quick]
 //
 // Server from HERALD_PG_HOST, HERALD_PG_PORT, HERALD_PG_USER, HERALD_PG_PASSWORD, HERALD_PG_DATABASE
 // (`Scripts/postgres-test.sh --bench …` starts a throwaway one and runs this).
@@ -476,6 +477,14 @@ func median(_ values: [Double]) -> Double {
         ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
 }
 func pad(_ text: String) -> String { text.padding(toLength: 32, withPad: " ", startingAt: 0) }
+
+// `--durable`: durable mode against raw postgres-nio, one transaction per post (Durable.swift).
+if arguments.contains("--durable") {
+    try await runDurableBench(
+        configuration: configuration(), logger: logger, rounds: option("--rounds", default: isQuick ? 1 : 3),
+        posters: option("--posters", default: 8), perPoster: option("--posts", default: isQuick ? 50 : 500))
+    exit(0)
+}
 
 let databases = try await prepareDatabases()
 print(

@@ -41,6 +41,29 @@ enum ServiceLinks {
     }
 }
 
+enum DurableLinks {
+    static func post(
+        id: Int, instance: String, hub: NotificationHub, configuration: PostgresConnection.Configuration,
+        connection: PostgresConnection, logger: Logger
+    ) async throws -> PostgresLink {
+        // snippet: begin
+        var options = PostgresLink.Options()
+        options.durability = try PostgresLink.Durability(log: try DurableLog(), consumer: "orders-\(instance)")
+        let link = try await PostgresLink.connect(
+            hub: hub, channel: "orders_wake", configuration: configuration, sharing: [OrderPlaced.self],
+            options: options)
+
+        // Enters the log if and only if the transaction commits; every hub, this one included, receives
+        // it once it is committed.
+        try await connection.withTransaction(logger: logger) { connection in
+            try await connection.query("INSERT INTO orders (id) VALUES (\(id))", logger: logger)
+            try await link.post(OrderPlaced(orderID: id, item: "book"), in: connection)
+        }
+        // snippet: end
+        return link
+    }
+}
+
 @Suite("HeraldPostgres documentation", .enabled(if: TestServer.shouldRun, Comment(rawValue: TestServer.missing)))
 struct DocSnippetTests {
     @Test func theSigningExampleLinksTwoHubsThatShareAKey() async throws {
@@ -59,5 +82,33 @@ struct DocSnippetTests {
         token.cancel()
         await linkA.close()
         await linkB.close()
+    }
+
+    @Test func theDurableExampleDeliversTheCommittedOrderToItsOwnHub() async throws {
+        let configuration = try TestServer.requireConfiguration()
+        let connection = try await TestServer.rawConnection()
+        for statement in try DurableLog().migrations.flatMap(\.statements) {
+            try await connection.query(PostgresQuery(unsafeSQL: statement), logger: TestServer.logger)
+        }
+        try await connection.query("CREATE TABLE IF NOT EXISTS orders (id int)", logger: TestServer.logger)
+        let hub = NotificationHub()
+        let received = Recorder<OrderPlaced>()
+        let token = hub.observe(OrderPlaced.self) { received.append($0) }
+        let id = Int.random(in: 1...1_000_000)
+        let link = try await DurableLinks.post(
+            id: id, instance: UUID().uuidString, hub: hub, configuration: configuration, connection: connection,
+            logger: TestServer.logger)
+        try await waitUntil("the committed order") { received.count == 1 }
+        #expect(received.values == [OrderPlaced(orderID: id, item: "book")])
+        var rows: [Int] = []
+        for try await value in try await connection.query(
+            "SELECT id FROM orders WHERE id = \(id)", logger: TestServer.logger
+        ).decode(Int.self) {
+            rows.append(value)
+        }
+        #expect(rows == [id])
+        token.cancel()
+        await link.close()
+        try await connection.close()
     }
 }

@@ -1,0 +1,91 @@
+import Foundation
+import Herald
+import HeraldPostgres
+import Logging
+import PostgresNIO
+import Testing
+
+/// A log of its own for each test, so that tests can run in parallel.
+func makeTestLog() throws -> DurableLog {
+    let suffix = UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16)
+    return try DurableLog(table: "herald_t_\(suffix)")
+}
+
+/// Options for a durable link of the tests: the log created by the link, fast reconnection and a
+/// short poll interval.
+func durableOptions(
+    log: DurableLog, consumer: String, start: DurableStart = .latest, pollInterval: Duration = .milliseconds(200),
+    batchSize: Int = 500, retention: PostgresLink.Retention? = nil,
+    reconnection: PostgresLink.Reconnection = TestServer.fastReconnection
+) throws -> PostgresLink.Options {
+    var options = PostgresLink.Options(reconnection: reconnection)
+    options.durability = try PostgresLink.Durability(
+        log: log, consumer: consumer, start: start, pollInterval: pollInterval, batchSize: batchSize,
+        createsLog: true, retention: retention)
+    return options
+}
+
+/// One hub with a durable link, as one process would have it: what its observers received, with
+/// the ``DurableDelivery`` of each `UserCreated`.
+struct DurableNode {
+    let hub = NotificationHub()
+    let link: PostgresLink
+    let errors = Recorder<PostgresLinkError>()
+    let users = Recorder<UserCreated>()
+    let deliveries = Recorder<DurableDelivery<UserCreated>>()
+    let barriers = Recorder<Barrier>()
+    let tokens: [ObservationToken]
+
+    init(channel: String, options: PostgresLink.Options, origin: UUID = UUID()) async throws {
+        let hub = self.hub
+        let (users, deliveries, barriers) = (self.users, self.deliveries, self.barriers)
+        // Observed before the link starts reading, so that nothing read is missed.
+        tokens = [
+            hub.observe(UserCreated.self) { users.append($0) },
+            hub.observe(DurableDelivery<UserCreated>.self) { deliveries.append($0) },
+            hub.observe(Barrier.self) { barriers.append($0) },
+        ]
+        let link = try PostgresLink(
+            hub: hub, channel: channel, configuration: try TestServer.requireConfiguration(),
+            sharing: [UserCreated.self, Barrier.self], origin: origin, options: options)
+        let errors = self.errors
+        link.errorHandler = { errors.append($0) }
+        self.link = link
+        Task { try? await link.run() }
+        try await link.listening()
+    }
+
+    var userIDs: [Int] { users.values.map(\.userID) }
+}
+
+/// Runs `sql` on `connection`, and returns the first column of each row as `Int64`.
+@discardableResult
+func int64s(_ sql: String, on connection: PostgresConnection) async throws -> [Int64] {
+    var values: [Int64] = []
+    for try await value in try await connection.query(PostgresQuery(unsafeSQL: sql), logger: TestServer.logger)
+        .decode(Int64.self)
+    {
+        values.append(value)
+    }
+    return values
+}
+
+/// Terminates the backend that holds `consumer`'s advisory lock: its link's reading connection.
+/// Returns how many backends were terminated.
+func terminateReader(of consumer: String, in log: DurableLog, on connection: PostgresConnection) async throws -> Int {
+    let key = UInt64(bitPattern: log.consumerLockKey(consumer))
+    let high = Int64(key >> 32)
+    let low = Int64(key & 0xFFFF_FFFF)
+    let terminated = try await int64s(
+        """
+        SELECT count(pg_terminate_backend(pid))::int8 FROM pg_locks WHERE locktype = 'advisory' AND granted \
+        AND objsubid = 1 AND classid::int8 = \(high) AND objid::int8 = \(low)
+        """, on: connection)
+    return Int(terminated.first ?? 0)
+}
+
+/// Waits until `link` has read the log `count` more times than `before`: the reads that a test
+/// waits for before it asserts that something was not delivered.
+func waitForReads(of link: PostgresLink, after before: Int, count: Int = 2) async throws {
+    try await waitUntil("\(count) more reads of the log") { link.statistics.logReads >= before + count }
+}
