@@ -317,7 +317,7 @@ extension PostgresLink {
     ///
     /// ```swift
     /// var options = PostgresLink.Options()
-    /// options.durability = PostgresLink.Durability(log: try DurableLog(), consumer: "billing-1")
+    /// options.durability = try PostgresLink.Durability(log: try DurableLog(), consumer: "billing-1")
     /// ```
     public struct Durability: Sendable {
         /// The log's tables.

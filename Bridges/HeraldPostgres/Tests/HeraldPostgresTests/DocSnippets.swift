@@ -21,7 +21,7 @@ enum SignedLinks {
         let link = try await PostgresLink.connect(
             hub: hub, channel: "users", configuration: configuration, sharing: [UserCreated.self], options: options)
         // snippet: end
-        return link
+        return (link, orders)
     }
 }
 
@@ -44,9 +44,15 @@ enum ServiceLinks {
 enum DurableLinks {
     static func post(
         id: Int, instance: String, hub: NotificationHub, configuration: PostgresConnection.Configuration,
-        connection: PostgresConnection, logger: Logger
-    ) async throws -> PostgresLink {
+        connection: PostgresConnection, logger: Logger,
+        record: @escaping @Sendable (OrderPlaced, DurablePosition) -> Void
+    ) async throws -> (PostgresLink, ObservationToken) {
         // snippet: begin
+        // Observe before connecting: the consumer delivers its backlog as soon as the link starts.
+        let orders = hub.observe(DurableDelivery<OrderPlaced>.self) { delivery in
+            // The same `position` at every delivery of a row: keep it to skip one delivered again.
+            record(delivery.notification, delivery.position)
+        }
         var options = PostgresLink.Options()
         options.durability = try PostgresLink.Durability(log: try DurableLog(), consumer: "orders-\(instance)")
         let link = try await PostgresLink.connect(
@@ -60,7 +66,7 @@ enum DurableLinks {
             try await link.post(OrderPlaced(orderID: id, item: "book"), in: connection)
         }
         // snippet: end
-        return link
+        return (link, orders)
     }
 }
 
@@ -95,11 +101,13 @@ struct DocSnippetTests {
         let received = Recorder<OrderPlaced>()
         let token = hub.observe(OrderPlaced.self) { received.append($0) }
         let id = Int.random(in: 1...1_000_000)
-        let link = try await DurableLinks.post(
+        let positions = Recorder<DurablePosition>()
+        let (link, orders) = try await DurableLinks.post(
             id: id, instance: UUID().uuidString, hub: hub, configuration: configuration, connection: connection,
-            logger: TestServer.logger)
-        try await waitUntil("the committed order") { received.count == 1 }
+            logger: TestServer.logger, record: { _, position in positions.append(position) })
+        try await waitUntil("the committed order") { received.count == 1 && positions.count == 1 }
         #expect(received.values == [OrderPlaced(orderID: id, item: "book")])
+        orders.cancel()
         var rows: [Int] = []
         for try await value in try await connection.query(
             "SELECT id FROM orders WHERE id = \(id)", logger: TestServer.logger
