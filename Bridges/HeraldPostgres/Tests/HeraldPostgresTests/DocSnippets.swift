@@ -21,7 +21,7 @@ enum SignedLinks {
         let link = try await PostgresLink.connect(
             hub: hub, channel: "users", configuration: configuration, sharing: [UserCreated.self], options: options)
         // snippet: end
-        return (link, orders)
+        return link
     }
 }
 
