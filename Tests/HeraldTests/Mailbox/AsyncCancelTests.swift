@@ -230,8 +230,11 @@ struct AsyncTargetConfinementTests {
             log.append(probe.isCurrent())
             _ = await elsewhere.visit()
             log.append(probe.isCurrent())
-            // The suspension under test (issue #27 names `Task.sleep`), not synchronisation.
-            try? await Task.sleep(for: .milliseconds(1))
+            // The suspension under test (issue #27 named `Task.sleep`): one resumed from another
+            // thread, a global queue's, as a timer would resume it.
+            await withCheckedContinuation { (resumed: CheckedContinuation<Void, Never>) in
+                DispatchQueue.global().async { resumed.resume() }
+            }
             log.append(probe.isCurrent())
             _ = await awayFromTheTarget()
             log.append(probe.isCurrent())
