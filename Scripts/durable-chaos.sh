@@ -36,29 +36,8 @@ while [[ $# -gt 0 ]]; do
     esac
 done
 
-find_pg_bin() {
-    local dir
-    for dir in /usr/lib/postgresql/*/bin; do
-        if [[ -x "$dir/initdb" && -x "$dir/pg_ctl" && -x "$dir/postgres" ]]; then
-            echo "$dir"
-            return 0
-        fi
-    done
-    return 1
-}
-pg_bin=$(find_pg_bin) || { echo "durable-chaos: PostgreSQL's server binaries are missing (Scripts/postgres-test.sh installs them)" >&2; exit 1; }
-
-run_as=()
-pg_user=$(id -un)
-if [[ $(id -u) -eq 0 ]]; then
-    id postgres >/dev/null 2>&1 || useradd --system --home-dir /nonexistent --shell /usr/sbin/nologin postgres
-    pg_user=postgres
-    run_as=(runuser -u postgres --)
-fi
-
-workdir=$(mktemp -d "${TMPDIR:-/tmp}/herald-chaos.XXXXXX")
-chmod 755 "$workdir"
-[[ ${#run_as[@]} -eq 0 ]] || chown postgres: "$workdir"
+source "$root/Scripts/pg-cluster.sh"
+pg_cluster_setup chaos
 data=$workdir/data
 sockets=$workdir/sockets
 pids=()

@@ -13,22 +13,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-pg_bin=""
-for dir in /usr/lib/postgresql/*/bin; do
-    [[ -x "$dir/initdb" && -x "$dir/pg_ctl" && -x "$dir/pg_basebackup" ]] && pg_bin=$dir
-done
-[[ -n $pg_bin ]] || { echo "durable-failover: PostgreSQL's server binaries are missing" >&2; exit 1; }
-
-run_as=()
-pg_user=$(id -un)
-if [[ $(id -u) -eq 0 ]]; then
-    id postgres >/dev/null 2>&1 || useradd --system --home-dir /nonexistent --shell /usr/sbin/nologin postgres
-    pg_user=postgres
-    run_as=(runuser -u postgres --)
-fi
-workdir=$(mktemp -d "${TMPDIR:-/tmp}/herald-failover.XXXXXX")
-chmod 755 "$workdir"
-[[ ${#run_as[@]} -eq 0 ]] || chown postgres: "$workdir"
+source Scripts/pg-cluster.sh
+pg_cluster_setup failover
 cleanup() {
     local status=$? data
     for data in "$workdir/primary" "$workdir/replica"; do

@@ -19,43 +19,8 @@ if [[ ${1:-} == --bench ]]; then
     shift
 fi
 
-find_pg_bin() {
-    local dir
-    for dir in /usr/lib/postgresql/*/bin; do
-        if [[ -x "$dir/initdb" && -x "$dir/pg_ctl" && -x "$dir/postgres" ]]; then
-            echo "$dir"
-            return 0
-        fi
-    done
-    if command -v initdb >/dev/null && command -v pg_ctl >/dev/null && command -v postgres >/dev/null; then
-        dirname "$(command -v pg_ctl)"
-        return 0
-    fi
-    return 1
-}
-
-if ! pg_bin=$(find_pg_bin); then
-    echo "postgres-test: PostgreSQL's server binaries are missing; installing Debian's postgresql"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update
-    apt-get install -y postgresql
-    pg_bin=$(find_pg_bin) || { echo "postgres-test: initdb/pg_ctl still missing after install" >&2; exit 1; }
-fi
-
-# The server refuses to run as root: run it as `postgres` (created if missing) when we are root.
-run_as=()
-pg_user=$(id -un)
-if [[ $(id -u) -eq 0 ]]; then
-    if ! id postgres >/dev/null 2>&1; then
-        useradd --system --home-dir /nonexistent --shell /usr/sbin/nologin postgres
-    fi
-    pg_user=postgres
-    run_as=(runuser -u postgres --)
-fi
-
-workdir=$(mktemp -d "${TMPDIR:-/tmp}/herald-pg.XXXXXX")
-chmod 755 "$workdir"
-[[ ${#run_as[@]} -eq 0 ]] || chown postgres: "$workdir"
+source "$root/Scripts/pg-cluster.sh"
+pg_cluster_setup pg --install
 
 # The clusters' data folders: the main one, and one that the restart test stops and starts
 # midway (a cluster of its own, so that the other tests, which run in parallel, keep their server).
