@@ -35,7 +35,7 @@ SOURCES = {
     "Sources/Herald/Herald.docc/MigratingFromNotificationCenter.md": [
         "Tests/DocSnippetTests/MigratingFromNotificationCenter.swift"
     ],
-    "Sources/Herald/Herald.docc/TestingCodeThatUsesHerald.md": [
+    "Sources/HeraldTesting/HeraldTesting.docc/TestingCodeThatUsesHerald.md": [
         "Tests/DocSnippetTests/Testing/ProfileViewModel.swift",
         "Tests/DocSnippetTests/Testing/RenamingTest.swift",
         "Tests/DocSnippetTests/TestingCodeThatUsesHerald.swift",
@@ -45,6 +45,8 @@ SOURCES = {
     "Sources/Herald/Herald.docc/AppModulesWithDefaultIsolation.md": [
         "Examples/AppFixture/Sources/AppFixture/Notifications.swift",
         "Examples/AppFixture/Sources/AppFixture/App.swift",
+    ],
+    "Sources/HeraldTesting/HeraldTesting.docc/TestingAppModulesWithDefaultIsolation.md": [
         "Examples/AppFixture/Tests/AppFixtureTests/AppFixtureTests.swift",
         "Examples/AppFixture/Tests/AppFixtureXCTests/AppFixtureXCTests.swift",
     ],

@@ -62,7 +62,7 @@ final class StrayHubWatch: Sendable {
     /// The stand-in of the calling task's ``withMainActorStandIn(name:fileID:filePath:line:column:_:)``
     /// scope, if any.
     static var currentStandIn: TestMainActor? {
-        (MainActorStandInScope.current as? StandIn)?.main
+        (MainQueueExecutorScope.current as? StandIn)?.main
     }
 }
 

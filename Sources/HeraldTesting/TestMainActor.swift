@@ -58,7 +58,7 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
         var generation: UInt64 = 0
         var wakeUp: CheckedContinuation<Void, Never>?
         /// `await postAndWait` calls made off the main actor that wait for this stand-in's jobs.
-        var heldPosts: [StandInWaitingPost] = []
+        var heldPosts: [MainQueueWaitingPost] = []
         /// Set when ``withMainActorStandIn(name:fileID:filePath:line:column:_:)``'s scope ends.
         var isScopeOver = false
     }
@@ -399,7 +399,7 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
     // MARK: - Waiting posts
 
     /// Runs due jobs and waits for the tasks they start until `isDone`, or until nothing is left
-    /// (see ``MainActorStandIn/runJobs(until:)``).
+    /// (see `ManualMainQueueExecutor.runJobs(until:)`).
     @MainActor
     func runJobs(until isDone: @escaping @Sendable () -> Bool) async {
         state.withLock { $0.drivers += 1 }
@@ -418,7 +418,7 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
         }
     }
 
-    func hold(_ post: StandInWaitingPost) {
+    func hold(_ post: MainQueueWaitingPost) {
         let isOver = state.withLock { state in
             if !state.isScopeOver { state.heldPosts.append(post) }
             return state.isScopeOver
@@ -427,7 +427,7 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
         if isOver { post.abandon() }
     }
 
-    func release(_ post: StandInWaitingPost) {
+    func release(_ post: MainQueueWaitingPost) {
         state.withLock { state in state.heldPosts.removeAll { $0 === post } }
     }
 
@@ -587,7 +587,7 @@ private func withMainActorStandIn<R>(
         main.strayHubs.check(main, at: site)
         main.abandonHeldPosts(at: site)
     }
-    return try await MainActorStandInScope.$current.withValue(StandIn(main)) {
+    return try await MainQueueExecutorScope.$current.withValue(StandIn(main)) {
         try await body(main)
     }
 }
@@ -601,12 +601,14 @@ extension NotificationHub {
     /// - Parameter main: The stand-in.
     public func useMainActorStandIn(_ main: TestMainActor) {
         GivenHubs.insert(self)
-        _useMainActorStandIn(StandIn(main))
+        _useMainQueueExecutor(StandIn(main))
     }
 }
 
-/// Hands Herald's main-actor work to a ``TestMainActor``.
-final class StandIn: MainActorStandIn, CustomStringConvertible {
+/// Hands Herald's main-actor work to a ``TestMainActor``: the hub's main-queue executor, and the
+/// executor of the task that runs ``withMainActorStandIn(name:fileID:filePath:line:column:_:)``'s
+/// body (`MainQueueExecutorScope`).
+final class StandIn: ManualMainQueueExecutor, CustomStringConvertible {
     let main: TestMainActor
 
     init(_ main: TestMainActor) {
@@ -614,10 +616,10 @@ final class StandIn: MainActorStandIn, CustomStringConvertible {
     }
 
     var description: String { main.description }
-    var isRunning: Bool { main.isRunning }
+    var isRunningJobs: Bool { main.isRunning }
     var isCurrent: Bool { main.isCurrent }
 
-    func noteHubWithoutStandIn(_ hub: NotificationHub) {
+    func noteMainQueueObserver(on hub: NotificationHub) {
         main.strayHubs.note(hub)
     }
 
@@ -642,11 +644,11 @@ final class StandIn: MainActorStandIn, CustomStringConvertible {
         await main.runJobs(until: isDone)
     }
 
-    func hold(_ post: StandInWaitingPost) {
+    func hold(_ post: MainQueueWaitingPost) {
         main.hold(post)
     }
 
-    func release(_ post: StandInWaitingPost) {
+    func release(_ post: MainQueueWaitingPost) {
         main.release(post)
     }
 }

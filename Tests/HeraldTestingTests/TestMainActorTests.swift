@@ -191,7 +191,7 @@ struct TestMainActorTests {
         #expect(report.deliveredCount + report.skippedCount == 1)
         #expect(report.skippedCount == 1)
         let failure = try #require(report.failures.first)
-        #expect((failure.error as? PendingWorkError)?.waitsForStandIn == true)
+        #expect((failure.error as? PendingWorkError)?.waitsForManualExecutor == true)
         #expect(failure.fileID.hasSuffix("TestMainActorTests.swift"))
         #expect(reported.count == 1, "the failure in the report also went to the error handler, once")
         // The job still held by the stand-in runs now and counts nothing more; running it also lets
@@ -237,7 +237,7 @@ struct TestMainActorTests {
                 try await hub.waitUntilIdle(timeout: .seconds(60))
                 Issue.record("expected waitUntilIdle to fail fast")
             } catch {
-                #expect(error.waitsForStandIn)
+                #expect(error.waitsForManualExecutor)
                 #expect(!error.isTimeout)
                 #expect(error.pending.first?.target == .mainQueue)
                 #expect(error.pending.first?.queuedCount == 1)

@@ -22,11 +22,12 @@ final class HubCore: Sendable {
     /// Wakes ``NotificationHub/waitUntilIdle(timeout:isolation:)``.
     var idleWatch: IdleWatch { registry.environment.idleWatch }
 
-    // MARK: Main-actor stand-in
+    // MARK: The main queue
 
-    /// The test's stand-in for the main actor, if one was given: the hub's main-queue executor.
-    var mainActorStandIn: (any MainActorStandIn)? {
-        get { environment.mainQueueExecutor as? any MainActorStandIn }
+    /// The hub's main-queue executor, if it was given one: an executor whose jobs run only when
+    /// someone runs them (see ``ManualMainQueueExecutor``).
+    var manualMainQueue: (any ManualMainQueueExecutor)? {
+        get { environment.mainQueueExecutor as? any ManualMainQueueExecutor }
         set { environment.mainQueueExecutor = newValue }
     }
 

@@ -19,9 +19,10 @@ extension NotificationHub {
     /// may still be running when it returns. Streams are read by their consumers and do not
     /// count, nor does work sent with `perform`.
     ///
-    /// When the hub has a main-actor stand-in (`HeraldTesting`'s `TestMainActor`) and nothing
-    /// runs it, the deliveries it holds can only run once the test runs them, which it cannot
-    /// while it waits here. The call then throws at once, naming them, instead of hanging.
+    /// When the hub was given a main-queue executor whose jobs run only when a test runs them
+    /// (`HeraldTesting`'s `TestMainActor`), and nothing runs them, the deliveries it holds can only
+    /// run once the test runs them, which it cannot while it waits here. The call then throws at
+    /// once, naming them, instead of hanging.
     ///
     /// - Throws: ``PendingWorkError`` when only the test can run what is left.
     public func waitUntilIdle(isolation: isolated (any Actor)? = #isolation) async throws(PendingWorkError) {
@@ -68,10 +69,10 @@ extension NotificationHub {
                 let generation = core.idleWatch.generation
                 let pending = core.pendingDeliveries()
                 if pending.isEmpty { return nil }
-                if let standIn = core.mainActorStandIn, !standIn.isRunning,
+                if let executor = core.manualMainQueue, !executor.isRunningJobs,
                     pending.allSatisfy({ $0.target == .mainQueue && $0.waitsForTarget })
                 {
-                    return .waitsForStandIn(String(describing: standIn), pending: pending)
+                    return .waitsForManualExecutor(String(describing: executor), pending: pending)
                 }
                 if let timeout, DispatchTime.now() >= deadline {
                     return .timedOut(after: timeout, pending: pending)

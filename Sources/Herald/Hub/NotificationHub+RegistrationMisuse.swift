@@ -9,7 +9,7 @@ extension NotificationHub {
             ObserverFailure(
                 error: mismatch, notificationType: "every \(mismatch.family)", fileID: misuse.fileID, line: misuse.line)
         )
-        MainActorStandInScope.current?.noteRefusedRegistration(on: self)
+        MainQueueExecutorScope.current?.noteRefusedRegistration(on: self)
         return true
     }
 

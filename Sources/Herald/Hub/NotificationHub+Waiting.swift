@@ -137,12 +137,14 @@ extension NotificationHub {
     /// reported and counted in ``DeliveryReport/skippedCount``. It waits for `async` handlers to
     /// return.
     ///
-    /// In a test that gave the hub a main-actor stand-in (`HeraldTesting`'s `TestMainActor`), this
-    /// call returns what it returns in the app. Made on the main actor, it runs the stand-in's
-    /// jobs in order (those held before this post, then its own) until its deliveries are done;
-    /// made elsewhere, it waits until the test runs the stand-in. If the stand-in's scope ends
-    /// first, the wait ends and each delivery still held is listed as skipped, with a
-    /// ``PendingWorkError`` failure naming the stand-in.
+    /// In a test that gave the hub a main-queue executor whose jobs run only when the test runs
+    /// them (`HeraldTesting`'s `TestMainActor`), this call returns what it returns in the app. Made
+    /// on the main actor, which that executor's jobs need, it runs the executor's jobs in order
+    /// (those held before this post, then its own) until its deliveries are done, as the main
+    /// queue would while the caller is suspended; made elsewhere, it waits until the test runs
+    /// them. If the executor will no longer run them (its test's scope has ended), the wait ends
+    /// and each delivery still held is listed as skipped, with a ``PendingWorkError`` failure
+    /// naming the executor.
     ///
     /// - Parameters:
     ///   - notification: The notification.
@@ -191,43 +193,44 @@ extension NotificationHub {
     }
 
     /// The body of the async waiting posts: enqueues the post, runs its posting-thread observers
-    /// and, when some deliveries went to a main-actor stand-in, runs or holds the post there; then
-    /// suspends until every delivery is done or `timeout`, if any, has passed.
+    /// and, when some deliveries went to a manual main-queue executor, runs its jobs or has it
+    /// hold the post; then suspends until every delivery is done or `timeout`, if any, has passed.
     private func asyncWaitingPost<N: TypedNotification>(
         _ notification: N, subject: AnyObject?, timeout: Duration?, isolation: isolated (any Actor)?
     ) async -> WaitOutcome {
         let group = WaitGroup(waiter: nil)
         var wait = PostWait(group: group, isolation: nil, blocks: false)
-        if let standIn = core.mainActorStandIn {
-            wait.standIn = standIn
-            wait.standInPost = StandInWaitingPost(
+        if let executor = core.manualMainQueue {
+            let post = MainQueueWaitingPost(
                 notificationType: String(describing: N.self), group: group, core: core,
-                standIn: String(describing: standIn))
+                executor: String(describing: executor))
+            wait.mainQueue = (executor, post)
         }
         withUnsafePointer(to: notification) { payload in
             scan(UnsafeRawPointer(payload), of: N.self, subject: subject, wait: &wait)
         }
         group.arrive()
-        let held = wait.isStandInPostHeld ? wait.standInPost : nil
-        await runOrHoldStandIn(held, group: group, isolation: isolation)
+        let held = wait.isMainQueuePostHeld ? wait.mainQueue : nil
+        if let held { await runJobsOfOccupiedExecutor(held.executor, until: group, isolation: isolation) }
         let completed = await group.wait(until: timeout?.deadlineFromNow ?? .distantFuture)
-        if let held { core.mainActorStandIn?.release(held) }
+        if let held { held.executor.release(held.post) }
         let (delivered, pendingCount) = group.outcome
         return WaitOutcome(completed: completed, pendingCount: pendingCount, report: wait.report.merging(delivered))
     }
 
-    /// Under a main-actor stand-in, an async waiting post sees what it sees in the app: made on
-    /// the main actor, it runs the stand-in's jobs in order (those held before this post, then
-    /// its own) until its deliveries are done, as the main queue would while it is suspended;
-    /// made elsewhere, it waits until the test runs the stand-in, which ends the wait with a
-    /// failure if its scope ends first.
-    private func runOrHoldStandIn(
-        _ held: StandInWaitingPost?, group: WaitGroup, isolation: isolated (any Actor)?
+    /// The waiting rule for an executor whose jobs run only when someone runs them: a waiting post
+    /// runs the deliveries it waits for on the executor its caller occupies, as a blocked
+    /// `postAndWait` drains the observers of the caller's own target. A manual main-queue
+    /// executor runs its jobs on the main actor, so a caller on the main actor occupies it: it
+    /// runs the executor's jobs in order (those held before this post, then its own) until its
+    /// deliveries are done, as the main queue would while the caller is suspended. A caller
+    /// elsewhere only waits; the executor holds the post (the scan handed it over), and ends the
+    /// wait if it will never run those jobs.
+    private func runJobsOfOccupiedExecutor(
+        _ executor: any ManualMainQueueExecutor, until group: WaitGroup, isolation: isolated (any Actor)?
     ) async {
-        // The scan has handed the post to the stand-in already, so a wait made elsewhere ends
-        // at the latest with the stand-in's scope.
-        guard held != nil, let standIn = core.mainActorStandIn, isolation === MainActor.shared else { return }
-        await standIn.runJobs(until: { group.isComplete })
+        guard isolation === MainActor.shared else { return }
+        await executor.runJobs(until: { group.isComplete })
     }
 
     private struct WaitOutcome {

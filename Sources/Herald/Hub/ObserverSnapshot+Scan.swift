@@ -19,14 +19,14 @@ struct PostWait {
     let collectsHelp: Bool
     /// The posting-thread observers' outcome (and the streams').
     var report = DeliveryReport()
-    /// The hub's main-actor stand-in, for an async waiting post on a hub that has one.
-    var standIn: (any MainActorStandIn)?
-    /// For an async waiting post on a hub with a main-actor stand-in: the post, which the scan
-    /// hands to the stand-in (``MainActorStandIn/hold(_:)``) before it enqueues the first delivery
-    /// that the stand-in will run, so the stand-in knows of the wait before a test can see the job.
-    var standInPost: StandInWaitingPost?
-    /// Whether the scan handed ``standInPost`` to the stand-in.
-    var isStandInPostHeld = false
+    /// For an async waiting post on a hub whose main-queue executor runs its jobs only when
+    /// someone runs them (``ManualMainQueueExecutor``): the executor, and the post, which the scan
+    /// hands to it (``ManualMainQueueExecutor/hold(_:)``) before it enqueues the first delivery
+    /// that the executor will run, so that the executor knows of the wait before its owner can see
+    /// the job.
+    var mainQueue: (executor: any ManualMainQueueExecutor, post: MainQueueWaitingPost)?
+    /// Whether the scan handed the post of ``mainQueue`` to its executor.
+    var isMainQueuePostHeld = false
 
     init(group: WaitGroup, isolation: (any Actor)?, blocks: Bool, collectsHelp: Bool = false) {
         self.collectsHelp = collectsHelp
@@ -155,13 +155,11 @@ extension ObserverSnapshot {
                 // that this thread blocks: waiting would never end, so enqueue only.
                 return observer.enqueue(payload, subject: subject, group: nil, hold: hold) != .refused
             }
-            if !wait.pointee.blocks, case .main = observer.target.kind, let post = wait.pointee.standInPost,
-                let standIn = wait.pointee.standIn
-            {
-                post.add(observer)
-                if !wait.pointee.isStandInPostHeld {
-                    wait.pointee.isStandInPostHeld = true
-                    standIn.hold(post)
+            if !wait.pointee.blocks, case .main = observer.target.kind, let mainQueue = wait.pointee.mainQueue {
+                mainQueue.post.add(observer)
+                if !wait.pointee.isMainQueuePostHeld {
+                    wait.pointee.isMainQueuePostHeld = true
+                    mainQueue.executor.hold(mainQueue.post)
                 }
             }
             wait.pointee.group.enter()

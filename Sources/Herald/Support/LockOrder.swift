@@ -12,7 +12,7 @@ enum LockRank: UInt8, Sendable {
     case subjectIdentities
     case stream
     case asyncCall
-    case standInPost
+    case mainQueueWaitingPost
     case mainQueueExecutor
     case misuses
     case idleWatch

@@ -155,13 +155,14 @@ extension MainActor {
     /// ```
     ///
     /// Work submitted from one thread runs in the order it was submitted, on the main queue. In a
-    /// test that installed a main-actor stand-in (`HeraldTesting`'s `withMainActorStandIn`), the
-    /// work goes to the stand-in instead, and runs when the test runs it.
+    /// test whose task has a main-queue executor of its own (`HeraldTesting`'s `TestMainActor`,
+    /// installed for the task that runs the test), the work goes to that executor instead, and runs
+    /// when the test runs it.
     ///
     /// - Parameter work: The work to run on the main actor.
     public static func perform(_ work: @escaping @MainActor @Sendable () -> Void) {
-        if let standIn = MainActorStandInScope.current {
-            standIn.enqueue { MainActor.assumeIsolated { work() } }
+        if let executor = MainQueueExecutorScope.current {
+            executor.enqueue { MainActor.assumeIsolated { work() } }
             return
         }
         DispatchQueue.main.async { MainActor.assumeIsolated { work() } }
@@ -173,16 +174,16 @@ extension MainActor {
     /// MainActor.perform(after: .milliseconds(300)) { toast.isHidden = true }
     /// ```
     ///
-    /// It always enqueues, even when called on the main actor. In a test that installed a
-    /// main-actor stand-in (`HeraldTesting`'s `withMainActorStandIn`), the work is due on the
-    /// stand-in's manual clock instead, so a debounce is tested without waiting.
+    /// It always enqueues, even when called on the main actor. In a test whose task has a
+    /// main-queue executor of its own (`HeraldTesting`'s `TestMainActor`), the work is due on that
+    /// executor's manual clock instead, so a debounce is tested without waiting.
     ///
     /// - Parameters:
     ///   - delay: The minimum time to wait. Zero or negative means "as soon as possible".
     ///   - work: The work to run on the main actor.
     public static func perform(after delay: Duration, _ work: @escaping @MainActor @Sendable () -> Void) {
-        if let standIn = MainActorStandInScope.current {
-            standIn.enqueue(after: delay) { MainActor.assumeIsolated { work() } }
+        if let executor = MainQueueExecutorScope.current {
+            executor.enqueue(after: delay) { MainActor.assumeIsolated { work() } }
             return
         }
         DispatchQueue.main.asyncAfter(deadline: delay.deadlineFromNow) { MainActor.assumeIsolated { work() } }

@@ -47,9 +47,9 @@ public struct DeliveryTarget: Sendable, Equatable, CustomStringConvertible {
     /// isolated to the main actor.
     ///
     /// Use it where the target is a value chosen at run time, for example a view model that takes
-    /// its target as a parameter so that a test can pass a stand-in. When the handler itself must
-    /// be `@MainActor`, observe with `on: MainActor.shared` instead: the compiler then checks the
-    /// handler's isolation.
+    /// its target as a parameter so that a test can pass its own (`HeraldTesting`'s
+    /// `TestDeliveryTarget`). When the handler itself must be `@MainActor`, observe with
+    /// `on: MainActor.shared` instead: the compiler then checks the handler's isolation.
     public static let mainQueue = DeliveryTarget(kind: .main)
 
     /// Not available: say which of the two you mean.

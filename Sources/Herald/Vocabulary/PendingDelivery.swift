@@ -30,12 +30,12 @@ public struct PendingDelivery: Sendable, Equatable, CustomStringConvertible {
 /// ``NotificationHub/waitUntilIdle(isolation:)`` and
 /// ``NotificationHub/waitUntilIdle(timeout:isolation:)`` throw it.
 /// A waiting post (`await hub.postAndWait(_:from:)`) that still waits for deliveries held by a
-/// test's main-actor stand-in when the stand-in's scope ends returns with this error in its
-/// report's failures.
+/// manual executor (`HeraldTesting`'s `TestMainActor`) when that executor will no longer run them
+/// returns with this error in its report's failures.
 public struct PendingWorkError: Error, Sendable, Equatable, CustomStringConvertible {
     private enum Code: Sendable, Equatable {
         case timedOut(Duration)
-        case waitsForStandIn(String)
+        case waitsForManualExecutor(String)
     }
 
     private let code: Code
@@ -52,14 +52,15 @@ public struct PendingWorkError: Error, Sendable, Equatable, CustomStringConverti
         PendingWorkError(code: .timedOut(timeout), pending: pending)
     }
 
-    /// The wait could only end once the test ran the jobs of its main-actor stand-in.
+    /// The wait could only end once the test ran the jobs of a manual executor: one whose jobs run
+    /// only when the test runs them, such as `HeraldTesting`'s `TestMainActor`.
     ///
     /// - Parameters:
-    ///   - standIn: The stand-in's description.
-    ///   - pending: The deliveries that wait for the stand-in.
+    ///   - executor: The executor's description.
+    ///   - pending: The deliveries that wait for the executor.
     /// - Returns: The error.
-    public static func waitsForStandIn(_ standIn: String, pending: [PendingDelivery]) -> PendingWorkError {
-        PendingWorkError(code: .waitsForStandIn(standIn), pending: pending)
+    public static func waitsForManualExecutor(_ executor: String, pending: [PendingDelivery]) -> PendingWorkError {
+        PendingWorkError(code: .waitsForManualExecutor(executor), pending: pending)
     }
 
     /// Whether the wait ended because its timeout passed.
@@ -68,9 +69,10 @@ public struct PendingWorkError: Error, Sendable, Equatable, CustomStringConverti
         return false
     }
 
-    /// Whether the wait ended at once because only the test could run what it waited for.
-    public var waitsForStandIn: Bool {
-        if case .waitsForStandIn = code { return true }
+    /// Whether the wait ended at once because only the test could run what it waited for: the jobs
+    /// of a manual executor (see ``waitsForManualExecutor(_:pending:)``).
+    public var waitsForManualExecutor: Bool {
+        if case .waitsForManualExecutor = code { return true }
         return false
     }
 
@@ -81,9 +83,9 @@ public struct PendingWorkError: Error, Sendable, Equatable, CustomStringConverti
         case .timedOut(let timeout):
             return "expected every delivery to finish within \(timeout), found \(pending.count) observer"
                 + "\(pending.count == 1 ? "" : "s") with work pending: \(list)"
-        case .waitsForStandIn(let standIn):
+        case .waitsForManualExecutor(let executor):
             return "expected deliveries that can finish while this task waits, found \(pending.count) observer"
-                + "\(pending.count == 1 ? "" : "s") whose jobs only the test can run on \(standIn): \(list); "
+                + "\(pending.count == 1 ? "" : "s") whose jobs only the test can run on \(executor): \(list); "
                 + "run them first (await runUntilIdle()) or post without waiting"
         }
     }
