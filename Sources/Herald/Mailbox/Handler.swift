@@ -21,6 +21,12 @@ public struct DeliveryContext: Sendable {
 enum Handler<Value: Sendable>: Sendable {
     case plain(@Sendable (Value) throws -> Void)
     /// A handler that also learns the post's subject and the target (``DeliveryContext``).
+    ///
+    /// A kind of its own, called through the same ``HandlerCall/run(_:with:reportingTo:)``: a
+    /// `.plain` handler is the user's closure itself, which the posting-thread loop and the drain
+    /// call directly. Were every handler given the context, each plain one would be the user's
+    /// closure wrapped in one that drops it: one more indirect call per delivery on those loops,
+    /// and one more allocation per registration.
     case contextual(@Sendable (Value, DeliveryContext) throws -> Void)
     /// An `async` handler: one call at a time, each started on a task of its own (see
     /// ``AsyncCallSlot``).
