@@ -215,6 +215,7 @@ final class DurableReader: Sendable {
         guard try locked.rows.first?.decode(Bool.self) == true else {
             throw PostgresLinkError.consumerInUse(durability.consumer)
         }
+        _ = try await core.boundedQuery(PostgresQuery(unsafeSQL: prepareReadStatement), on: connection)
         // A position past the start of the first transaction that the server has not handed out
         // yet names a row that this server has not written. (Taken after the position: a new
         // consumer's position is taken from this server now.)
@@ -382,25 +383,41 @@ final class DurableReader: Sendable {
         }
     }
 
+    /// The name of the prepared read on the reading connection.
+    static let readStatement = "herald_durable_read"
+
+    /// Prepares the read (``readBatch(on:)``) on a new connection: planning this statement each time
+    /// costs about as much as running it (0.36 ms a read unprepared, 0.15 ms prepared, on an idle
+    /// 2-core machine), and the reader runs it after each wake-up. Its parameters: the position's
+    /// transaction and row. The batch size is part of the text, so that the plan that PostgreSQL
+    /// caches after five reads knows the limit and reads along the index.
+    ///
+    /// `l.tx` and `l.position` are qualified: a bare `tx` in ORDER BY would name the output column
+    /// `tx::text::int8`, and the log would be sorted in full instead of read along its index.
+    private var prepareReadStatement: String {
+        """
+        PREPARE \(Self.readStatement)(xid8, int8) AS \
+        SELECT 0::int4, first_tx::text::int8, first_position, last_tx::text::int8, last_position, count, \
+        NULL::text, false, 0::float8 \
+        FROM \(log.deletions) WHERE (last_tx, last_position) > ($1, $2) \
+        UNION ALL \
+        (SELECT 1::int4, l.tx::text::int8, l.position, 0::int8, 0::int8, 0::int8, l.payload, l.transactional, \
+        extract(epoch FROM l.issued)::float8 \
+        FROM \(log.log) AS l WHERE (l.tx, l.position) > ($1, $2) \
+        AND l.tx < pg_snapshot_xmin(pg_current_snapshot()) ORDER BY l.tx, l.position LIMIT \(durability.batchSize))
+        """
+    }
+
     /// One read: reports what retention deleted unread, delivers the rows, stores the position.
     /// Returns whether it read a full batch (more may be readable at once).
     private func readBatch(on connection: PostgresConnection) async throws -> Bool {
         guard let from = state.withLock({ $0.position }) else { return false }
-        let tx = String(from.transaction)
         let batch = durability.batchSize
-        // `l.tx` and `l.position`, qualified: a bare `tx` in ORDER BY would name the output column
-        // `tx::text::int8`, and the log would be sorted in full instead of read along its index.
+        // Both arguments are numbers of this process, written as literals (`EXECUTE` takes no
+        // bound parameters).
         let result = try await core.boundedQuery(
-            """
-            SELECT 0::int4, first_tx::text::int8, first_position, last_tx::text::int8, last_position, count, \
-            NULL::text, false, 0::float8 \
-            FROM \(unescaped: log.deletions) WHERE (last_tx, last_position) > (\(tx)::xid8, \(from.position)) \
-            UNION ALL \
-            (SELECT 1::int4, l.tx::text::int8, l.position, 0::int8, 0::int8, 0::int8, l.payload, l.transactional, \
-            extract(epoch FROM l.issued)::float8 \
-            FROM \(unescaped: log.log) AS l WHERE (l.tx, l.position) > (\(tx)::xid8, \(from.position)) \
-            AND l.tx < pg_snapshot_xmin(pg_current_snapshot()) ORDER BY l.tx, l.position LIMIT \(batch))
-            """, on: connection, timeout: .seconds(120))
+            PostgresQuery(unsafeSQL: "EXECUTE \(Self.readStatement)('\(from.transaction)', \(from.position))"),
+            on: connection, timeout: .seconds(120))
         core.state.withLock { $0.statistics.logReads += 1 }
         typealias Columns = (Int32, Int64, Int64, Int64, Int64, Int64, String?, Bool, Double)
         var deleted: [(first: DurablePosition, last: DurablePosition, count: Int64)] = []

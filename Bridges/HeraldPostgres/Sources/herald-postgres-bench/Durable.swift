@@ -6,8 +6,8 @@
 //   selects the rows with `id > last` (which skips a row whose transaction commits after a later
 //   id's: it counts them).
 // - durable: each post is `BEGIN`, `PostgresLink.post(_:in:)` (the row and the wake-up `NOTIFY` in
-//   one statement), `COMMIT`; a second durable link, a consumer of its own, receives every post in
-//   its hub.
+//   one statement), `COMMIT`; the same link, as the one consumer of a service instance, reads the
+//   log and delivers every post to its hub (as raw has one reader).
 //
 // Latency: from the post's start (before `BEGIN`) to the reader's handler, by the monotonic clock
 // of this process; p50 and p99 of all posts; and from the end of its `COMMIT` to the handler. Throughput: posts per second from the first post's
@@ -201,17 +201,14 @@ func runDurableTransactions(
     let channel = "bench_log_wake_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
     let total = posters * perPoster
     let arrivals = Arrivals(expected: total)
-    func link(hub: NotificationHub, consumer: String) async throws -> PostgresLink {
-        var options = PostgresLink.Options()
-        options.durability = try PostgresLink.Durability(log: log, consumer: consumer)
-        return try await PostgresLink.connect(
-            hub: hub, channel: channel, configuration: configuration, sharing: [DurablePing.self], options: options)
-    }
-    let posterHub = NotificationHub()
-    let readerHub = NotificationHub()
-    let token = readerHub.observe(DurablePing.self) { ping in arrivals.arrived(sentAt: ping.sentAt) }
-    let posterLink = try await link(hub: posterHub, consumer: "bench-poster-\(channel)")
-    let readerLink = try await link(hub: readerHub, consumer: "bench-reader-\(channel)")
+    // One service instance: its link posts on the posters' connections and reads the log as its
+    // one consumer, as raw has one reader.
+    let hub = NotificationHub()
+    let token = hub.observe(DurablePing.self) { ping in arrivals.arrived(sentAt: ping.sentAt) }
+    var options = PostgresLink.Options()
+    options.durability = try PostgresLink.Durability(log: log, consumer: "bench-\(channel)")
+    let link = try await PostgresLink.connect(
+        hub: hub, channel: channel, configuration: configuration, sharing: [DurablePing.self], options: options)
     var holder: Task<Void, any Error>?
     if holdsHorizon {
         let connection = try await PostgresConnection.connect(configuration: configuration, id: 92, logger: logger)
@@ -228,15 +225,16 @@ func runDurableTransactions(
         connection in
         let sentAt = now()
         try await connection.query("BEGIN", logger: logger)
-        try await posterLink.post(DurablePing(sentAt: sentAt, filler: durableFiller), in: connection)
+        try await link.post(DurablePing(sentAt: sentAt, filler: durableFiller), in: connection)
         try await connection.query("COMMIT", logger: logger)
         arrivals.committed(sentAt: sentAt)
     }
     await arrivals.wait(timeout: .seconds(120))
     try await holder?.value
     withExtendedLifetime(token) {}
-    await posterLink.close()
-    await readerLink.close()
+    let statistics = link.statistics
+    print("  (durable: \(statistics.logReads) reads of the log for \(statistics.logRowsRead) rows)")
+    await link.close()
     let (latencies, afterCommit, lastArrival) = arrivals.result
     if latencies.count < total { print("  durable: only \(latencies.count) of \(total) arrived") }
     return DurableRun(latencies: latencies, afterCommit: afterCommit, seconds: Double(lastArrival &- began) / 1e9)
