@@ -69,7 +69,7 @@ struct Signer: Sendable {
     func overhead(issued: UInt64) -> Int {
         let legacy = Self.head.count + Self.signatureLength + Self.tail.count - 1
         if isLegacy { return legacy }
-        return legacy + signingHead.count + String(issued).utf8.count
+        return legacy + signingHead.count + Envelope.digits(issued)
     }
 
     /// The key id as a JSON string.
