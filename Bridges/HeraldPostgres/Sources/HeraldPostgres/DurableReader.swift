@@ -132,6 +132,9 @@ final class DurableReader: Sendable {
         var storedAt: ContinuousClock.Instant?
         var maintainedAt: ContinuousClock.Instant?
         var isPrepared = false
+        /// The server's timeline at the last connection (hexadecimal, as in WAL file names), when
+        /// it said: a promotion or a restored backup starts a new one.
+        var timeline: String?
         /// The last sequence number read from each incarnation's ordinary (not transactional) posts,
         /// whose rows come in sequence order: a row at or below it was written twice (its `INSERT`
         /// sent again after a lost connection).
@@ -221,21 +224,41 @@ final class DurableReader: Sendable {
         // consumer's position is taken from this server now.)
         if let position = state.withLock({ $0.position }) {
             let horizon = try await firstUnassigned(on: connection)
-            guard position > horizon else { return try await store(position, on: connection) }
+            let timeline = await self.timeline(on: connection)
+            // On a new timeline (promoted, or restored), the server may lack the last rows read and
+            // have handed out their transaction ids again already, below the position: only the
+            // position stored on it is sure.
+            let previous = state.withLock { $0.timeline }
+            let isNewTimeline = previous != nil && timeline != nil && previous != timeline
+            guard position > horizon || isNewTimeline else {
+                try await store(position, on: connection)
+                if let timeline { state.withLock { $0.timeline = timeline } }
+                return
+            }
             // Read from a server whose history this one lacks: resume where this server says.
             let stored = try await storedPosition(on: connection)
             let resumed: DurablePosition
-            if let stored, stored <= horizon {
+            if let stored, stored <= horizon, stored <= position {
                 resumed = stored
             } else {
-                resumed = try await latest(on: connection)
+                resumed = min(position, try await latest(on: connection))
             }
-            state.withLock { $0.position = resumed }
+            state.withLock { state in
+                state.position = resumed
+                if let timeline { state.timeline = timeline }
+            }
             try await store(resumed, on: connection)
-            core.report(.positionAhead(position, next: horizon.transaction, resumingAt: resumed))
+            if position > horizon {
+                core.report(.positionAhead(position, next: horizon.transaction, resumingAt: resumed))
+            } else if resumed != position {
+                core.report(
+                    .positionAhead(
+                        position, timeline: previous ?? "", serverTimeline: timeline ?? "", resumingAt: resumed))
+            }
         } else {
             var position = try await loadPosition(on: connection)
             let horizon = try await firstUnassigned(on: connection)
+            let timeline = await self.timeline(on: connection)
             if position > horizon {
                 let ahead = position
                 position = try await latest(on: connection)
@@ -246,8 +269,18 @@ final class DurableReader: Sendable {
                 state.position = position
                 state.stored = position
                 state.storedAt = ContinuousClock().now
+                state.timeline = timeline
             }
         }
+    }
+
+    /// The server's timeline, from the name of its current WAL file; `nil` where the server does
+    /// not say (a standby, or a service that hides its WAL functions).
+    private func timeline(on connection: PostgresConnection) async -> String? {
+        let rows = try? await core.boundedQuery(
+            "SELECT substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8)", on: connection
+        ).rows
+        return try? rows?.first?.decode(String.self)
     }
 
     /// Before every row of the first transaction id that the server has not handed out yet.

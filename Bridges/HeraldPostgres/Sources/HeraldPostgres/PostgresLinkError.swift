@@ -123,8 +123,10 @@ public struct PostgresLinkError: Error, Sendable, Hashable, CustomStringConverti
         public static let rowsDeleted = Code(code: .rowsDeleted)
         /// The durable consumer's position names a transaction id that the server has not handed
         /// out yet: the server lacks the last rows the consumer read (an asynchronous replica was
-        /// promoted, or a backup restored) and will hand those ids out again. The link resumes at
-        /// the position stored on this server if it lies below, or at the latest rows otherwise
+        /// promoted, or a backup restored) and will hand those ids out again. Also reported when
+        /// the link reconnects to a server on a new timeline (promoted or restored since the link
+        /// last read from it), which may have handed those ids out again already. The link resumes
+        /// at the position stored on this server if it lies below, or at the latest rows otherwise
         /// (``PostgresLinkError/found`` says where): rows may be delivered again, and none written
         /// on this server is skipped.
         public static let positionAhead = Code(code: .positionAhead)
@@ -385,6 +387,16 @@ public struct PostgresLinkError: Error, Sendable, Hashable, CustomStringConverti
             .positionAhead, expected: "a durable position below the server's next transaction id \(next)",
             found:
                 "position \(position), which this server has not reached (a promoted replica or a restored backup); resuming at \(resumed)"
+        )
+    }
+
+    static func positionAhead(
+        _ position: DurablePosition, timeline: String, serverTimeline: String, resumingAt resumed: DurablePosition
+    ) -> Self {
+        .init(
+            .positionAhead, expected: "a durable position read on the server's timeline \(serverTimeline)",
+            found:
+                "position \(position), read on timeline \(timeline) (a promoted replica or a restored backup, which may have handed out its transaction ids again); resuming at \(resumed)"
         )
     }
 

@@ -1,4 +1,5 @@
-// herald-postgres-durable-peer: a process of the durable-mode chaos run (Scripts/durable-chaos.sh).
+// herald-postgres-durable-peer: a process of the durable-mode chaos run (Scripts/durable-chaos.sh)
+// and of the failover run (Scripts/durable-failover.sh).
 //
 //     herald-postgres-durable-peer --role poster --name P --table T --channel C --count N
 //         [--rollback-percent 10] [--long-per-mille 2]
@@ -12,8 +13,13 @@
 //     herald-postgres-durable-peer --role reader --name R --table T --channel C --output FILE
 //
 // Reads the log as consumer R, from the earliest row, and appends a line `tx position poster
-// sequence` to FILE for each delivery (before the link stores its position), after a line `start`.
-// Runs until it is killed.
+// sequence` to FILE for each delivery (before the link stores its position), after a line `start`,
+// and a line `error DESCRIPTION` for each error the link reports (but `.connectionLost` and
+// `.consumerInUse`), in the order they come. Runs until it is killed.
+//
+//     herald-postgres-durable-peer --role migration --table T
+//
+// Prints the log's migration (`DurableLog.migration(table:)`), for `psql`.
 //
 // The server comes from HERALD_PG_HOST, HERALD_PG_PORT, HERALD_PG_USER, HERALD_PG_PASSWORD and
 // HERALD_PG_DATABASE.
@@ -69,6 +75,14 @@ func say(_ line: String) {
 }
 
 let arguments = Arguments(Array(CommandLine.arguments.dropFirst()))
+if arguments.role == "migration" {
+    do {
+        say(try DurableLog.migration(table: arguments.table))
+        exit(0)
+    } catch {
+        fail("\(error)")
+    }
+}
 let environment = ProcessInfo.processInfo.environment
 guard let host = environment["HERALD_PG_HOST"], let user = environment["HERALD_PG_USER"] else {
     fail("set HERALD_PG_HOST and HERALD_PG_USER")
@@ -79,8 +93,11 @@ let configuration = PostgresConnection.Configuration(
 let logger = Logger(label: "herald-postgres-durable-peer")
 
 /// Connects a durable link as consumer `consumer`, trying again while the server is away or the
-/// name is still held by a killed process's session.
-func connectLink(hub: NotificationHub, consumer: String) async -> PostgresLink {
+/// name is still held by a killed process's session; `reported` is given each error the link
+/// reports, but lost connections and a name still held.
+func connectLink(
+    hub: NotificationHub, consumer: String, reported: @escaping @Sendable (PostgresLinkError) -> Void = { _ in }
+) async -> PostgresLink {
     while true {
         do {
             var options = PostgresLink.Options(
@@ -91,7 +108,10 @@ func connectLink(hub: NotificationHub, consumer: String) async -> PostgresLink {
                 hub: hub, channel: arguments.channel, configuration: configuration, sharing: [ChaosNote.self],
                 options: options)
             link.errorHandler = { error in
-                if error.code != .connectionLost && error.code != .consumerInUse { say("error \(error)") }
+                if error.code != .connectionLost && error.code != .consumerInUse {
+                    say("error \(error)")
+                    reported(error)
+                }
             }
             return link
         } catch {
@@ -202,7 +222,7 @@ func runReader() async {
             "\(delivery.position.transaction) \(delivery.position.position) "
                 + "\(delivery.notification.poster) \(delivery.notification.sequence)")
     }
-    let link = await connectLink(hub: hub, consumer: arguments.name)
+    let link = await connectLink(hub: hub, consumer: arguments.name) { error in output.append("error \(error)") }
     say("ready")
     while true { try? await Task.sleep(for: .seconds(3_600)) }
     withExtendedLifetime((token, link)) {}
@@ -211,5 +231,5 @@ func runReader() async {
 switch arguments.role {
 case "poster": await runPoster()
 case "reader": await runReader()
-default: fail("--role poster or --role reader")
+default: fail("--role poster, --role reader or --role migration")
 }

@@ -36,7 +36,10 @@ struct DurableNode {
     let barriers = Recorder<Barrier>()
     let tokens: [ObservationToken]
 
-    init(channel: String, options: PostgresLink.Options, origin: UUID = UUID()) async throws {
+    init(
+        channel: String, options: PostgresLink.Options, origin: UUID = UUID(),
+        configuration: PostgresConnection.Configuration? = nil
+    ) async throws {
         let hub = self.hub
         let (users, deliveries, barriers) = (self.users, self.deliveries, self.barriers)
         // Observed before the link starts reading, so that nothing read is missed.
@@ -46,7 +49,7 @@ struct DurableNode {
             hub.observe(Barrier.self) { barriers.append($0) },
         ]
         let link = try PostgresLink(
-            hub: hub, channel: channel, configuration: try TestServer.requireConfiguration(),
+            hub: hub, channel: channel, configuration: try configuration ?? TestServer.requireConfiguration(),
             sharing: [UserCreated.self, Barrier.self], origin: origin, options: options)
         let errors = self.errors
         link.errorHandler = { errors.append($0) }

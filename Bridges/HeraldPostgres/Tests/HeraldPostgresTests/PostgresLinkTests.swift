@@ -510,6 +510,70 @@ struct ServerRestartTests {
         try await RestartableServer.start()
         if let failure { throw failure }
     }
+
+    /// A promoted server (a new timeline) may have handed out again the transaction ids of rows it
+    /// lacks before the link reconnects, so that the position in memory lies below its next id: the
+    /// consumer resumes at its position stored on that server all the same, and reports it. Here the
+    /// server lacks nothing and the stored position is put back by hand, so that the rows after it
+    /// come again.
+    @Test func aDurableConsumerResumesAtItsStoredPositionOnAPromotedServer() async throws {
+        let channel = TestServer.makeChannel()
+        let configuration = try RestartableServer.configuration()
+        let log = try makeTestLog()
+        let poster = try await DurableNode(
+            channel: channel, options: try durableOptions(log: log, consumer: "p"), configuration: configuration)
+        let reader = try await DurableNode(
+            channel: channel, options: try durableOptions(log: log, consumer: "r", start: .earliest),
+            configuration: configuration)
+        let raw = try await PostgresConnection.connect(configuration: configuration, id: 1, logger: TestServer.logger)
+        let consumers = "\"public\".\"\(log.table)_consumers\""
+        var positions: [DurablePosition] = []
+        var failure: (any Error)?
+        do {
+            // Transactional posts: a row read again is delivered again (an ordinary post read again
+            // would be dropped by its sequence number).
+            for id in 1...3 {
+                try await raw.withTransaction(logger: TestServer.logger) { connection in
+                    try await poster.link.post(UserCreated(userID: id), in: connection)
+                }
+            }
+            try await waitUntil("the first rows") { reader.deliveries.count == 3 }
+            positions = reader.deliveries.values.map(\.position)
+            // Stored within the poll interval after the last row; then the link stores again only
+            // when its position moves (or after a minute): the position put back stays.
+            var stored: [Int64] = []
+            for _ in 0..<100 {
+                stored = try await int64s("SELECT position FROM \(consumers) WHERE name = 'r'", on: raw)
+                if stored == [positions[2].position] { break }
+                try await waitForReads(of: reader.link, after: reader.link.statistics.logReads, count: 1)
+            }
+            try #require(stored == [positions[2].position])
+            try await int64s(
+                """
+                UPDATE \(consumers) SET tx = '\(positions[0].transaction)'::xid8, \
+                position = \(positions[0].position) WHERE name = 'r' RETURNING position
+                """, on: raw)
+        } catch {
+            failure = error
+        }
+        try? await raw.close()
+        if let failure { throw failure }
+
+        try await RestartableServer.promote()
+        try await waitUntil("the report") { reader.errors.values.contains { $0.code == .positionAhead } }
+        poster.hub.post(UserCreated(userID: 4))
+        try await waitUntil("rows 2 and 3 again, then 4") { reader.users.count == 6 }
+        #expect(reader.userIDs == [1, 2, 3, 2, 3, 4])
+        #expect(Array(reader.deliveries.values.map(\.position).prefix(5)) == positions + positions.dropFirst())
+        let reports = reader.errors.values.filter { $0.code == .positionAhead }
+        #expect(reports.count == 1)
+        #expect(reports.first?.found?.hasPrefix("position \(positions[2]), read on timeline ") == true)
+        #expect(reports.first?.found?.hasSuffix("resuming at \(positions[0])") == true)
+        // The poster's own consumer had stored its position: it goes on from there, unreported.
+        #expect(poster.errors.values.allSatisfy { [.connectionLost, .outage].contains($0.code) })
+        await poster.link.close()
+        await reader.link.close()
+    }
 }
 
 @Suite("PostgresLink without a server")

@@ -199,6 +199,16 @@ enum RestartableServer {
     static func start() async throws {
         try await pgCtl(["-l", environment["HERALD_PG_LOG"] ?? "/dev/null", "start"])
     }
+
+    /// Stops the cluster, starts it as a standby with no primary (a `standby.signal` file) and
+    /// promotes it: it comes back with every row, on a new timeline, as a promoted replica does.
+    static func promote() async throws {
+        let data = try #require(environment["HERALD_PG_DATA"], Comment(rawValue: missing))
+        try await stop()
+        try #require(FileManager.default.createFile(atPath: data + "/standby.signal", contents: Data()))
+        try await start()
+        try await pgCtl(["promote"])
+    }
 }
 
 /// A child process, started with `posix_spawn` and reaped with `waitpid`. (Foundation's
