@@ -346,6 +346,17 @@ extension PostgresLink {
         /// (``DurableLog/consumerExpiryStatement(olderThan:)``, run with the retention, if any);
         /// seven days by default, `nil` for never.
         public var consumerExpiry: Duration?
+        /// Where the link stands in a switch of a running service from plain to durable mode;
+        /// ``Phase/reading`` by default (durable mode proper). Switch in three deployments, none of
+        /// which loses a notification: ``Phase/writeOnly``, then ``Phase/readingWithPlainCopies``,
+        /// then ``Phase/reading``; see the README's "Switching a running service to durable mode".
+        ///
+        /// ```swift
+        /// var durability = try PostgresLink.Durability(log: try DurableLog(), consumer: "orders-1")
+        /// durability.phase = .writeOnly  // deployment 1 of the switch
+        /// options.durability = durability
+        /// ```
+        public var phase = Phase.reading
 
         /// - Throws: ``PostgresLinkError`` with code ``PostgresLinkError/Code/invalidConsumerName``.
         public init(

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Herald
 import HeraldPostgres
@@ -16,12 +17,15 @@ func makeTestLog() throws -> DurableLog {
 func durableOptions(
     log: DurableLog, consumer: String, start: DurableStart = .latest, pollInterval: Duration = .milliseconds(200),
     batchSize: Int = 500, retention: PostgresLink.Retention? = nil,
-    reconnection: PostgresLink.Reconnection = TestServer.fastReconnection
+    reconnection: PostgresLink.Reconnection = TestServer.fastReconnection,
+    phase: PostgresLink.Durability.Phase = .reading, signingKey: SymmetricKey? = nil
 ) throws -> PostgresLink.Options {
-    var options = PostgresLink.Options(reconnection: reconnection)
-    options.durability = try PostgresLink.Durability(
+    var options = PostgresLink.Options(reconnection: reconnection, signingKey: signingKey)
+    var durability = try PostgresLink.Durability(
         log: log, consumer: consumer, start: start, pollInterval: pollInterval, batchSize: batchSize,
         createsLog: true, retention: retention)
+    durability.phase = phase
+    options.durability = durability
     return options
 }
 
@@ -34,20 +38,22 @@ struct DurableNode {
     let users = Recorder<UserCreated>()
     let deliveries = Recorder<DurableDelivery<UserCreated>>()
     let barriers = Recorder<Barrier>()
+    let blobs = Recorder<Blob>()
     let tokens: [ObservationToken]
 
     init(channel: String, options: PostgresLink.Options, origin: UUID = UUID()) async throws {
         let hub = self.hub
-        let (users, deliveries, barriers) = (self.users, self.deliveries, self.barriers)
+        let (users, deliveries, barriers, blobs) = (self.users, self.deliveries, self.barriers, self.blobs)
         // Observed before the link starts reading, so that nothing read is missed.
         tokens = [
             hub.observe(UserCreated.self) { users.append($0) },
             hub.observe(DurableDelivery<UserCreated>.self) { deliveries.append($0) },
             hub.observe(Barrier.self) { barriers.append($0) },
+            hub.observe(Blob.self) { blobs.append($0) },
         ]
         let link = try PostgresLink(
             hub: hub, channel: channel, configuration: try TestServer.requireConfiguration(),
-            sharing: [UserCreated.self, Barrier.self], origin: origin, options: options)
+            sharing: [UserCreated.self, Barrier.self, Blob.self], origin: origin, options: options)
         let errors = self.errors
         link.errorHandler = { errors.append($0) }
         self.link = link
