@@ -95,3 +95,17 @@ func terminateReader(of consumer: String, in log: DurableLog, on connection: Pos
 func waitForReads(of link: PostgresLink, after before: Int, count: Int = 2) async throws {
     try await waitUntil("\(count) more reads of the log") { link.statistics.logReads >= before + count }
 }
+
+/// Runs `body` with a plain connection of its own, closed afterwards also when `body` throws:
+/// postgres-nio traps on a connection released before it is closed, which would hide the error.
+func withRawConnection<T>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+    let connection = try await TestServer.rawConnection()
+    do {
+        let result = try await body(connection)
+        try await connection.close()
+        return result
+    } catch {
+        try? await connection.close()
+        throw error
+    }
+}

@@ -53,11 +53,11 @@ struct DurableSwitchTests {
         #expect(plain.errors.values.map(\.description) == [])
         #expect(writer.errors.values.map(\.description) == [])
         // The log holds the write-only link's posts, and none of the plain link's.
-        let raw = try await TestServer.rawConnection()
-        #expect(try await loggedUserIDs(in: log, on: raw) == Array(101...150))
-        // Its consumer has a row, for the reading link that replaces it.
-        #expect(try await storedTransaction(of: "w", in: log, on: raw) != nil)
-        try await raw.close()
+        try await withRawConnection { raw async throws in
+            #expect(try await loggedUserIDs(in: log, on: raw) == Array(101...150))
+            // Its consumer has a row, for the reading link that replaces it.
+            #expect(try await storedTransaction(of: "w", in: log, on: raw) != nil)
+        }
         await plain.link.close()
         await writer.link.close()
     }
@@ -104,19 +104,21 @@ struct DurableSwitchTests {
         try await waitUntil("the write-only link has the first 20") { writer.users.count == 20 }
 
         // The copies that follow carry later horizons: the stored position moves past the first 20.
-        let raw = try await TestServer.rawConnection()
-        let lastFirst = try #require(
-            try await int64s(
-                "SELECT max(tx::text::int8) FROM \"public\".\"\(log.table)\" WHERE type = 'UserCreated'", on: raw
-            ).first)
-        var barrier = 0
-        while try await storedTransaction(of: "a", in: log, on: raw) ?? 0 <= lastFirst {
-            barrier += 1
-            #expect(barrier < 200, "the stored position never passed the first posts")
-            guard barrier < 200 else { break }
-            let id = barrier
-            poster.hub.post(Barrier(id: id))
-            try await waitUntil("barrier \(id)") { writer.barriers.values.contains(Barrier(id: id)) }
+        try await withRawConnection { raw async throws in
+            let lastFirst = try #require(
+                try await int64s(
+                    "SELECT max(tx::text::int8) FROM \"public\".\"\(log.table)\" WHERE type = 'UserCreated'",
+                    on: raw
+                ).first)
+            var barrier = 0
+            while try await storedTransaction(of: "a", in: log, on: raw) ?? 0 <= lastFirst {
+                barrier += 1
+                #expect(barrier < 200, "the stored position never passed the first posts")
+                guard barrier < 200 else { break }
+                let id = barrier
+                poster.hub.post(Barrier(id: id))
+                try await waitUntil("barrier \(id)") { writer.barriers.values.contains(Barrier(id: id)) }
+            }
         }
         await writer.link.close()
 
@@ -130,7 +132,6 @@ struct DurableSwitchTests {
         #expect(writer.userIDs == Array(1...20))
         #expect(reader.userIDs == Array(21...60))
         #expect(reader.errors.values.map(\.description) == [])
-        try await raw.close()
         await reader.link.close()
         await poster.link.close()
     }
@@ -161,8 +162,11 @@ struct DurableSwitchTests {
     /// observers only, and not in the log), alone or in a transaction; without plain copies it
     /// travels.
     @Test func aPostOverTheNotifyLimitIsRefusedWithPlainCopiesAndTravelsWithout() async throws {
+        try await withRawConnection { connection in try await oversizePosts(on: connection) }
+    }
+
+    private func oversizePosts(on connection: PostgresConnection) async throws {
         let big = Blob(text: String(repeating: "x", count: PostgresLink.maximumPayloadBytes))
-        let connection = try await TestServer.rawConnection()
         for phase in [PostgresLink.Durability.Phase.writeOnly, .readingWithPlainCopies] {
             let channel = TestServer.makeChannel()
             let log = try makeTestLog()
@@ -178,7 +182,9 @@ struct DurableSwitchTests {
             try await connection.query("ROLLBACK", logger: TestServer.logger)
             #expect(refused?.code == .payloadTooLarge)
             poster.hub.post(Barrier(id: 1))
-            try await waitUntil("the barrier") { other.barriers.count == 1 }
+            try await waitUntil("the barrier, \(phase), errors \(poster.errors.values) \(other.errors.values)") {
+                other.barriers.count == 1
+            }
             #expect(poster.blobs.values == [big], "\(phase): local observers only")
             #expect(other.blobs.values.isEmpty)
             #expect(poster.errors.values.map(\.code) == [.payloadTooLarge], "\(phase)")
@@ -201,7 +207,6 @@ struct DurableSwitchTests {
         try await waitUntil("both big posts") { other.blobs.count == 2 }
         #expect(other.blobs.values == [big, big])
         #expect(poster.errors.values.isEmpty && other.errors.values.isEmpty)
-        try await connection.close()
         await poster.link.close()
         await other.link.close()
     }
@@ -219,8 +224,18 @@ struct DurableSwitchTests {
         let reader = try await DurableNode(
             channel: channel,
             options: try durableOptions(log: log, consumer: "r", phase: .readingWithPlainCopies, signingKey: key))
-        let first = try await TestServer.rawConnection()
-        let second = try await TestServer.rawConnection()
+        try await withRawConnection { first in
+            try await withRawConnection { second in
+                try await transactionalCopies(writer: writer, reader: reader, first: first, second: second)
+            }
+        }
+        await writer.link.close()
+        await reader.link.close()
+    }
+
+    private func transactionalCopies(
+        writer: DurableNode, reader: DurableNode, first: PostgresConnection, second: PostgresConnection
+    ) async throws {
 
         // Posted first, committed last.
         try await first.query("BEGIN", logger: TestServer.logger)
@@ -251,10 +266,6 @@ struct DurableSwitchTests {
         #expect(writer.errors.values.map(\.description) == [])
         #expect(reader.errors.values.map(\.description) == [])
         #expect(writer.link.statistics.duplicates == 0 && writer.link.statistics.gaps == 0)
-        try await first.close()
-        try await second.close()
-        await writer.link.close()
-        await reader.link.close()
     }
 
     @Test func aPlainLinkThatHearsADurableWakeUpSaysWhatItIs() async throws {
