@@ -301,7 +301,9 @@ public struct DurableDelivery<N: WireNotification>: TypedNotification {
     public let position: DurablePosition
     /// The origin of the link that posted it.
     public let origin: UUID
-    /// The incarnation of that link: 16 hexadecimal digits.
+    /// The incarnation of that link: 16 hexadecimal digits. (A transactional post made while its
+    /// link sent plain copies names the incarnation of its copy's lane instead; see
+    /// ``PostgresLink/Durability/Phase``.)
     public let incarnation: String
     /// Its sequence number within that incarnation.
     public let sequence: UInt64
@@ -329,7 +331,9 @@ extension PostgresLink {
         /// Where a consumer without a stored position starts; ``DurableStart/latest`` by default.
         public var start: DurableStart
         /// How often the link reads the log without a wake-up `NOTIFY`: rows that become readable
-        /// because an unrelated transaction ended get none. One second by default.
+        /// because an unrelated transaction ended get none. One second by default. A write-only
+        /// link (``Phase/writeOnly``) reads nothing: this is how often it takes the horizon of its
+        /// plain copies and stores its consumer's position.
         public var pollInterval: Duration
         /// The most rows read, and held in memory, at a time; 500 by default. The position is
         /// stored after a batch at most every 200 ms while rows arrive, within the poll interval
@@ -346,6 +350,17 @@ extension PostgresLink {
         /// (``DurableLog/consumerExpiryStatement(olderThan:)``, run with the retention, if any);
         /// seven days by default, `nil` for never.
         public var consumerExpiry: Duration?
+        /// Where the link stands in a switch of a running service from plain to durable mode;
+        /// ``Phase/reading`` by default (durable mode proper). Switch in three deployments, none of
+        /// which loses a notification: ``Phase/writeOnly``, then ``Phase/readingWithPlainCopies``,
+        /// then ``Phase/reading``; see the README's "Switching a running service to durable mode".
+        ///
+        /// ```swift
+        /// var durability = try PostgresLink.Durability(log: try DurableLog(), consumer: "orders-1")
+        /// durability.phase = .writeOnly  // deployment 1 of the switch
+        /// options.durability = durability
+        /// ```
+        public var phase = Phase.reading
 
         /// - Throws: ``PostgresLinkError`` with code ``PostgresLinkError/Code/invalidConsumerName``.
         public init(

@@ -31,7 +31,8 @@ struct DurableRow: Sendable {
 extension LinkCore {
     /// The statement that appends `items`, in order, one row each, and wakes the readers: an
     /// `INSERT` in a data-modifying `WITH`, which runs to completion whatever the `SELECT` reads.
-    func appendQuery(_ items: [Envelope.Item], log: DurableLog) -> PostgresQuery {
+    /// With `plainCopy`, the `NOTIFY` carries it instead of an empty payload.
+    func appendQuery(_ items: [Envelope.Item], log: DurableLog, plainCopy: String? = nil) -> PostgresQuery {
         var sequences: [Int64] = []
         var types: [String] = []
         var payloads: [String] = []
@@ -50,7 +51,7 @@ extension LinkCore {
             SELECT \(origin)::uuid, \(incarnation), s, t, p \
             FROM unnest(\(sequences)::int8[], \(types)::text[], \(payloads)::text[]) WITH ORDINALITY AS u(s, t, p, o) \
             ORDER BY o) \
-            SELECT pg_notify(\(channel), '')
+            SELECT pg_notify(\(channel), \(plainCopy ?? ""))
             """
     }
 
@@ -66,24 +67,43 @@ extension LinkCore {
         } catch {
             throw PostgresLinkError.encodingFailed(type: N.wireName, error: error)
         }
-        // A number of its own, so that the row names a post that no other row names; a rolled-back
-        // post leaves its number unused, which no reader reports (rows are checked by position).
-        let sequence = state.withLock { state in
-            defer { state.nextSequence += 1 }
-            return state.nextSequence
+        let sequence: UInt64
+        let incarnation: String
+        let payload: String
+        var copy: (claim: TransactionalLanes.Claim, text: String)?
+        if durability.phase.sendsPlainCopies {
+            // The copy, committed with the transaction, goes under a lane of its own, which the row
+            // names too (see ``TransactionalLanes``).
+            let (claim, row, text) = try await claimPlainCopy(
+                type: N.wireName, typeJSON: typeJSON, payloadJSON: payloadJSON, on: connection)
+            (sequence, incarnation, payload, copy) = (claim.sequence, claim.incarnation.idText, row, (claim, text))
+        } else {
+            // A number of its own, so that the row names a post that no other row names; a
+            // rolled-back post leaves its number unused, which no reader reports (rows are checked
+            // by position).
+            sequence = state.withLock { state in
+                defer { state.nextSequence += 1 }
+                return state.nextSequence
+            }
+            let item = Envelope.Item(
+                typeName: N.wireName, typeJSON: typeJSON, payloadJSON: payloadJSON, sequence: sequence)
+            let text = writer.text(CollectionOfOne(item))
+            payload = signer?.sign(text, issued: serverNow()) ?? text
+            incarnation = writer.incarnation.idText
         }
-        let item = Envelope.Item(
-            typeName: N.wireName, typeJSON: typeJSON, payloadJSON: payloadJSON, sequence: sequence)
-        let text = writer.text(CollectionOfOne(item))
-        let payload = signer?.sign(text, issued: serverNow()) ?? text
-        let incarnation = writer.incarnation.idText
         let query: PostgresQuery = """
             WITH appended AS (INSERT INTO \(unescaped: durability.log.log) \
             (origin, incarnation, sequence, type, payload, transactional) \
             VALUES (\(origin)::uuid, \(incarnation), \(Int64(clamping: sequence)), \(N.wireName), \(payload), true)) \
-            SELECT pg_notify(\(channel), '')
+            SELECT pg_notify(\(channel), \(copy?.text ?? ""))
             """
-        try await connection.query(query, logger: connectionLogger)
+        do {
+            try await connection.query(query, logger: connectionLogger)
+        } catch {
+            if let copy { releasePlainCopy(copy.claim, isAppended: false) }
+            throw error
+        }
+        if let copy { releasePlainCopy(copy.claim, isAppended: true) }
     }
 
     /// Delivers a value read from the log into the hub, as this link's re-post, and waits until
@@ -131,6 +151,8 @@ final class DurableReader: Sendable {
         var stored: DurablePosition?
         var storedAt: ContinuousClock.Instant?
         var maintainedAt: ContinuousClock.Instant?
+        /// With plain copies: when the link's horizon was last taken.
+        var horizonAt: ContinuousClock.Instant?
         var isPrepared = false
         /// The server's timeline at the last connection (hexadecimal, as in WAL file names), when
         /// it said: a promotion or a restored backup starts a new one.
@@ -292,32 +314,7 @@ final class DurableReader: Sendable {
     }
 
     private func prepare(_ connection: PostgresConnection) async throws {
-        let version =
-            try await core.boundedQuery(
-                "SELECT current_setting('server_version_num')::int4", on: connection
-            ).rows.first?.decode(Int32.self) ?? 0
-        guard version >= 130_000 else { throw PostgresLinkError.unsupportedServer(versionNumber: Int(version)) }
-        if durability.createsLog {
-            let key = log.consumerLockKey("")
-            _ = try await core.boundedQuery("BEGIN", on: connection)
-            do {
-                _ = try await core.boundedQuery("SELECT pg_advisory_xact_lock(\(key))", on: connection)
-                for statement in log.migrations.flatMap(\.statements) {
-                    _ = try await core.boundedQuery(
-                        PostgresQuery(unsafeSQL: statement), on: connection, timeout: .seconds(60))
-                }
-                _ = try await core.boundedQuery("COMMIT", on: connection)
-            } catch {
-                _ = try? await core.boundedQuery("ROLLBACK", on: connection)
-                throw error
-            }
-        }
-        for table in [log.log, log.consumers, log.deletions] {
-            let found = try await core.boundedQuery("SELECT to_regclass(\(table)) IS NOT NULL", on: connection)
-            guard try found.rows.first?.decode(Bool.self) == true else {
-                throw PostgresLinkError.durableLogMissing(table)
-            }
-        }
+        try await core.prepareDurableLog(durability, on: connection)
     }
 
     /// The stored position of the consumer, or, for a new one, where ``PostgresLink/Durability/start``
@@ -599,11 +596,17 @@ final class DurableReader: Sendable {
     // MARK: Housekeeping
 
     /// Stores a position not stored yet, keeps the consumer's row fresh (so that it does not expire
-    /// while the link runs), and, when
-    /// due, applies the retention and deletes expired consumers.
+    /// while the link runs), takes the horizon of the link's plain copies (if it sends them), and,
+    /// when due, applies the retention and deletes expired consumers.
     private func housekeeping(on connection: PostgresConnection) async throws {
         let clock = ContinuousClock()
         let now = clock.now
+        if durability.phase.sendsPlainCopies,
+            state.withLock({ $0.horizonAt.map { now - $0 >= Self.storeInterval } ?? true })
+        {
+            core.noteHorizon(try await latest(on: connection).transaction)
+            state.withLock { $0.horizonAt = now }
+        }
         var heartbeat = Duration.seconds(60)
         if let expiry = durability.consumerExpiry { heartbeat = min(heartbeat, expiry / 4) }
         let (position, stored, storedAt, maintainedAt) = state.withLock {

@@ -28,6 +28,10 @@ import Synchronization
 ///   messages by origin and incarnation.
 /// - `sequence`: 1, 2, 3… per incarnation, across all types; receivers detect gaps and replays with it.
 /// - `payload`: the value, encoded by its `Codable` conformance.
+/// - `horizon` (last, in the plain copies of a durable link's posts only,
+///   ``PostgresLink/Durability/Phase/sendsPlainCopies``): the `xmin` of a snapshot taken before
+///   the statement that sent it; every transaction below it had ended. Readers that do not know it
+///   ignore it.
 enum Envelope {
     /// The newest version this build reads and writes.
     static let current = 3
@@ -44,6 +48,35 @@ enum Envelope {
         let typeJSON: String
         let payloadJSON: String
         let sequence: UInt64
+        /// Durable mode with plain copies: the link's horizon when the post was queued, which its
+        /// copy carries (the largest of a batch's), so that a copy sent again is the same message.
+        var horizon: UInt64 = 0
+    }
+
+    /// The most bytes that the `horizon` field adds to an envelope.
+    static let horizonBound = #","horizon":"#.utf8.count + digits(.max)
+
+    private static let horizonKey = Array(#","horizon":"#.utf8)
+
+    /// Splits a received envelope into its `horizon` (the last field, in the layout that
+    /// ``Writer/text(_:horizon:)`` writes) and the envelope without it; `nil` if it has none.
+    static func horizon(in bytes: [UInt8]) -> (horizon: UInt64, envelope: [UInt8])? {
+        guard bytes.count > horizonKey.count + 2, bytes.last == UInt8(ascii: "}") else { return nil }
+        var start = bytes.count - 1
+        var horizon: UInt64 = 0
+        var scale: UInt64 = 1
+        while start > 0, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[start - 1]) {
+            guard bytes.count - 1 - start < 19 else { return nil }
+            horizon += UInt64(bytes[start - 1] - UInt8(ascii: "0")) * scale
+            scale *= 10
+            start -= 1
+        }
+        guard start < bytes.count - 1, start >= horizonKey.count,
+            bytes[(start - horizonKey.count)..<start].elementsEqual(horizonKey)
+        else { return nil }
+        var envelope = Array(bytes[..<(start - horizonKey.count)])
+        envelope.append(UInt8(ascii: "}"))
+        return (horizon, envelope)
     }
 
     // MARK: - Writing
@@ -170,6 +203,12 @@ enum Envelope {
 
         /// The envelope of `items`, consecutive in sequence; at least one.
         func text(_ items: some Collection<Item>) -> String {
+            text(items, horizon: nil)
+        }
+
+        /// The envelope of `items`, as ``text(_:)`` writes it, with `horizon` as its last field
+        /// (version 3 only): a durable link's plain copy.
+        func text(_ items: some Collection<Item>, horizon: UInt64?) -> String {
             if writesLegacyEnvelopes {
                 if items.count == 1, let item = items.first { return Envelope.single(item, origin: origin) }
                 return Envelope.batch(items, origin: origin)
@@ -188,7 +227,12 @@ enum Envelope {
                 text += item.payloadJSON
                 text += "}"
             }
-            text += "]}"
+            text += "]"
+            if let horizon {
+                text += #","horizon":"#
+                text += String(horizon)
+            }
+            text += "}"
             return text
         }
 

@@ -166,6 +166,8 @@ final class LinkCore: Sendable {
         var lifecycle: Lifecycle
         /// The task that runs the link for `connect`.
         var runTask: Task<Void, Never>?
+        /// Durable mode with plain copies: the lanes of the transactional posts' copies.
+        var lanes = TransactionalLanes()
 
         init(peers: PeerTracker, sender: Sender, lifecycle: Lifecycle) {
             self.peers = peers
@@ -198,6 +200,9 @@ final class LinkCore: Sendable {
     let serverClock: ServerClock
     /// When the link began listening, by the server's clock, in milliseconds since 1970.
     let listeningSince: Atomic<UInt64>
+    /// Durable mode with plain copies: the `xmin` of the latest snapshot taken, below which every
+    /// transaction has ended (``noteHorizon(_:)``); each plain copy carries it.
+    let horizon = Atomic<UInt64>(0)
     let state: Mutex<State>
 
     init(
@@ -221,13 +226,16 @@ final class LinkCore: Sendable {
         self.serverClock = serverClock
         let batchesBursts = options.batchesBursts
         let isDurable = options.durability != nil
+        let sendsPlainCopies = options.durability?.phase.sendsPlainCopies ?? false
         let sender = Sender { pending in
-            // One INSERT appends a batch of rows, of any size.
-            if isDurable { return min(pending.count, 256) }
+            // One INSERT appends a batch of rows, of any size; its plain copy must fit a `NOTIFY`.
+            if isDurable, !sendsPlainCopies { return min(pending.count, 256) }
             guard batchesBursts else { return 1 }
             // The issue time is written as the `NOTIFY` goes out, right after this count.
-            let extra = signer?.overhead(issued: serverClock.milliseconds()) ?? 0
-            return writer.count(pending, limit: PostgresLink.maximumPayloadBytes, extra: extra)
+            var extra = signer?.overhead(issued: serverClock.milliseconds()) ?? 0
+            if sendsPlainCopies { extra += Envelope.horizonBound }
+            let count = writer.count(pending, limit: PostgresLink.maximumPayloadBytes, extra: extra)
+            return isDurable ? min(count, 256) : count
         }
         self.state = Mutex(
             State(
@@ -357,7 +365,7 @@ final class LinkCore: Sendable {
             // On the connections' event loop: a notification is read, decoded and posted on the
             // thread that received it, with no hop to the global executor and back.
             let listenerTask = Task(executorPreference: EventLoopTaskExecutor(eventLoop)) {
-                if let durability = self.options.durability {
+                if let durability = self.options.durability, durability.phase.readsLog {
                     await self.runDurableReader(on: listener, ready: ready, durability: durability)
                 } else {
                     await self.runListener(on: listener, ready: ready)
@@ -609,17 +617,23 @@ final class LinkCore: Sendable {
             report(.encodingFailed(type: N.wireName, error: error))
             return
         }
-        let overhead = signer?.overhead(issued: serverNow()) ?? 0
+        var overhead = signer?.overhead(issued: serverNow()) ?? 0
         let limit = options.sendQueueLimit
-        let isDurable = options.durability != nil
+        // A durable row has no size bound; its plain copy has a `NOTIFY`'s.
+        let isBounded = options.durability?.phase.sendsPlainCopies ?? true
+        var horizon: UInt64 = 0
+        if options.durability != nil, isBounded {
+            overhead += Envelope.horizonBound
+            horizon = self.horizon.load(ordering: .relaxed)
+        }
         // The sequence number and the queue position are taken together, so that they agree.
         let (enqueued, step): (Enqueued, SendStep) = state.withLock { state in
             guard !state.isClosed else { return (.closed, .none) }
             let item = Envelope.Item(
-                typeName: N.wireName, typeJSON: typeJSON, payloadJSON: payloadJSON, sequence: state.nextSequence)
+                typeName: N.wireName, typeJSON: typeJSON, payloadJSON: payloadJSON, sequence: state.nextSequence,
+                horizon: horizon)
             let size = writer.size(alone: item) + overhead
-            // A durable row has no size bound.
-            guard isDurable || size <= PostgresLink.maximumPayloadBytes else {
+            guard !isBounded || size <= PostgresLink.maximumPayloadBytes else {
                 state.statistics.oversize += 1
                 return (.oversize(size), .none)
             }
@@ -652,7 +666,13 @@ final class LinkCore: Sendable {
         case .transmit(let items, let connection):
             let sent: EventLoopFuture<Void>
             if let durability = options.durability {
-                sent = connection.run(appendQuery(items, log: durability.log), logger: connectionLogger)
+                var copy: String?
+                if durability.phase.sendsPlainCopies {
+                    let text = writer.text(items, horizon: items.map(\.horizon).max() ?? 0)
+                    copy = signer?.sign(text, issued: serverNow()) ?? text
+                }
+                sent = connection.run(
+                    appendQuery(items, log: durability.log, plainCopy: copy), logger: connectionLogger)
             } else {
                 let text = writer.text(items)
                 let payload = signer?.sign(text, issued: serverNow()) ?? text
@@ -757,13 +777,20 @@ final class LinkCore: Sendable {
     /// ``PostgresLinkError/Code/connectionLost``, reconnects with backoff, listens again, and
     /// reports the window in which notifications may have been lost
     /// (``PostgresLinkError/Code/outage``).
+    ///
+    /// A write-only durable link (``PostgresLink/Durability/Phase/writeOnly``) also holds its
+    /// consumer's lock on the listening connection, and keeps the consumer's position as far as it
+    /// has received (``WriteOnlyConsumer``).
     private func runListener(on first: PostgresConnection, ready: Ready) async {
         var connection: PostgresConnection? = first
-        var reader = makeReader()
+        let consumer = options.durability.flatMap { durability in
+            durability.phase.readsLog ? nil : WriteOnlyConsumer(core: self, durability: durability)
+        }
         while let current = connection {
             var failure: (any Error)?
             do {
                 try await holdLivenessLock(on: current)
+                try await consumer?.open(current)
                 try await current.listen(on: channel) { notifications in
                     switch state.withLock({ $0.lifecycle.listening(at: Date()) }) {
                     case .started(let waiters):
@@ -773,25 +800,49 @@ final class LinkCore: Sendable {
                         report(.outage(from: since, to: Date()))
                     }
                     ready.resume(with: .success(()))
-                    for try await notification in notifications {
-                        for successor in receive(notification.payload, reader: &reader) {
-                            await resolve(successor, on: current)
-                        }
+                    guard let consumer else {
+                        return try await receiveAll(notifications, on: current, consumer: nil)
+                    }
+                    try await withThrowingTaskGroup(of: Void.self) { group in
+                        group.addTask { try await self.receiveAll(notifications, on: current, consumer: consumer) }
+                        group.addTask { try await consumer.maintain(on: current) }
+                        defer { group.cancelAll() }
+                        _ = try await group.next()
                     }
                 }
             } catch {
                 failure = error
             }
-            if Task.isCancelled, !current.isClosed { await releaseLivenessLock(on: current) }
+            if Task.isCancelled, !current.isClosed {
+                await consumer?.finish(on: current)
+                await releaseLivenessLock(on: current)
+            }
             try? await current.close()
             if ready.resume(with: .failure(failure ?? CancellationError())) { return }  // `run()` fails
             guard !Task.isCancelled,
                 case .reconnect(let delay, let reportsLoss) = state.withLock({ $0.lifecycle.listenerLost(at: Date()) })
             else { return }
-            if reportsLoss { report(.connectionLost(.listening, error: failure)) }
+            if let error = failure as? PostgresLinkError {
+                report(error)
+            } else if reportsLoss {
+                report(.connectionLost(.listening, error: failure))
+            }
             connection = await reconnect(
                 after: delay, retry: { state.withLock { $0.lifecycle.reconnectFailed() } },
                 isEnding: { state.withLock { $0.lifecycle.isEnding } })
+        }
+    }
+
+    /// Receives the messages of one listening connection, one at a time, until the stream ends.
+    private func receiveAll(
+        _ notifications: PostgresNotificationSequence, on connection: PostgresConnection,
+        consumer: WriteOnlyConsumer?
+    ) async throws {
+        var reader = makeReader(consumer: consumer)
+        for try await notification in notifications {
+            for successor in receive(notification.payload, reader: &reader) {
+                await resolve(successor, on: connection)
+            }
         }
     }
 
@@ -803,6 +854,9 @@ final class LinkCore: Sendable {
         let ownIncarnation: [UInt8]
         /// What this link's own signed envelopes start with (``Signer/echoMarker(origin:incarnation:)``).
         let echoMarker: [UInt8]
+        /// A write-only durable link's consumer, which learns the horizon of each plain copy
+        /// processed, the link's own included (so their signatures are checked too).
+        let consumer: WriteOnlyConsumer?
         /// The origins seen, as written and parsed (a UUID parses slowly); bounded.
         var origins: [String: UUID] = [:]
 
@@ -816,7 +870,7 @@ final class LinkCore: Sendable {
         }
     }
 
-    private func makeReader() -> Reader {
+    private func makeReader(consumer: WriteOnlyConsumer?) -> Reader {
         let decoder = JSONDecoder()
         decoder.userInfo[Envelope.Context.key] = Envelope.Context(origin: origin, incarnation: incarnation) {
             [weak self] wireName in
@@ -824,7 +878,7 @@ final class LinkCore: Sendable {
         }
         return Reader(
             decoder: decoder, own: Array(origin.uuidString.utf8), ownIncarnation: Array(incarnation.idText.utf8),
-            echoMarker: Signer.echoMarker(origin: origin, incarnation: incarnation))
+            echoMarker: Signer.echoMarker(origin: origin, incarnation: incarnation), consumer: consumer)
     }
 
     /// Checks, parses and delivers one message of the channel: a single notification or a batch,
@@ -834,11 +888,19 @@ final class LinkCore: Sendable {
     /// only the payload, and leaves the link's own messages undecoded; any other message, and any
     /// payload that does not decode, goes through the full parse, which names what is wrong.
     private func receive(_ text: String, reader: inout Reader) -> [Successor] {
-        let bytes: [UInt8]
+        guard !text.isEmpty else {
+            reject(
+                .malformedEnvelope(
+                    expected: "a Herald envelope",
+                    found: "an empty payload: a durable link's wake-up (a link reading the log without plain copies "
+                        + "shares this channel)"))
+            return []
+        }
+        var bytes: [UInt8]
         // When a signed envelope was issued, by the server's clock.
         var issuedAt: UInt64?
         if let signer {
-            switch signer.verify(text, echoMarker: reader.echoMarker) {
+            switch signer.verify(text, echoMarker: reader.consumer == nil ? reader.echoMarker : nil) {
             case .echo(let envelope):
                 let look = Envelope.quickLook(envelope, own: reader.own, ownIncarnation: reader.ownIncarnation)
                 let count = if case .echo(let count) = look { count } else { 1 }
@@ -846,6 +908,10 @@ final class LinkCore: Sendable {
                 return []
             case .valid(let envelope, let issued):
                 if let stale = staleness(issued: issued, isLegacy: signer.isLegacy) {
+                    if reader.consumer != nil, envelope.dropFirst().starts(with: reader.echoMarker) {
+                        state.withLock { $0.statistics.echoesIgnored += 1 }
+                        return []
+                    }
                     state.withLock { $0.statistics.stale += 1 }
                     reject(.staleEnvelope(size: text.utf8.count, found: stale))
                     return []
@@ -864,6 +930,12 @@ final class LinkCore: Sendable {
             }
         } else {
             bytes = Array(text.utf8)
+        }
+        // A durable link's plain copy: its horizon (for a write-only link's consumer), and the
+        // envelope without it, as its sender numbered it, whatever the horizon.
+        if let (horizon, envelope) = Envelope.horizon(in: bytes) {
+            reader.consumer?.heard(horizon)
+            bytes = envelope
         }
         // Tells a copy of a message from another message with the same sequence numbers.
         var hasher = Hasher()

@@ -289,8 +289,9 @@ public final class PostgresLink: Sendable {
         /// Durable mode: each shared post is appended to a log table (``DurableLog``) instead of
         /// being sent in a `NOTIFY`, and the link reads the log as a named consumer; `nil`, the
         /// default, for plain `LISTEN`/`NOTIFY`. In durable mode the channel carries only empty
-        /// wake-up `NOTIFY`s: give it a channel of its own, which no plain link uses. See the
-        /// README's "Durable mode".
+        /// wake-up `NOTIFY`s: give it a channel of its own, which no plain link uses, or, to switch
+        /// a running service on its channel, go through the phases of
+        /// ``Durability/phase`` (``Durability/Phase``). See the README's "Durable mode".
         public var durability: Durability?
 
         public init(
@@ -430,12 +431,20 @@ public final class PostgresLink: Sendable {
     /// `COMMIT` does not prove that nothing travelled: the commit may have taken effect before the
     /// connection failed.
     ///
+    /// While the link sends plain copies (``Durability/Phase/sendsPlainCopies``), the `NOTIFY`
+    /// carries the value's plain envelope, which links that read payloads receive at the commit (a
+    /// write-only link's own hub included), under a lane of its own (an origin and incarnation
+    /// numbered 1, 2, 3…, used by one open transaction at a time); one more statement on
+    /// `connection`, before the `INSERT`, asks which lanes are free. A value whose copy is over
+    /// ``maximumPayloadBytes`` is refused.
+    ///
     /// - Parameters:
     ///   - notification: The value; its type should be shared by the receiving links.
     ///   - connection: A connection inside the application's transaction (outside one, the row
     ///     commits at once).
-    /// - Throws: ``PostgresLinkError`` with code ``PostgresLinkError/Code/notDurable`` or
-    ///   ``PostgresLinkError/Code/encodingFailed``, or the connection's error.
+    /// - Throws: ``PostgresLinkError`` with code ``PostgresLinkError/Code/notDurable``,
+    ///   ``PostgresLinkError/Code/encodingFailed`` or (with plain copies)
+    ///   ``PostgresLinkError/Code/payloadTooLarge``, or the connection's error.
     public func post<N: WireNotification>(_ notification: N, in connection: PostgresConnection) async throws {
         try await core.append(notification, in: connection)
     }

@@ -70,7 +70,28 @@ enum DurableLinks {
     }
 }
 
-@Suite("HeraldPostgres documentation", .enabled(if: TestServer.shouldRun, Comment(rawValue: TestServer.missing)))
+enum SwitchingLinks {
+    static func connect(
+        instance: String, hub: NotificationHub, configuration: PostgresConnection.Configuration
+    ) async throws -> PostgresLink {
+        // snippet: begin
+        // Deployment 1 of the switch; deployment 2: `.readingWithPlainCopies`; 3: `.reading`, the default.
+        var durability = try PostgresLink.Durability(log: try DurableLog(), consumer: "orders-\(instance)")
+        durability.phase = .writeOnly
+        var options = PostgresLink.Options()
+        options.durability = durability
+        let link = try await PostgresLink.connect(
+            hub: hub, channel: "orders", configuration: configuration, sharing: [OrderPlaced.self],
+            options: options)
+        // snippet: end
+        return link
+    }
+}
+
+/// Serialized: two of its tests create the default log's tables.
+@Suite(
+    "HeraldPostgres documentation", .serialized,
+    .enabled(if: TestServer.shouldRun, Comment(rawValue: TestServer.missing)))
 struct DocSnippetTests {
     @Test func theSigningExampleLinksTwoHubsThatShareAKey() async throws {
         let configuration = try TestServer.requireConfiguration()
@@ -116,6 +137,34 @@ struct DocSnippetTests {
         }
         #expect(rows == [id])
         token.cancel()
+        await link.close()
+        try await connection.close()
+    }
+
+    @Test func theSwitchExamplesWriteOnlyLinkSharesItsChannelWithAPlainLink() async throws {
+        let configuration = try TestServer.requireConfiguration()
+        let connection = try await TestServer.rawConnection()
+        for statement in try DurableLog().migrations.flatMap(\.statements) {
+            try await connection.query(PostgresQuery(unsafeSQL: statement), logger: TestServer.logger)
+        }
+        let (plainHub, switchingHub) = (NotificationHub(), NotificationHub())
+        let (plainOrders, switchingOrders) = (Recorder<OrderPlaced>(), Recorder<OrderPlaced>())
+        let tokens = [
+            plainHub.observe(OrderPlaced.self) { plainOrders.append($0) },
+            switchingHub.observe(OrderPlaced.self) { switchingOrders.append($0) },
+        ]
+        let plain = try await PostgresLink.connect(
+            hub: plainHub, channel: "orders", configuration: configuration, sharing: [OrderPlaced.self])
+        let link = try await SwitchingLinks.connect(
+            instance: UUID().uuidString, hub: switchingHub, configuration: configuration)
+        plainHub.post(OrderPlaced(orderID: 1, item: "from the plain link"))
+        switchingHub.post(OrderPlaced(orderID: 2, item: "from the write-only link"))
+        try await waitUntil("each the other's") { plainOrders.count == 2 && switchingOrders.count == 2 }
+        #expect(plainOrders.values.map(\.orderID).sorted() == [1, 2])
+        #expect(switchingOrders.values.map(\.orderID).sorted() == [1, 2])
+        #expect(plain.statistics.rejected == 0 && link.statistics.rejected == 0)
+        for token in tokens { token.cancel() }
+        await plain.close()
         await link.close()
         try await connection.close()
     }

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Herald
 import HeraldPostgres
@@ -16,12 +17,15 @@ func makeTestLog() throws -> DurableLog {
 func durableOptions(
     log: DurableLog, consumer: String, start: DurableStart = .latest, pollInterval: Duration = .milliseconds(200),
     batchSize: Int = 500, retention: PostgresLink.Retention? = nil,
-    reconnection: PostgresLink.Reconnection = TestServer.fastReconnection
+    reconnection: PostgresLink.Reconnection = TestServer.fastReconnection,
+    phase: PostgresLink.Durability.Phase = .reading, signingKey: SymmetricKey? = nil
 ) throws -> PostgresLink.Options {
-    var options = PostgresLink.Options(reconnection: reconnection)
-    options.durability = try PostgresLink.Durability(
+    var options = PostgresLink.Options(reconnection: reconnection, signingKey: signingKey)
+    var durability = try PostgresLink.Durability(
         log: log, consumer: consumer, start: start, pollInterval: pollInterval, batchSize: batchSize,
         createsLog: true, retention: retention)
+    durability.phase = phase
+    options.durability = durability
     return options
 }
 
@@ -34,6 +38,7 @@ struct DurableNode {
     let users = Recorder<UserCreated>()
     let deliveries = Recorder<DurableDelivery<UserCreated>>()
     let barriers = Recorder<Barrier>()
+    let blobs = Recorder<Blob>()
     let tokens: [ObservationToken]
 
     init(
@@ -41,16 +46,17 @@ struct DurableNode {
         configuration: PostgresConnection.Configuration? = nil
     ) async throws {
         let hub = self.hub
-        let (users, deliveries, barriers) = (self.users, self.deliveries, self.barriers)
+        let (users, deliveries, barriers, blobs) = (self.users, self.deliveries, self.barriers, self.blobs)
         // Observed before the link starts reading, so that nothing read is missed.
         tokens = [
             hub.observe(UserCreated.self) { users.append($0) },
             hub.observe(DurableDelivery<UserCreated>.self) { deliveries.append($0) },
             hub.observe(Barrier.self) { barriers.append($0) },
+            hub.observe(Blob.self) { blobs.append($0) },
         ]
         let link = try PostgresLink(
             hub: hub, channel: channel, configuration: try configuration ?? TestServer.requireConfiguration(),
-            sharing: [UserCreated.self, Barrier.self], origin: origin, options: options)
+            sharing: [UserCreated.self, Barrier.self, Blob.self], origin: origin, options: options)
         let errors = self.errors
         link.errorHandler = { errors.append($0) }
         self.link = link
@@ -91,4 +97,18 @@ func terminateReader(of consumer: String, in log: DurableLog, on connection: Pos
 /// waits for before it asserts that something was not delivered.
 func waitForReads(of link: PostgresLink, after before: Int, count: Int = 2) async throws {
     try await waitUntil("\(count) more reads of the log") { link.statistics.logReads >= before + count }
+}
+
+/// Runs `body` with a plain connection of its own, closed afterwards also when `body` throws:
+/// postgres-nio traps on a connection released before it is closed, which would hide the error.
+func withRawConnection<T>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+    let connection = try await TestServer.rawConnection()
+    do {
+        let result = try await body(connection)
+        try await connection.close()
+        return result
+    } catch {
+        try? await connection.close()
+        throw error
+    }
 }
