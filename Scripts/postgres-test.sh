@@ -50,8 +50,8 @@ start_cluster() {
     "${run_as[@]}" "$pg_bin/initdb" -D "$data" -U "$pg_user" --auth=trust --encoding=UTF8 --no-locale >/dev/null
     clusters+=("$data")
     # The suites run in parallel, each test with several links of two connections each: more than
-    # the default 100 connections.
-    printf "listen_addresses = '127.0.0.1'\nport = %s\nunix_socket_directories = '%s'\nfsync = off\nmax_connections = 300\n" \
+    # the default 100 connections (the whole run peaked at 306 backends with 140 tests).
+    printf "listen_addresses = '127.0.0.1'\nport = %s\nunix_socket_directories = '%s'\nfsync = off\nmax_connections = 500\n" \
         "$port" "$sockets" | "${run_as[@]}" tee -a "$data/postgresql.conf" >/dev/null
     "${run_as[@]}" "$pg_bin/pg_ctl" -D "$data" -l "$workdir/$name.log" -w -t 60 start >/dev/null \
         || { cat "$workdir/$name.log" >&2; exit 1; }

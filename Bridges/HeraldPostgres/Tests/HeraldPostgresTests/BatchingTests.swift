@@ -350,7 +350,10 @@ struct BatchingTests {
         ] {
             try await raw.query("SELECT pg_notify(\(channel), \(message))", logger: TestServer.logger)
         }
-        try await waitUntil("the replayed batch refused") { b.link.statistics.duplicates == 2 }
+        // Each error is reported after its count: wait for both.
+        try await waitUntil("the replayed batch refused") {
+            b.link.statistics.duplicates == 2 && b.errors.count == 4
+        }
 
         #expect(b.users.values.map(\.userID) == [1, 2])
         #expect(
