@@ -70,14 +70,7 @@ export HERALD_PG_HOST=127.0.0.1 HERALD_PG_PORT=$port HERALD_PG_USER=$pg_user HER
 table=herald_chaos
 channel=herald_chaos_wake
 
-graphs=$root/Bridges/HeraldPostgres/.build/symbol-graphs
-mkdir -p "$graphs"
-swift build --package-path "$root/Bridges/HeraldPostgres" --product herald-postgres-durable-peer \
-    -Xswiftc -warnings-as-errors \
-    -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc "$graphs" \
-    -Xswiftc -emit-extension-block-symbols -Xswiftc -symbol-graph-minimum-access-level -Xswiftc public \
-    ${build_args[@]+"${build_args[@]}"}
-peer=$(swift build --package-path "$root/Bridges/HeraldPostgres" --show-bin-path)/herald-postgres-durable-peer
+build_durable_peer
 
 # The log, by the migration the application would run, and the ground truth.
 python3 - "$table" >"$workdir/migration.sql" <<'EOF'

@@ -50,14 +50,7 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-graphs=$root/Bridges/HeraldPostgres/.build/symbol-graphs
-mkdir -p "$graphs"
-swift build --package-path "$root/Bridges/HeraldPostgres" --product herald-postgres-durable-peer \
-    -Xswiftc -warnings-as-errors \
-    -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc "$graphs" \
-    -Xswiftc -emit-extension-block-symbols -Xswiftc -symbol-graph-minimum-access-level -Xswiftc public \
-    ${build_args[@]+"${build_args[@]}"}
-peer=$(swift build --package-path "$root/Bridges/HeraldPostgres" --show-bin-path)/herald-postgres-durable-peer
+build_durable_peer
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'; }
 primary_port=$(free_port)

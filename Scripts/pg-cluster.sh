@@ -46,3 +46,17 @@ pg_cluster_setup() {
     chmod 755 "$workdir"
     [[ ${#run_as[@]} -eq 0 ]] || chown postgres: "$workdir"
 }
+
+# `build_durable_peer`: builds herald-postgres-durable-peer (of the package under `$root`) with the
+# flags of postgres-test.sh (warnings as errors, the symbol graphs), so that it shares that build,
+# and the extra `swift build` arguments in the array `build_args`, if any; sets `peer` to it.
+build_durable_peer() {
+    local graphs=$root/Bridges/HeraldPostgres/.build/symbol-graphs
+    mkdir -p "$graphs"
+    swift build --package-path "$root/Bridges/HeraldPostgres" --product herald-postgres-durable-peer \
+        -Xswiftc -warnings-as-errors \
+        -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc "$graphs" \
+        -Xswiftc -emit-extension-block-symbols -Xswiftc -symbol-graph-minimum-access-level -Xswiftc public \
+        ${build_args[@]+"${build_args[@]}"}
+    peer=$(swift build --package-path "$root/Bridges/HeraldPostgres" --show-bin-path)/herald-postgres-durable-peer
+}

@@ -119,6 +119,20 @@ extension LinkCore {
         await hub.postAndWait(delivery)
     }
 
+    /// Applies the log's retention and deletes the expired consumers, as `durability` asks: what a
+    /// reading or write-only link's housekeeping runs when its interval is due.
+    func maintainDurableLog(_ durability: PostgresLink.Durability, on connection: PostgresConnection) async throws {
+        let log = durability.log
+        if let retention = durability.retention {
+            let statement = log.retentionStatement(maximumRows: retention.maximumRows, maximumAge: retention.maximumAge)
+            _ = try await boundedQuery(PostgresQuery(unsafeSQL: statement), on: connection, timeout: .seconds(600))
+        }
+        if let expiry = durability.consumerExpiry {
+            _ = try await boundedQuery(
+                PostgresQuery(unsafeSQL: log.consumerExpiryStatement(olderThan: expiry)), on: connection)
+        }
+    }
+
     /// Reads the log as the link's durable consumer until the link stops; see ``DurableReader``.
     func runDurableReader(on first: PostgresConnection, ready: Ready, durability: PostgresLink.Durability) async {
         await DurableReader(core: self, durability: durability).run(on: first, ready: ready)
@@ -622,14 +636,7 @@ final class DurableReader: Sendable {
         let interval = durability.retention?.interval ?? .seconds(60)
         guard maintainedAt.map({ now - $0 >= interval }) ?? true else { return }
         state.withLock { $0.maintainedAt = now }
-        if let retention = durability.retention {
-            let statement = log.retentionStatement(maximumRows: retention.maximumRows, maximumAge: retention.maximumAge)
-            _ = try await core.boundedQuery(PostgresQuery(unsafeSQL: statement), on: connection, timeout: .seconds(600))
-        }
-        if let expiry = durability.consumerExpiry {
-            _ = try await core.boundedQuery(
-                PostgresQuery(unsafeSQL: log.consumerExpiryStatement(olderThan: expiry)), on: connection)
-        }
+        try await core.maintainDurableLog(durability, on: connection)
     }
 }
 

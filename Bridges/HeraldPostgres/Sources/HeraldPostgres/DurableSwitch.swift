@@ -191,14 +191,7 @@ final class WriteOnlyConsumer: Sendable {
         let interval = durability.retention?.interval ?? .seconds(60)
         guard maintainedAt.map({ now - $0 >= interval }) ?? true else { return }
         state.withLock { $0.maintainedAt = now }
-        if let retention = durability.retention {
-            let statement = log.retentionStatement(maximumRows: retention.maximumRows, maximumAge: retention.maximumAge)
-            _ = try await core.boundedQuery(PostgresQuery(unsafeSQL: statement), on: connection, timeout: .seconds(600))
-        }
-        if let expiry = durability.consumerExpiry {
-            _ = try await core.boundedQuery(
-                PostgresQuery(unsafeSQL: log.consumerExpiryStatement(olderThan: expiry)), on: connection)
-        }
+        try await core.maintainDurableLog(durability, on: connection)
     }
 }
 
