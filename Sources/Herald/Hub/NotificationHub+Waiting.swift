@@ -267,11 +267,11 @@ extension NotificationHub {
         // job too, until this wait ends: an item held by another post when the drain below ran
         // becomes ready, and is handed to a target that only a blocked waiter occupies.
         let chain = Waiter.chainAbove(waiter)
-        for observer in wait.inline { observer.attach(helper: waiter) }
-        for observer in wait.help { for helper in chain { observer.attach(helper: helper) } }
+        for observer in wait.inline { observer.anyMailbox?.addHelper(waiter) }
+        for observer in wait.help { for helper in chain { observer.anyMailbox?.addHelper(helper) } }
         defer {
-            for observer in wait.inline { observer.detach(helper: waiter) }
-            for observer in wait.help { for helper in chain { observer.detach(helper: helper) } }
+            for observer in wait.inline { observer.anyMailbox?.removeHelper(waiter) }
+            for observer in wait.help { for helper in chain { observer.anyMailbox?.removeHelper(helper) } }
         }
         for observer in wait.help {
             Waiter.askChainForHelp {

@@ -148,7 +148,7 @@ extension ObserverSnapshot {
             }
             let isCurrent = wait.pointee.blocks && observer.target.isCurrent(isolation: wait.pointee.isolation)
             if isCurrent
-                && (observer.drainerThread == wait.pointee.thread
+                && (observer.anyMailbox?.drainerThread == wait.pointee.thread
                     || observer.isAsync && observer.target.isolatesAsyncHandlers)
             {
                 // A handler posting to its own mailbox, or an async handler isolated to the target

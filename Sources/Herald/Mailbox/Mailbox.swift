@@ -15,49 +15,145 @@ import Synchronization
 /// it when it starts, and ``close()`` takes it out, so that cancelling releases the handler and
 /// what it captures at once, even while a drain job still waits on the target. A drain running at
 /// that moment keeps its own reference until it ends.
-final class Mailbox<N: TypedNotification>: Sendable {
+class AnyMailbox: @unchecked Sendable {  // Immutable but for its lock and atomics.
     /// Where the drains run.
     let target: DeliveryTarget
     /// The task of the `async` call running now, for an observer with an `async` handler.
     let asyncCalls: AsyncCallSlot?
-    /// The layout of one queued item of type `N`.
-    let layout = ItemQueue.Layout(of: N.self)
     /// The mailbox policy and its counts; `nil` for an unbounded mailbox.
     let policy: MailboxPolicy?
     /// The state machine, the items, the drained handler and the helpers, behind the one lock of
     /// the mailbox. Nothing outside this file takes it.
-    private let locked: Lock<MailboxStorage>
+    fileprivate let locked: Lock<MailboxStorage>
     /// How a lingering drain tells a poster at work without taking the lock; `nil` for mailboxes that
     /// do not linger (see ``BurstGauge``).
-    private let gauge: BurstGauge?
+    fileprivate let gauge: BurstGauge?
     /// The number of waiters in `locked.helpers`, read without the lock by ``helpers``.
     private let helperCount = Atomic<Int>(0)
     /// Whether the mailbox feeds a ``NotificationSequence``: its consumers take the items, and no
     /// drain runs (see ``MailboxStateMachine``'s "Streams").
     let feedsStream: Bool
 
+    fileprivate init(
+        target: DeliveryTarget, asyncCalls: AsyncCallSlot?, policy: MailboxPolicy?, gauge: BurstGauge?,
+        storage: MailboxStorage, feedsStream: Bool
+    ) {
+        self.target = target
+        self.asyncCalls = asyncCalls
+        self.policy = policy
+        self.gauge = gauge
+        self.locked = Lock(storage, rank: .mailbox)
+        self.feedsStream = feedsStream
+    }
+
+    /// What the policy has discarded so far: notifications replaced by newer ones, and
+    /// notifications dropped.
+    final var discardedCounts: (replaced: Int, dropped: Int) {
+        guard let policy else { return (0, 0) }
+        return (policy.replacedCount.load(ordering: .relaxed), policy.droppedCount.load(ordering: .relaxed))
+    }
+
+    /// Ends the hold of a post that has reached every mailbox.
+    ///
+    /// - Returns: Whether the caller must hand a drain job to the target.
+    @inline(__always)
+    final func release(hold: UInt) -> Bool {
+        locked.withLock { $0.machine.release(hold: hold) }
+    }
+
+    /// The thread draining the mailbox right now, or 0.
+    final var drainerThread: UInt {
+        locked.withLock { $0.machine.runner?.thread ?? 0 }
+    }
+
+    /// The async handler started by the last drain has finished.
+    ///
+    /// - Returns: Whether the caller must hand a drain job to the target.
+    final func resume() -> Bool {
+        locked.withLock { $0.machine.resume() }
+    }
+
+    // MARK: Quiescence
+
+    /// What the mailbox still has to do: whether it has items, a job with its target, a drain
+    /// running or an async handler that has not finished (`isBusy`); how many items it holds; and
+    /// whether it waits only for its target to run its job.
+    final var pendingState: (isBusy: Bool, count: Int, waitsForTarget: Bool, isSuspended: Bool) {
+        locked.withLock { locked in
+            let machine = locked.machine
+            return (machine.isBusy, machine.count, machine.waitsForTarget, machine.runner == .suspended)
+        }
+    }
+
+    // MARK: Helpers
+
+    /// Registers a blocked waiter that may occupy the target and waits for items of this mailbox:
+    /// whenever a drain job is handed to the target, the waiter is offered the drain too, so
+    /// that it runs items that became ready while it was blocked (an item held by another post,
+    /// released after the waiter's own drain found it held).
+    final func addHelper(_ waiter: Waiter) {
+        locked.withLock { locked in
+            locked.helpers.append(waiter)
+            helperCount.store(locked.helpers.count, ordering: .relaxed)
+        }
+    }
+
+    /// Ends a registration made by ``addHelper(_:)``.
+    final func removeHelper(_ waiter: Waiter) {
+        locked.withLock { locked in
+            if let index = locked.helpers.firstIndex(where: { $0 === waiter }) {
+                locked.helpers.remove(at: index)
+            }
+            helperCount.store(locked.helpers.count, ordering: .relaxed)
+        }
+    }
+
+    /// The registered helpers. Without the lock while there are none: a waiter registers before it
+    /// drains, and a post that made items ready before that registration left them for that drain.
+    final var helpers: [Waiter] {
+        guard helperCount.load(ordering: .relaxed) > 0 else { return [] }
+        return locked.withLock { $0.helpers }
+    }
+
+    // MARK: Closing
+
+    /// Closes the mailbox and takes out every item, for the caller to drop outside the lock, and the
+    /// handler, for the caller to release outside the lock.
+    final func close() -> (items: ItemQueue, handler: (any AnyObject & Sendable)?) {
+        locked.withLock { locked in
+            _ = locked.machine.close()
+            defer {
+                locked.items = ItemQueue()
+                locked.handler = nil
+            }
+            return (locked.items, locked.handler)
+        }
+    }
+}
+
+/// ``AnyMailbox`` for notifications of type `N`: the appends, the drains and the stream's
+/// consumers, which copy and move items of `N`.
+final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  // Immutable (AnyMailbox)
+    /// The layout of one queued item of type `N`.
+    let layout = ItemQueue.Layout(of: N.self)
+
     /// A mailbox whose drains run `handler`, on `target`.
     init(target: DeliveryTarget, handler: Handler<N>, policy: MailboxPolicy?) {
         let isAsync = handler.isAsync
-        self.target = target
-        self.policy = policy
-        self.asyncCalls = isAsync ? AsyncCallSlot() : nil
         let lingers = !isAsync && target.drainMayLinger
-        gauge = lingers ? BurstGauge() : nil
         let machine = MailboxStateMachine(batchLimit: isAsync ? 1 : .max, lingers: lingers, rule: policy?.rule)
-        locked = Lock(MailboxStorage(machine: machine, handler: HandlerBox(handler)), rank: .mailbox)
-        feedsStream = false
+        super.init(
+            target: target, asyncCalls: isAsync ? AsyncCallSlot() : nil, policy: policy,
+            gauge: lingers ? BurstGauge() : nil,
+            storage: MailboxStorage(machine: machine, handler: HandlerBox(handler)), feedsStream: false)
     }
 
     /// A mailbox whose items the consumers of a ``NotificationSequence`` take.
     init(streamPolicy policy: MailboxPolicy?) {
-        target = .posting
-        self.policy = policy
-        asyncCalls = nil
-        gauge = nil
-        locked = Lock(
-            MailboxStorage(machine: MailboxStateMachine(rule: policy?.rule, feedsStream: true)), rank: .mailbox)
-        feedsStream = true
+        super.init(
+            target: .posting, asyncCalls: nil, policy: policy, gauge: nil,
+            storage: MailboxStorage(machine: MailboxStateMachine(rule: policy?.rule, feedsStream: true)),
+            feedsStream: true)
     }
 
     // MARK: Appending
@@ -216,21 +312,6 @@ final class Mailbox<N: TypedNotification>: Sendable {
         items.removeMoved(at: index, layout) { layout.move(N.self, from: $0, to: $1, count: $2) }
     }
 
-    /// What the policy has discarded so far: notifications replaced by newer ones, and
-    /// notifications dropped.
-    var discardedCounts: (replaced: Int, dropped: Int) {
-        guard let policy else { return (0, 0) }
-        return (policy.replacedCount.load(ordering: .relaxed), policy.droppedCount.load(ordering: .relaxed))
-    }
-
-    /// Ends the hold of a post that has reached every mailbox.
-    ///
-    /// - Returns: Whether the caller must hand a drain job to the target.
-    @inline(__always)
-    func release(hold: UInt) -> Bool {
-        locked.withLock { $0.machine.release(hold: hold) }
-    }
-
     /// Copies an item to the back of `items`. Call under the mailbox's lock.
     @inline(__always)
     private func store(
@@ -243,11 +324,6 @@ final class Mailbox<N: TypedNotification>: Sendable {
     }
 
     // MARK: Draining
-
-    /// The thread draining the mailbox right now, or 0.
-    var drainerThread: UInt {
-        locked.withLock { $0.machine.runner?.thread ?? 0 }
-    }
 
     /// Hands a drain job to the target, once the state machine asked for it (an append or a
     /// release returned `.storeAndSchedule`, or an async call returned), and offers the drain to the
@@ -420,57 +496,6 @@ final class Mailbox<N: TypedNotification>: Sendable {
         swap(&batch, &items)
     }
 
-    // MARK: Async handlers
-
-    /// The async handler started by the last drain has finished.
-    ///
-    /// - Returns: Whether the caller must hand a drain job to the target.
-    func resume() -> Bool {
-        locked.withLock { $0.machine.resume() }
-    }
-
-    // MARK: Quiescence
-
-    /// What the mailbox still has to do: whether it has items, a job with its target, a drain
-    /// running or an async handler that has not finished (`isBusy`); how many items it holds; and
-    /// whether it waits only for its target to run its job.
-    var pendingState: (isBusy: Bool, count: Int, waitsForTarget: Bool, isSuspended: Bool) {
-        locked.withLock { locked in
-            let machine = locked.machine
-            return (machine.isBusy, machine.count, machine.waitsForTarget, machine.runner == .suspended)
-        }
-    }
-
-    // MARK: Helpers
-
-    /// Registers a blocked waiter that may occupy the target and waits for items of this mailbox:
-    /// whenever a drain job is handed to the target, the waiter is offered the drain too, so
-    /// that it runs items that became ready while it was blocked (an item held by another post,
-    /// released after the waiter's own drain found it held).
-    func addHelper(_ waiter: Waiter) {
-        locked.withLock { locked in
-            locked.helpers.append(waiter)
-            helperCount.store(locked.helpers.count, ordering: .relaxed)
-        }
-    }
-
-    /// Ends a registration made by ``addHelper(_:)``.
-    func removeHelper(_ waiter: Waiter) {
-        locked.withLock { locked in
-            if let index = locked.helpers.firstIndex(where: { $0 === waiter }) {
-                locked.helpers.remove(at: index)
-            }
-            helperCount.store(locked.helpers.count, ordering: .relaxed)
-        }
-    }
-
-    /// The registered helpers. Without the lock while there are none: a waiter registers before it
-    /// drains, and a post that made items ready before that registration left them for that drain.
-    var helpers: [Waiter] {
-        guard helperCount.load(ordering: .relaxed) > 0 else { return [] }
-        return locked.withLock { $0.helpers }
-    }
-
     // MARK: Stream consumers
 
     /// The next item, for a consumer of the stream this mailbox feeds: the front item if one is
@@ -575,19 +600,6 @@ final class Mailbox<N: TypedNotification>: Sendable {
     }
 
     // MARK: Closing
-
-    /// Closes the mailbox and takes out every item, for the caller to drop outside the lock, and the
-    /// handler, for the caller to release outside the lock.
-    func close() -> (items: ItemQueue, handler: (any AnyObject & Sendable)?) {
-        locked.withLock { locked in
-            _ = locked.machine.close()
-            defer {
-                locked.items = ItemQueue()
-                locked.handler = nil
-            }
-            return (locked.items, locked.handler)
-        }
-    }
 
     /// Destroys `items`, taken out of the mailbox, without running them, telling each waiting post
     /// `outcome`. Call outside the mailbox's lock: destroying a payload can run any `deinit`.

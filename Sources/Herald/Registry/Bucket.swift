@@ -329,14 +329,30 @@ struct SnapshotSource: Sendable {
         // Family observers and priorities: merge into the order posts promise.
         // Registrations numbered 0 keep list order: each entry's index in its own list breaks ties
         // (the queued and posting observers are separated again below).
-        func keyed(_ entries: [(AnyObserver, UInt64)]) -> [(AnyObserver, AnyObserver.SortKey)] {
+        func keyed(_ entries: [(AnyObserver, UInt64)]) -> [(AnyObserver, SortKey)] {
             entries.enumerated().map { index, entry in
-                (entry.0, AnyObserver.SortKey(priority: entry.0.priority, sequence: entry.1, index: index))
+                (entry.0, SortKey(priority: entry.0.priority, sequence: entry.1, index: index))
             }
         }
         var all = keyed(queued.entries) + keyed(posting.entries) + keyed(members.map { ($0, $0.memberSequence) })
         all.sort { $0.1 < $1.1 }
         return ObserverSnapshot(
             queued: all.lazy.map(\.0).filter { !$0.isPosting }, posting: all.lazy.map(\.0).filter(\.isPosting))
+    }
+}
+
+/// Where an observer comes among the observers of a post: higher priorities first, then in
+/// registration order (the sequence number its registration got under the registry lock,
+/// kept in its bucket's list: see ``ObserverList``).
+private struct SortKey: Comparable {
+    let priority: Int
+    let sequence: UInt64
+    /// The position in its list, for registrations with the same number (0).
+    let index: Int
+
+    static func < (lhs: SortKey, rhs: SortKey) -> Bool {
+        if lhs.priority != rhs.priority { return lhs.priority > rhs.priority }
+        if lhs.sequence != rhs.sequence { return lhs.sequence < rhs.sequence }
+        return lhs.index < rhs.index
     }
 }

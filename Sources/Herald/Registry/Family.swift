@@ -108,7 +108,7 @@ final class FamilyOf<Value: Sendable>: AnyFamily, @unchecked Sendable {  // Immu
 final class Member<N: TypedNotification, Value: Sendable>: AnyObserver, @unchecked Sendable {  // Immutable.
     /// The family observer it stands in for.
     let observer: Observer<FamilyDelivery<Value>>
-    /// The family observer's registration number (see ``AnyObserver/SortKey``).
+    /// The family observer's registration number (see `SortKey` in Bucket.swift).
     let sequence: UInt64
     /// The family observer's family.
     let link: FamilyOf<Value>
@@ -135,8 +135,7 @@ final class Member<N: TypedNotification, Value: Sendable>: AnyObserver, @uncheck
     override var priority: Int { observer.priority }
     override var memberSequence: UInt64 { sequence }
     override var familyObserver: AnyObserver? { observer }
-    override var target: DeliveryTarget { observer.target }
-    override var drainerThread: UInt { observer.drainerThread }
+    override var anyMailbox: AnyMailbox? { observer.anyMailbox }
     override var pendingDelivery: PendingDelivery? { observer.pendingDelivery }
     override var isCancelled: Bool { observer.isCancelled }
     override var filtersAreDead: Bool { observer.isCancelled }
@@ -179,8 +178,6 @@ final class Member<N: TypedNotification, Value: Sendable>: AnyObserver, @uncheck
 
     override func release(hold: UInt) { observer.release(hold: hold) }
     override func drainInline() { observer.drainInline() }
-    override func attach(helper waiter: Waiter) { observer.attach(helper: waiter) }
-    override func detach(helper waiter: Waiter) { observer.detach(helper: waiter) }
 }
 
 extension PostedNotification {

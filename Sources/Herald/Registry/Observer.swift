@@ -63,23 +63,7 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
         self.siteAndFlags = siteAndFlags
     }
 
-    // MARK: Order
-
-    /// Where an observer comes among the observers of a post: higher priorities first, then in
-    /// registration order (the sequence number its registration got under the registry lock,
-    /// kept in its bucket's list: see ``ObserverList``).
-    struct SortKey: Comparable {
-        let priority: Int
-        let sequence: UInt64
-        /// The position in its list, for registrations with the same number (0).
-        let index: Int
-
-        static func < (lhs: SortKey, rhs: SortKey) -> Bool {
-            if lhs.priority != rhs.priority { return lhs.priority > rhs.priority }
-            if lhs.sequence != rhs.sequence { return lhs.sequence < rhs.sequence }
-            return lhs.index < rhs.index
-        }
-    }
+    // MARK: Order (`SortKey` in Bucket.swift sorts by these)
 
     /// The priority given at registration; 0 by default.
     var priority: Int { 0 }
@@ -215,21 +199,17 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
     /// Ends the hold `hold` on the item the same post appended; does nothing if there is none.
     func release(hold: UInt) {}
 
-    /// Where the handler runs.
-    var target: DeliveryTarget { .posting }
+    /// The mailbox of an observer whose deliveries a drain runs, or of a stream observer: the
+    /// family observer's, for a family observer's member. Waiting posts and diagnostics ask it
+    /// directly (its target, its drainer, its helpers); the observer forwards none of it.
+    var anyMailbox: AnyMailbox? { nil }
 
-    /// The thread draining the mailbox right now, or 0.
-    var drainerThread: UInt { 0 }
+    /// Where the handler runs.
+    final var target: DeliveryTarget { anyMailbox?.target ?? .posting }
 
     /// Drains the mailbox on the calling thread, which must be on the target, unless another drain
     /// runs. Never sliced.
     func drainInline() {}
-
-    /// Offers every drain of the mailbox to `waiter` until ``detach(helper:)`` (see ``Mailbox/addHelper(_:)``).
-    func attach(helper waiter: Waiter) {}
-
-    /// Ends ``attach(helper:)``.
-    func detach(helper waiter: Waiter) {}
 
     /// What the observer's mailbox still holds or runs, or `nil` when it is idle.
     var pendingDelivery: PendingDelivery? { nil }
@@ -295,8 +275,7 @@ final class Observer<N: TypedNotification>: AnyObserver, MailboxOwner, @unchecke
         super.init(registry: registry, location: location, flags: flags)
     }
 
-    /// Where the handler runs.
-    override var target: DeliveryTarget { mailbox?.target ?? .posting }
+    override var anyMailbox: AnyMailbox? { extras?.mailbox }
 
     override var priority: Int { extras?.priority ?? 0 }
     override var family: AnyFamily? { extras?.family }
@@ -504,19 +483,6 @@ final class Observer<N: TypedNotification>: AnyObserver, MailboxOwner, @unchecke
     /// Has the mailbox hand a drain job to the target (``Mailbox/scheduleDrain(for:continued:)``).
     func scheduleDrain() {
         mailbox?.scheduleDrain(for: self)
-    }
-
-    override func attach(helper waiter: Waiter) {
-        mailbox?.addHelper(waiter)
-    }
-
-    override func detach(helper waiter: Waiter) {
-        mailbox?.removeHelper(waiter)
-    }
-
-    /// The thread draining the mailbox right now, or 0.
-    override var drainerThread: UInt {
-        mailbox?.drainerThread ?? 0
     }
 
     override func drainInline() {
