@@ -200,15 +200,15 @@ final class HandlerBox<N: TypedNotification>: Sendable {
     @discardableResult
     func call(
         _ payload: UnsafePointer<N>, subjectID: ObjectIdentifier?, on target: DeliveryTarget,
-        reportingTo reporter: some FailureReporting
+        reportingTo record: DeliveryRecord
     ) -> ObserverFailure? {
         // The handler is borrowed where it is kept: a copy would retain and release it per call.
         switch handler {
         case .plain(let body):
-            return HandlerCall.run(body, with: payload, reportingTo: reporter)
+            return HandlerCall.run(body, with: payload, reportingTo: record)
         case .contextual(let body):
             let context = DeliveryContext(subjectID: subjectID, target: target)
-            return HandlerCall.run({ try body($0, context) }, with: payload, reportingTo: reporter)
+            return HandlerCall.run({ try body($0, context) }, with: payload, reportingTo: record)
         case .async:
             preconditionFailure("an async handler is called by its mailbox's async call")
         }
@@ -217,18 +217,11 @@ final class HandlerBox<N: TypedNotification>: Sendable {
 
 // MARK: - The call
 
-/// Reports the failures of one registration's handler: its observer.
-@usableFromInline
-protocol FailureReporting: AnyObject, Sendable {
-    /// Reports a handler's error to the hub and returns it as a failure.
-    @discardableResult
-    func report(_ error: any Error) -> ObserverFailure
-}
-
 /// The one call of a synchronous handler.
 @usableFromInline
 enum HandlerCall {
-    /// Calls `body` with the notification at `payload` and reports what it throws to `reporter`.
+    /// Calls `body` with the notification at `payload` and reports what it throws through
+    /// `record` (``DeliveryRecord/report(_:)``).
     ///
     /// Every call of a synchronous handler is made here: by the posting-thread loop (compiled for
     /// the notification type where `post` is inlined), a posting-thread observer's own call, a
@@ -239,13 +232,13 @@ enum HandlerCall {
     @inlinable @inline(__always)
     @discardableResult
     static func run<Value>(
-        _ body: (Value) throws -> Void, with payload: UnsafePointer<Value>, reportingTo reporter: some FailureReporting
+        _ body: (Value) throws -> Void, with payload: UnsafePointer<Value>, reportingTo record: DeliveryRecord
     ) -> ObserverFailure? {
         do {
             try body(payload.pointee)
             return nil
         } catch {
-            return reporter.report(error)
+            return record.report(error)
         }
     }
 }

@@ -639,21 +639,17 @@ private struct MailboxStorage: Sendable {
     var consumers: [any AnyObject & Sendable] = []
 }
 
-/// The registration a mailbox delivers for, as the mailbox sees it (an observer of the registry):
-/// the drains ask it whether the observation is still live, report handlers' failures through
-/// it, and end the observation through it when the target refuses work for good.
+/// The registration a mailbox delivers for, as the mailbox sees it: a ``DeliveryRecord`` (is it
+/// still live? where do failures go? what does the hub give its deliveries?) that also has this
+/// mailbox, and ends when the target refuses work for good.
 ///
 /// The mailbox's methods are generic over it, so that each is compiled for the one registration
 /// type that uses it, and a drain job captures the registration alone, which is then its whole
 /// context: no allocation per job.
-protocol MailboxOwner<Notification>: FailureReporting {
+protocol MailboxOwner<Notification>: DeliveryRecord {
     associatedtype Notification: TypedNotification
     /// The owner's mailbox, which a drain job reads when it runs.
     var mailbox: Mailbox<Notification>? { get }
-    /// Whether the observation has ended: a drain runs no more handlers for it.
-    var isCancelled: Bool { get }
-    /// What the deliveries need from the hub.
-    var environment: DeliveryEnvironment { get }
     /// The target refused a drain job and will never run work again: the observation ends.
     func targetRefused(_ error: any Error)
 }

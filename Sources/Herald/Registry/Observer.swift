@@ -1,30 +1,28 @@
 import Synchronization
 
-/// The parts of a registration that a post reads without knowing the notification type.
+/// A registration as the registry keeps it: what registered (its filters, its family, its
+/// priority), where, and the type-erased calls that hand a post to it. What delivering to it
+/// needs (whether it is live, its kind, where failures go, its target) is its ``DeliveryRecord``.
 ///
 /// Posts scan snapshots of `AnyObserver` (see ``ObserverSnapshot``) with code that is not generic,
 /// so an unspecialised post asks the runtime for no generic metadata. Only the final step, handing
 /// the notification to the handler, mailbox or stream, is a call into the generic ``Observer``.
 @usableFromInline
-class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the atomic state.
-    // An observer is the largest block a registration allocates, so its fields are packed: the
-    // whole object is 56 bytes, which the allocator serves from its 64-byte size class.
-    /// The registry the observer is registered in, which also holds what its deliveries need
-    /// from the hub (``Registry/environment``).
-    let registry: Registry
-    /// The index of the registration site (see ``SourceLocation/site(_:)``) above the `Flags` bits.
-    @usableFromInline let siteAndFlags: UInt32
-    /// Bit 0: cancelled. Bits 1...31: the observer's index in its bucket's list, plus one; 0 when
-    /// it is in none. The index is written only under the registry lock; the flag only by
-    /// ``markCancelled()``.
-    @usableFromInline let state = Atomic<UInt32>(0)
+class AnyObserver: DeliveryRecord, @unchecked Sendable {  // Immutable but for the atomic state.
+    init(registry: Registry, location: SourceLocation, flags: UInt8) {
+        super.init(host: registry, location: location, flags: flags)
+    }
 
-    /// `Flags` bits.
-    @inline(__always)
-    final var flags: UInt8 { UInt8(truncatingIfNeeded: siteAndFlags) }
+    init(registry: Registry, siteAndFlags: UInt32) {
+        super.init(host: registry, siteAndFlags: siteAndFlags)
+    }
+
+    /// The registry the observer is registered in: the record's host, which is always one.
+    final var registry: Registry { unsafeDowncast(host, to: Registry.self) }
 
     /// The observer's index in its bucket's list (see ``ObserverList``), or -1 when it is not in
-    /// one. Read and written only under the registry lock.
+    /// one: the record's state above the cancelled bit. Read and written only under the registry
+    /// lock.
     final var registrySlot: Int {
         get { Int(state.load(ordering: .relaxed) >> 1) - 1 }
         set {
@@ -37,30 +35,6 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
                 current = found
             }
         }
-    }
-
-    enum Flags {
-        static let hasFilters: UInt8 = 1 << 0
-        static let hasOwner: UInt8 = 1 << 1
-        static let isPosting: UInt8 = 1 << 2
-        static let isContextual: UInt8 = 1 << 3
-        static let isStream: UInt8 = 1 << 4
-        static let isAsync: UInt8 = 1 << 5
-        /// The mailbox has a mailbox policy other than unbounded (see ``MailboxPolicy``).
-        static let hasPolicy: UInt8 = 1 << 6
-        /// A tap's member among a type's observers: what it receives is not counted as
-        /// observed, and waiting posts do not wait for it.
-        static let isTap: UInt8 = 1 << 7
-    }
-
-    init(registry: Registry, location: SourceLocation, flags: UInt8) {
-        self.registry = registry
-        self.siteAndFlags = location.siteIndex << 8 | UInt32(flags)
-    }
-
-    init(registry: Registry, siteAndFlags: UInt32) {
-        self.registry = registry
-        self.siteAndFlags = siteAndFlags
     }
 
     // MARK: Order (`SortKey` in Bucket.swift sorts by these)
@@ -78,6 +52,8 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
     /// For a family observer's member (a ``Member``), the family observer's registration number.
     var memberSequence: UInt64 { 0 }
 
+    // MARK: Filters
+
     /// Whether the notification at `payload` can reach this observer's handler: always, but for a
     /// family observer's member (a ``Member``) whose type's membership was decided from another
     /// value (a cast can depend on the value, as one through an `Optional` does).
@@ -85,59 +61,6 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
 
     /// Whether the registration has a `from:` subject and an `owner:`.
     var filtersInfo: (hasSubject: Bool, hasOwner: Bool) { (false, false) }
-
-    /// Where the observer was registered.
-    var location: SourceLocation { SourceLocation.site(siteAndFlags >> 8) }
-
-    override var cancelsWithToken: Bool { flags & Flags.hasOwner == 0 }
-
-    /// Whether the observer runs on the posting thread, inside `post`.
-    @inline(__always)
-    final var isPosting: Bool { flags & Flags.isPosting != 0 }
-
-    /// Whether the observer feeds a ``NotificationSequence``.
-    @inline(__always)
-    final var isStream: Bool { flags & Flags.isStream != 0 }
-
-    /// Whether the handler is `async`.
-    final var isAsync: Bool { flags & Flags.isAsync != 0 }
-
-    /// Whether this is a posting-thread observer without filters or a contextual handler, whose
-    /// registration has not ended: one whose plain handler a post calls without asking more.
-    @inlinable @inline(__always)
-    final var isPlainPostingAndLive: Bool {
-        // `Flags.isPosting` alone among the flags, and the cancelled bit clear.
-        UInt8(truncatingIfNeeded: siteAndFlags) == 1 << 2 && state.load(ordering: .acquiring) & 1 == 0
-    }
-
-    // MARK: Cancellation
-
-    /// Whether ``cancel()`` has run, without checking the owner or subject.
-    var isCancelledFlag: Bool { state.load(ordering: .acquiring) & 1 != 0 }
-
-    override var isCancelled: Bool {
-        if isCancelledFlag { return true }
-        if flags & Flags.hasFilters != 0, filtersAreDead {
-            cancel()
-            return true
-        }
-        return false
-    }
-
-    /// Ends the registration. Once this returns, the handler is not started again; a call already
-    /// running on another thread may finish.
-    override func cancel() {
-        guard markCancelled() else { return }
-        didCancel()
-    }
-
-    /// Sets the cancelled flag; returns `false` if it was already set.
-    final func markCancelled() -> Bool {
-        state.bitwiseOr(1, ordering: .acquiringAndReleasing).oldValue & 1 == 0
-    }
-
-    /// Removes the registration from the registry and drops what is queued for it.
-    func didCancel() {}
 
     /// Whether an object the registration depends on has been deallocated.
     var filtersAreDead: Bool { false }
@@ -156,6 +79,29 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
         }
         return filtersMatch(subject)
     }
+
+    // MARK: Cancellation
+
+    override var cancelsWithToken: Bool { flags & Flags.hasOwner == 0 }
+
+    override var isCancelled: Bool {
+        if isCancelledFlag { return true }
+        if flags & Flags.hasFilters != 0, filtersAreDead {
+            cancel()
+            return true
+        }
+        return false
+    }
+
+    /// Ends the registration. Once this returns, the handler is not started again; a call already
+    /// running on another thread may finish.
+    override func cancel() {
+        guard markCancelled() else { return }
+        didCancel()
+    }
+
+    /// Removes the registration from the registry and drops what is queued for it.
+    func didCancel() {}
 
     // MARK: Type-erased delivery
 
@@ -198,14 +144,6 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
 
     /// Ends the hold `hold` on the item the same post appended; does nothing if there is none.
     func release(hold: UInt) {}
-
-    /// The mailbox of an observer whose deliveries a drain runs, or of a stream observer: the
-    /// family observer's, for a family observer's member. Waiting posts and diagnostics ask it
-    /// directly (its target, its drainer, its helpers); the observer forwards none of it.
-    var anyMailbox: AnyMailbox? { nil }
-
-    /// Where the handler runs.
-    final var target: DeliveryTarget { anyMailbox?.target ?? .posting }
 
     /// Drains the mailbox on the calling thread, which must be on the target, unless another drain
     /// runs. Never sliced.
@@ -325,7 +263,7 @@ final class Observer<N: TypedNotification>: AnyObserver, MailboxOwner, @unchecke
     /// dropped: each one is reported to the hub's error handler, and its waiter, if any, is told
     /// it was refused. Later posts find no observer and are counted as unobserved.
     func targetRefused(_ error: any Error) {
-        let failure = makeFailure(error)
+        let failure = self.failure(error)
         guard markCancelled() else {
             environment.report(failure)
             return
@@ -375,30 +313,7 @@ final class Observer<N: TypedNotification>: AnyObserver, MailboxOwner, @unchecke
         return nil
     }
 
-    /// Reports a handler's error to the hub and returns it as a failure. Out of line: the hot
-    /// loops that call it stay small.
-    @usableFromInline
-    @discardableResult
-    @inline(never)
-    func report(_ error: any Error) -> ObserverFailure {
-        let failure = makeFailure(error)
-        environment.report(failure)
-        return failure
-    }
-
-    /// What the observer's deliveries need from the hub.
-    var environment: DeliveryEnvironment { registry.environment }
-
-    /// A failure of this observer, with its registration site.
-    private func makeFailure(_ error: any Error) -> ObserverFailure {
-        let location = self.location
-        return ObserverFailure(
-            error: error,
-            notificationType: Self.typeName,
-            fileID: location.fileString,
-            line: Int(location.line)
-        )
-    }
+    override var notificationTypeName: String { Self.typeName }
 
     /// The name of the observed type, for reports: the family's (such as `any AnalyticsEvent`)
     /// for a family observer.

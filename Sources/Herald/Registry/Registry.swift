@@ -39,7 +39,7 @@ import Synchronization
 /// lets go of (observers, handlers, snapshots, retained values, whose `deinit` may use the hub)
 /// after the lock. The data logic lives in the types the state is made of (``RegistryState``,
 /// ``Bucket``, ``RetainedValues``, ``IdentityTable``); the shards in ``PostShard``.
-final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after init.
+final class Registry: DeliveryHost, @unchecked Sendable {  // `shardRefs` is immutable after init.
     // MARK: Registrations
 
     /// Makes `observer` visible to posts.
@@ -328,10 +328,7 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
     /// registers.
     private let familyGeneration = Atomic<UInt64>(0)
 
-    /// What the deliveries of the registered observers need from the hub.
-    let environment = DeliveryEnvironment()
-
-    init() {
+    override init() {
         shardRefs = .allocate(capacity: Self.shardCount)
         for (index, shard) in shards.enumerated() {
             (shardRefs + index).initialize(to: .passUnretained(shard))

@@ -1,0 +1,138 @@
+import Synchronization
+
+/// The delivery record of one registration: all that the posting-thread loop and the drains ask
+/// of it.
+///
+/// - Whether it is live: the cancelled bit, set once by ``markCancelled()``.
+/// - How it is delivered: its ``Flags`` (on the posting thread or by a drain, sync or `async`,
+///   to a stream, with a mailbox policy, as a tap).
+/// - Where its handler's failures go: ``report(_:)`` gives them, with the registration site, to
+///   the hub's error handler (``environment``).
+/// - Where its deliveries run: its mailbox's target (``anyMailbox``), or the posting thread.
+///
+/// The handler itself is kept where its calls read it: a plain posting-thread handler in the
+/// generic observer, next to this record's bits (the posting loop reads both from one object), and
+/// a drained one in the mailbox, which releases it when the registration ends.
+///
+/// It names neither the observer nor the registry. The registry's observer (`AnyObserver`) is its
+/// subclass and adds what registered, where, and with which filters; the record knows the
+/// registry only as the ``DeliveryHost`` that gives it its environment. One object rather than two,
+/// so that a registration stays one allocation of 56 bytes (the allocator's 64-byte class), and a
+/// post reads the cancelled bit and the handler from the same cache line.
+@usableFromInline
+class DeliveryRecord: Cancellable, @unchecked Sendable {  // Immutable but for the atomic state.
+    /// What the registration is registered in: it gives the deliveries their environment.
+    let host: DeliveryHost
+    /// The index of the registration site (see ``SourceLocation/site(_:)``) above the `Flags` bits.
+    @usableFromInline let siteAndFlags: UInt32
+    /// Bit 0: cancelled, set only by ``markCancelled()``. Bits 1...31 belong to the registry (the
+    /// registration's index in its bucket's list, see `AnyObserver.registrySlot`): they share the
+    /// word so that the record stays in its size class.
+    @usableFromInline let state = Atomic<UInt32>(0)
+
+    enum Flags {
+        static let hasFilters: UInt8 = 1 << 0
+        static let hasOwner: UInt8 = 1 << 1
+        static let isPosting: UInt8 = 1 << 2
+        static let isContextual: UInt8 = 1 << 3
+        static let isStream: UInt8 = 1 << 4
+        static let isAsync: UInt8 = 1 << 5
+        /// The mailbox has a mailbox policy other than unbounded (see ``MailboxPolicy``).
+        static let hasPolicy: UInt8 = 1 << 6
+        /// A tap's member among a type's observers: what it receives is not counted as
+        /// observed, and waiting posts do not wait for it.
+        static let isTap: UInt8 = 1 << 7
+    }
+
+    init(host: DeliveryHost, location: SourceLocation, flags: UInt8) {
+        self.host = host
+        self.siteAndFlags = location.siteIndex << 8 | UInt32(flags)
+    }
+
+    init(host: DeliveryHost, siteAndFlags: UInt32) {
+        self.host = host
+        self.siteAndFlags = siteAndFlags
+    }
+
+    // MARK: How it is delivered
+
+    /// `Flags` bits.
+    @inline(__always)
+    final var flags: UInt8 { UInt8(truncatingIfNeeded: siteAndFlags) }
+
+    /// Whether the handler runs on the posting thread, inside `post`.
+    @inline(__always)
+    final var isPosting: Bool { flags & Flags.isPosting != 0 }
+
+    /// Whether the deliveries feed a ``NotificationSequence``.
+    @inline(__always)
+    final var isStream: Bool { flags & Flags.isStream != 0 }
+
+    /// Whether the handler is `async`.
+    final var isAsync: Bool { flags & Flags.isAsync != 0 }
+
+    /// Whether this is a posting-thread observer without filters or a contextual handler, whose
+    /// registration has not ended: one whose plain handler a post calls without asking more.
+    @inlinable @inline(__always)
+    final var isPlainPostingAndLive: Bool {
+        // `Flags.isPosting` alone among the flags, and the cancelled bit clear.
+        UInt8(truncatingIfNeeded: siteAndFlags) == 1 << 2 && state.load(ordering: .acquiring) & 1 == 0
+    }
+
+    // MARK: Whether it is live
+
+    /// Whether the cancelled bit is set, without asking the registration's filters.
+    final var isCancelledFlag: Bool { state.load(ordering: .acquiring) & 1 != 0 }
+
+    /// Sets the cancelled bit; returns `false` if it was already set.
+    final func markCancelled() -> Bool {
+        state.bitwiseOr(1, ordering: .acquiringAndReleasing).oldValue & 1 == 0
+    }
+
+    // MARK: Where it runs
+
+    /// The mailbox of a registration whose deliveries a drain runs, or of a stream observer (a
+    /// family observer's member has its family observer's). Waiting posts and diagnostics ask it
+    /// directly: its target, its drainer, its helpers.
+    var anyMailbox: AnyMailbox? { nil }
+
+    /// Where the handler runs.
+    final var target: DeliveryTarget { anyMailbox?.target ?? .posting }
+
+    // MARK: Where failures go
+
+    /// What the deliveries need from the hub: its error handler, its idle watch, its main queue.
+    final var environment: DeliveryEnvironment { host.environment }
+
+    /// Where the registration was made.
+    final var location: SourceLocation { SourceLocation.site(siteAndFlags >> 8) }
+
+    /// The name of the observed type, for reports.
+    var notificationTypeName: String { "" }
+
+    /// Reports a handler's error to the hub and returns it as a failure. Out of line: the hot
+    /// loops that call it stay small.
+    @usableFromInline
+    @discardableResult
+    @inline(never)
+    final func report(_ error: any Error) -> ObserverFailure {
+        let failure = self.failure(error)
+        environment.report(failure)
+        return failure
+    }
+
+    /// A failure of this registration's handler, with its registration site.
+    final func failure(_ error: any Error) -> ObserverFailure {
+        let location = self.location
+        return ObserverFailure(
+            error: error, notificationType: notificationTypeName, fileID: location.fileString, line: Int(location.line))
+    }
+}
+
+/// What a ``DeliveryRecord``'s registration is registered in, as the delivery layer sees it: the
+/// environment its deliveries run in. The registry is its one subclass, so that a record holds its
+/// registry in one reference without naming it.
+class DeliveryHost: @unchecked Sendable {  // Immutable.
+    /// What the deliveries of the registered observers need from the hub.
+    let environment = DeliveryEnvironment()
+}
