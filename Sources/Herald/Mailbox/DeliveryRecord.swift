@@ -99,6 +99,33 @@ class DeliveryRecord: Cancellable, @unchecked Sendable {  // Immutable but for t
     /// Where the handler runs.
     final var target: DeliveryTarget { anyMailbox?.target ?? .posting }
 
+    /// What the mailbox still holds or runs, or `nil` when it is idle (or feeds a stream: nobody
+    /// waits for a stream's consumer).
+    final var pendingDelivery: PendingDelivery? {
+        guard let mailbox = anyMailbox, !mailbox.feedsStream else { return nil }
+        let state = mailbox.pendingState
+        guard state.isBusy else { return nil }
+        let location = self.location
+        return PendingDelivery(
+            notificationType: notificationTypeName, fileID: location.fileString, line: Int(location.line),
+            target: mailbox.target, queuedCount: state.count, isHandlerRunning: state.isSuspended,
+            waitsForTarget: state.waitsForTarget)
+    }
+
+    // MARK: The mailbox policy, for the token
+
+    override var bufferingPolicy: NotificationBufferingPolicy {
+        flags & Flags.hasPolicy == 0 ? .unbounded : anyMailbox?.policy?.policy ?? .unbounded
+    }
+
+    override var discardedCounts: (replaced: Int, dropped: Int) {
+        anyMailbox?.discardedCounts ?? (0, 0)
+    }
+
+    override var rememberedSubjectCount: Int {
+        anyMailbox?.policy?.subjects.count ?? 0
+    }
+
     // MARK: Where failures go
 
     /// What the deliveries need from the hub: its error handler, its idle watch, its main queue.

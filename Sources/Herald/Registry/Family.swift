@@ -136,7 +136,7 @@ final class Member<N: TypedNotification, Value: Sendable>: AnyObserver, @uncheck
     override var memberSequence: UInt64 { sequence }
     override var familyObserver: AnyObserver? { observer }
     override var anyMailbox: AnyMailbox? { observer.anyMailbox }
-    override var pendingDelivery: PendingDelivery? { observer.pendingDelivery }
+    override var notificationTypeName: String { observer.notificationTypeName }
     override var isCancelled: Bool { observer.isCancelled }
     override var filtersAreDead: Bool { observer.isCancelled }
     override func filtersMatch(_ subject: AnyObject?) -> Bool { observer.filtersMatch(subject) }

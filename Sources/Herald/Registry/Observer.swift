@@ -148,9 +148,6 @@ class AnyObserver: DeliveryRecord, @unchecked Sendable {  // Immutable but for t
     /// Drains the mailbox on the calling thread, which must be on the target, unless another drain
     /// runs. Never sliced.
     func drainInline() {}
-
-    /// What the observer's mailbox still holds or runs, or `nil` when it is idle.
-    var pendingDelivery: PendingDelivery? { nil }
 }
 
 /// One registration: a handler, and an ``Extras`` record of what else it has (filters, priority,
@@ -365,18 +362,6 @@ final class Observer<N: TypedNotification>: AnyObserver, MailboxOwner, @unchecke
         }
     }
 
-    override var bufferingPolicy: NotificationBufferingPolicy {
-        flags & Flags.hasPolicy == 0 ? .unbounded : mailbox?.policy?.policy ?? .unbounded
-    }
-
-    override var discardedCounts: (replaced: Int, dropped: Int) {
-        mailbox?.discardedCounts ?? (0, 0)
-    }
-
-    override var rememberedSubjectCount: Int {
-        mailbox?.policy?.subjects.count ?? 0
-    }
-
     override func release(hold: UInt) {
         if let mailbox, mailbox.release(hold: hold) {
             scheduleDrain()
@@ -404,16 +389,6 @@ final class Observer<N: TypedNotification>: AnyObserver, MailboxOwner, @unchecke
         mailbox?.drainInline(for: self)
     }
 
-    override var pendingDelivery: PendingDelivery? {
-        guard let mailbox, !mailbox.feedsStream else { return nil }  // nobody waits for a stream's consumer
-        let state = mailbox.pendingState
-        guard state.isBusy else { return nil }
-        let location = self.location
-        return PendingDelivery(
-            notificationType: Self.typeName, fileID: location.fileString, line: Int(location.line),
-            target: target, queuedCount: state.count, isHandlerRunning: state.isSuspended,
-            waitsForTarget: state.waitsForTarget)
-    }
 
     /// What a registration has besides a plain posting-thread observer's handler: its filters,
     /// priority and family, and where its deliveries go when they do not go to that handler.
