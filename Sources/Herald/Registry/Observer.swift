@@ -389,7 +389,6 @@ final class Observer<N: TypedNotification>: AnyObserver, MailboxOwner, @unchecke
         mailbox?.drainInline(for: self)
     }
 
-
     /// What a registration has besides a plain posting-thread observer's handler: its filters,
     /// priority and family, and where its deliveries go when they do not go to that handler.
     final class Extras: Sendable {
