@@ -379,9 +379,7 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
     }
 
     func checkNoPendingWork(_ comment: Comment?, at site: FailureSite) -> Bool {
-        guard let message = pendingWorkFailure() else { return true }
-        reportFailure(message, comment: comment, at: site)
-        return false
+        reportIfFailed(pendingWorkFailure(), comment: comment, at: site)
     }
 
     /// The failure message for pending jobs and running async handlers, or `nil` if none.
