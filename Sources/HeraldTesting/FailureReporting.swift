@@ -59,3 +59,16 @@ func reportFailure(_ message: String, comment: Comment? = nil, at site: FailureS
     #endif
     Issue.record(Comment(rawValue: text), sourceLocation: site.sourceLocation)
 }
+
+/// Reports `failure`, if there is one, with `comment` at `site`: the end of every check.
+///
+/// - Parameters:
+///   - failure: What the check found wrong, or `nil` if it held.
+///   - comment: The caller's note, appended after a colon.
+///   - site: Where the check was called.
+/// - Returns: `true` if the check held (`failure` is `nil`).
+func reportIfFailed(_ failure: String?, comment: Comment?, at site: FailureSite) -> Bool {
+    guard let failure else { return true }
+    reportFailure(failure, comment: comment, at: site)
+    return false
+}

@@ -466,9 +466,7 @@ public final class NotificationRecorder<N: Sendable>: Sendable {
     }
 
     func checkNoFurtherNotifications(_ comment: Comment?, at site: FailureSite) -> Bool {
-        guard let message = furtherNotificationsFailure() else { return true }
-        reportFailure(message, comment: comment, at: site)
-        return false
+        reportIfFailed(furtherNotificationsFailure(), comment: comment, at: site)
     }
 
     func checkNoFurtherNotifications(within duration: Duration, _ comment: Comment?, at site: FailureSite) async -> Bool
@@ -523,16 +521,11 @@ extension NotificationHub {
         fileID: StaticString = #fileID,
         line: UInt = #line
     ) -> NotificationRecorder<N> {
-        let recorder = NotificationRecorder<N>(target: target, bufferingPolicy: bufferingPolicy)
-        let observation = observeWithContext(
-            type, from: subject, on: target, bufferingPolicy: bufferingPolicy, replayLatest: replayLatest,
-            fileID: fileID, line: line
-        ) { [weak recorder] note, context in
-            recorder?.append(note, context: context)
+        makeRecorder(on: target, bufferingPolicy: bufferingPolicy) { record in
+            observeWithContext(
+                type, from: subject, on: target, bufferingPolicy: bufferingPolicy, replayLatest: replayLatest,
+                fileID: fileID, line: line, record)
         }
-        recorder.attach(observation)
-        noteInStandInScope()
-        return recorder
     }
 
     /// Starts recording every notification of a family: every type that conforms to a protocol,
@@ -563,15 +556,11 @@ extension NotificationHub {
         fileID: StaticString = #fileID,
         line: UInt = #line
     ) -> NotificationRecorder<Family> {
-        let recorder = NotificationRecorder<Family>(target: target, bufferingPolicy: bufferingPolicy)
-        let observation = observeWithContext(
-            every: family, from: subject, on: target, bufferingPolicy: bufferingPolicy, fileID: fileID, line: line
-        ) { [weak recorder] value, context in
-            recorder?.append(value, context: context)
+        makeRecorder(on: target, bufferingPolicy: bufferingPolicy) { record in
+            observeWithContext(
+                every: family, from: subject, on: target, bufferingPolicy: bufferingPolicy, fileID: fileID, line: line,
+                record)
         }
-        recorder.attach(observation)
-        noteInStandInScope()
-        return recorder
     }
 
     /// Starts recording every notification posted to this hub, of every type, as a tap does (see
@@ -600,13 +589,21 @@ extension NotificationHub {
         fileID: StaticString = #fileID,
         line: UInt = #line
     ) -> NotificationRecorder<PostedNotification> {
-        let recorder = NotificationRecorder<PostedNotification>(target: target, bufferingPolicy: bufferingPolicy)
-        let observation = observeAllWithContext(
-            from: subject, on: target, bufferingPolicy: bufferingPolicy, fileID: fileID, line: line
-        ) { [weak recorder] posted, context in
-            recorder?.append(posted, context: context)
+        makeRecorder(on: target, bufferingPolicy: bufferingPolicy) { record in
+            observeAllWithContext(
+                from: subject, on: target, bufferingPolicy: bufferingPolicy, fileID: fileID, line: line, record)
         }
-        recorder.attach(observation)
+    }
+
+    /// Makes a recorder on `target` that records through the observation `observe` makes with the
+    /// handler it is given; the recorder holds that observation, and the handler holds the recorder
+    /// weakly, so that letting go of the recorder ends the recording.
+    private func makeRecorder<Value: Sendable>(
+        on target: DeliveryTarget, bufferingPolicy: NotificationBufferingPolicy,
+        _ observe: (_ record: @escaping @Sendable (Value, DeliveryContext) -> Void) -> ObservationToken
+    ) -> NotificationRecorder<Value> {
+        let recorder = NotificationRecorder<Value>(target: target, bufferingPolicy: bufferingPolicy)
+        recorder.attach(observe { [weak recorder] value, context in recorder?.append(value, context: context) })
         noteInStandInScope()
         return recorder
     }

@@ -152,6 +152,24 @@ extension NotificationHub {
             registrations(of: type), of: "\(N.self)", on: target, bufferingPolicy: bufferingPolicy, count: count)
     }
 
+    /// The failure message for a count of the observations of the family `family`, or `nil` if it
+    /// matches.
+    func registrationFailure<Family: Sendable>(
+        every family: Family.Type, on target: DeliveryTarget?, bufferingPolicy: NotificationBufferingPolicy?, count: Int
+    ) -> String? {
+        Self.registrationFailure(
+            registrations(every: family), of: "every \(Family.self)", on: target, bufferingPolicy: bufferingPolicy,
+            count: count)
+    }
+
+    /// The failure message for a count of taps, or `nil` if it matches.
+    func tapRegistrationFailure(
+        on target: DeliveryTarget?, bufferingPolicy: NotificationBufferingPolicy?, count: Int
+    ) -> String? {
+        Self.registrationFailure(
+            tapRegistrations(), of: "taps", on: target, bufferingPolicy: bufferingPolicy, count: count)
+    }
+
     /// The failure message for a count of the registrations `all` of `name`, or `nil` if it matches.
     static func registrationFailure(
         _ all: [Registration], of name: String, on target: DeliveryTarget?,
@@ -200,10 +218,9 @@ extension NotificationHub {
         line: Int = #line,
         column: Int = #column
     ) -> Bool {
-        let failure = Self.registrationFailure(
-            registrations(every: family), of: "every \(Family.self)", on: target, bufferingPolicy: bufferingPolicy,
-            count: count)
-        return report(failure, comment, FailureSite(fileID: fileID, filePath: filePath, line: line, column: column))
+        report(
+            registrationFailure(every: family, on: target, bufferingPolicy: bufferingPolicy, count: count), comment,
+            FailureSite(fileID: fileID, filePath: filePath, line: line, column: column))
     }
 
     /// Records a test issue unless exactly `count` live taps (`observeAll`) exist on `target`.
@@ -236,9 +253,9 @@ extension NotificationHub {
         line: Int = #line,
         column: Int = #column
     ) -> Bool {
-        let failure = Self.registrationFailure(
-            tapRegistrations(), of: "taps", on: target, bufferingPolicy: bufferingPolicy, count: count)
-        return report(failure, comment, FailureSite(fileID: fileID, filePath: filePath, line: line, column: column))
+        report(
+            tapRegistrationFailure(on: target, bufferingPolicy: bufferingPolicy, count: count), comment,
+            FailureSite(fileID: fileID, filePath: filePath, line: line, column: column))
     }
 
     // MARK: - Forms for Swift Testing helpers
@@ -319,10 +336,9 @@ extension NotificationHub {
         bufferingPolicy: NotificationBufferingPolicy? = nil, count: Int = 1, _ comment: Comment? = nil,
         sourceLocation: SourceLocation
     ) -> Bool {
-        let failure = Self.registrationFailure(
-            registrations(every: family), of: "every \(Family.self)", on: target, bufferingPolicy: bufferingPolicy,
-            count: count)
-        return report(failure, comment, FailureSite(sourceLocation))
+        report(
+            registrationFailure(every: family, on: target, bufferingPolicy: bufferingPolicy, count: count), comment,
+            FailureSite(sourceLocation))
     }
 
     /// ``expectTapsRegistered(on:bufferingPolicy:count:_:fileID:filePath:line:column:)``, reporting at
@@ -340,17 +356,15 @@ extension NotificationHub {
         on target: DeliveryTarget? = nil, bufferingPolicy: NotificationBufferingPolicy? = nil, count: Int = 1,
         _ comment: Comment? = nil, sourceLocation: SourceLocation
     ) -> Bool {
-        let failure = Self.registrationFailure(
-            tapRegistrations(), of: "taps", on: target, bufferingPolicy: bufferingPolicy, count: count)
-        return report(failure, comment, FailureSite(sourceLocation))
+        report(
+            tapRegistrationFailure(on: target, bufferingPolicy: bufferingPolicy, count: count), comment,
+            FailureSite(sourceLocation))
     }
 
     /// Reports `failure`, if any, at `site`.
     func report(_ failure: String?, _ comment: Comment?, _ site: FailureSite) -> Bool {
         noteInStandInScope(checkingAt: site)
-        guard let failure else { return true }
-        reportFailure(failure, comment: comment, at: site)
-        return false
+        return reportIfFailed(failure, comment: comment, at: site)
     }
 }
 

@@ -285,9 +285,7 @@ public final class TestDeliveryTarget: DeliveryExecutor, CustomStringConvertible
     }
 
     func checkNoPendingWork(_ comment: Comment?, at site: FailureSite) -> Bool {
-        guard let message = pendingWorkFailure() else { return true }
-        reportFailure(message, comment: comment, at: site)
-        return false
+        reportIfFailed(pendingWorkFailure(), comment: comment, at: site)
     }
 
     /// The failure message for pending work, or `nil` if nothing is pending.

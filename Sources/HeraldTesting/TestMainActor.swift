@@ -86,11 +86,7 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
     ///
     /// - Parameter job: The work to queue.
     public func enqueue(_ job: @escaping @Sendable () -> Void) {
-        let wakeUp = state.withLock { state in
-            state.queue.insert(job)
-            return Self.takeWakeUp(&state)
-        }
-        wakeUp?.resume()
+        changeAndWake { $0.queue.insert(job) }
     }
 
     /// Queues `job`, due once the manual clock has advanced by `delay` (negative counts as zero).
@@ -99,11 +95,7 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
     ///   - delay: How far ``now`` must advance before `job` is due.
     ///   - job: The work to queue.
     public func enqueue(after delay: Duration, _ job: @escaping @Sendable () -> Void) {
-        let wakeUp = state.withLock { state in
-            state.queue.insert(job, after: delay)
-            return Self.takeWakeUp(&state)
-        }
-        wakeUp?.resume()
+        changeAndWake { $0.queue.insert(job, after: delay) }
     }
 
     /// Whether the calling thread is running a job of the stand-in right now.
@@ -124,11 +116,7 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
         state.withLock { $0.taskCount += 1 }
         return Task { [self] in
             let value = await work()
-            let wakeUp = state.withLock { state in
-                state.taskCount -= 1
-                return Self.takeWakeUp(&state)
-            }
-            wakeUp?.resume()
+            changeAndWake { $0.taskCount -= 1 }
             return value
         }
     }
@@ -379,9 +367,7 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
     }
 
     func checkNoPendingWork(_ comment: Comment?, at site: FailureSite) -> Bool {
-        guard let message = pendingWorkFailure() else { return true }
-        reportFailure(message, comment: comment, at: site)
-        return false
+        reportIfFailed(pendingWorkFailure(), comment: comment, at: site)
     }
 
     /// The failure message for pending jobs and running async handlers, or `nil` if none.
@@ -510,10 +496,16 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
         ManualJobQueue.run(dueBy: deadline, in: state, \.queue)
     }
 
-    private static func takeWakeUp(_ state: inout State) -> CheckedContinuation<Void, Never>? {
-        state.generation &+= 1
-        defer { state.wakeUp = nil }
-        return state.wakeUp
+    /// Makes `change` (an enqueue, or a task's end) under the lock, bumping the generation, and
+    /// wakes the drive waiting for a change, if any.
+    private func changeAndWake(_ change: (inout State) -> Void) {
+        let wakeUp = state.withLock { state in
+            change(&state)
+            state.generation &+= 1
+            defer { state.wakeUp = nil }
+            return state.wakeUp
+        }
+        wakeUp?.resume()
     }
 }
 

@@ -190,10 +190,9 @@ extension NotificationHub {
         line: UInt = #line,
         column: UInt = #column
     ) -> Bool {
-        let failure = Self.registrationFailure(
-            registrations(every: family), of: "every \(Family.self)", on: target, bufferingPolicy: bufferingPolicy,
-            count: count)
-        return report(failure, nil, FailureSite(fileID: fileID, file: file, line: line, column: column))
+        report(
+            registrationFailure(every: family, on: target, bufferingPolicy: bufferingPolicy, count: count), nil,
+            FailureSite(fileID: fileID, file: file, line: line, column: column))
     }
 
     /// Fails the current test unless exactly `count` live taps exist (on `target`, if given): the
@@ -218,9 +217,9 @@ extension NotificationHub {
         line: UInt = #line,
         column: UInt = #column
     ) -> Bool {
-        let failure = Self.registrationFailure(
-            tapRegistrations(), of: "taps", on: target, bufferingPolicy: bufferingPolicy, count: count)
-        return report(failure, nil, FailureSite(fileID: fileID, file: file, line: line, column: column))
+        report(
+            tapRegistrationFailure(on: target, bufferingPolicy: bufferingPolicy, count: count), nil,
+            FailureSite(fileID: fileID, file: file, line: line, column: column))
     }
 
     /// Fails the current test unless the observations of `type` (on `target`, if given) have

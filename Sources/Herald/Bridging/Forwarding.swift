@@ -52,7 +52,7 @@ extension NotificationHub {
     ) -> ObservationToken {
         let link = ForwardingLink(hub: self, center: center, type: type)
         let isCancelled = CancellationFlag()
-        let location = (fileID: "\(fileID)", line: Int(line))
+        let location = ForwardingLocation(fileID: fileID, line: line, type: N.self)
         let token = center.addObserver(forName: N.notificationName, object: object, queue: nil) {
             [weak self] notification in
             guard let self, !isCancelled.isSet else { return }
@@ -62,10 +62,7 @@ extension NotificationHub {
             do {
                 value = try N(notification: notification)
             } catch {
-                self.core.report(
-                    ObserverFailure(
-                        error: error, notificationType: String(describing: N.self), fileID: location.fileID,
-                        line: location.line))
+                self.core.report(location.failure(error))
                 return
             }
             let subject = ForwardingFrame.subject(of: notification.object)

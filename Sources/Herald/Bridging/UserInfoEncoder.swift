@@ -382,7 +382,7 @@ private struct UserInfoKeyedEncodingContainer<Key: CodingKey>: KeyedEncodingCont
     }
 }
 
-private struct UserInfoUnkeyedEncodingContainer: UnkeyedEncodingContainer {
+private struct UserInfoUnkeyedEncodingContainer: UnkeyedEncodingContainer, UserInfoPrimitiveEncoding {
     let node: UserInfoEncodingNode
     let codingPath: [any CodingKey]
     let state: UserInfoEncodingState
@@ -399,27 +399,14 @@ private struct UserInfoUnkeyedEncodingContainer: UnkeyedEncodingContainer {
         try encodeValue(value)
     }
 
-    private func encodeValue<T: Encodable>(_ value: T) throws {
+    func encodeValue<T: Encodable>(_ value: T) throws {
         let child = UserInfoEncodingNode()
         try state.box(value, into: child, at: codingPath + [nextKey])
         node.append(child)
     }
 
-    mutating func encode(_ value: Bool) throws { try encodeValue(value) }
-    mutating func encode(_ value: String) throws { try encodeValue(value) }
-    mutating func encode(_ value: Double) throws { try encodeValue(value) }
-    mutating func encode(_ value: Float) throws { try encodeValue(value) }
-    mutating func encode(_ value: Int) throws { try encodeValue(value) }
-    mutating func encode(_ value: Int8) throws { try encodeValue(value) }
-    mutating func encode(_ value: Int16) throws { try encodeValue(value) }
-    mutating func encode(_ value: Int32) throws { try encodeValue(value) }
-    mutating func encode(_ value: Int64) throws { try encodeValue(value) }
+    // The other primitives: `UserInfoPrimitiveEncoding`.
     mutating func encode(_ value: Int128) throws { try encodeValue(value) }
-    mutating func encode(_ value: UInt) throws { try encodeValue(value) }
-    mutating func encode(_ value: UInt8) throws { try encodeValue(value) }
-    mutating func encode(_ value: UInt16) throws { try encodeValue(value) }
-    mutating func encode(_ value: UInt32) throws { try encodeValue(value) }
-    mutating func encode(_ value: UInt64) throws { try encodeValue(value) }
     mutating func encode(_ value: UInt128) throws { try encodeValue(value) }
 
     mutating func nestedContainer<NestedKey: CodingKey>(
@@ -444,7 +431,7 @@ private struct UserInfoUnkeyedEncodingContainer: UnkeyedEncodingContainer {
     }
 }
 
-private struct UserInfoSingleValueEncodingContainer: SingleValueEncodingContainer {
+private struct UserInfoSingleValueEncodingContainer: SingleValueEncodingContainer, UserInfoPrimitiveEncoding {
     let node: UserInfoEncodingNode
     let codingPath: [any CodingKey]
     let state: UserInfoEncodingState
@@ -457,10 +444,24 @@ private struct UserInfoSingleValueEncodingContainer: SingleValueEncodingContaine
         try encodeValue(value)
     }
 
-    private func encodeValue<T: Encodable>(_ value: T) throws {
+    func encodeValue<T: Encodable>(_ value: T) throws {
         try state.box(value, into: node, at: codingPath)
     }
 
+    // The other primitives: `UserInfoPrimitiveEncoding`.
+    mutating func encode(_ value: Int128) throws { try encodeValue(value) }
+    mutating func encode(_ value: UInt128) throws { try encodeValue(value) }
+}
+
+/// A container that encodes each primitive as it encodes any `Encodable` value, with
+/// `encodeValue(_:)`: the primitive methods of the unkeyed and single-value containers. `Int128`
+/// and `UInt128` are each container's own, as the standard library gives those two defaults that
+/// would make these ambiguous.
+private protocol UserInfoPrimitiveEncoding {
+    func encodeValue<T: Encodable>(_ value: T) throws
+}
+
+extension UserInfoPrimitiveEncoding {
     mutating func encode(_ value: Bool) throws { try encodeValue(value) }
     mutating func encode(_ value: String) throws { try encodeValue(value) }
     mutating func encode(_ value: Double) throws { try encodeValue(value) }
@@ -470,11 +471,9 @@ private struct UserInfoSingleValueEncodingContainer: SingleValueEncodingContaine
     mutating func encode(_ value: Int16) throws { try encodeValue(value) }
     mutating func encode(_ value: Int32) throws { try encodeValue(value) }
     mutating func encode(_ value: Int64) throws { try encodeValue(value) }
-    mutating func encode(_ value: Int128) throws { try encodeValue(value) }
     mutating func encode(_ value: UInt) throws { try encodeValue(value) }
     mutating func encode(_ value: UInt8) throws { try encodeValue(value) }
     mutating func encode(_ value: UInt16) throws { try encodeValue(value) }
     mutating func encode(_ value: UInt32) throws { try encodeValue(value) }
     mutating func encode(_ value: UInt64) throws { try encodeValue(value) }
-    mutating func encode(_ value: UInt128) throws { try encodeValue(value) }
 }

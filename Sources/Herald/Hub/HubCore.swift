@@ -101,6 +101,18 @@ final class HubCore: Sendable {
         }
     }
 
+    /// Makes `observer` visible to posts: after replaying the retained values to it if
+    /// `replayLatest` (see ``addReplaying(_:)``), and for every type at once if it observes a family.
+    func add<N: TypedNotification>(_ observer: Observer<N>, replayLatest: Bool) {
+        if replayLatest {
+            addReplaying(observer)
+        } else if observer.family != nil {
+            registry.addFamily(observer)
+        } else {
+            registry.add(observer)
+        }
+    }
+
     /// The live observers of `type`, in registration order (posting-thread observers first).
     /// Registrations whose owner or subject has been deallocated are ended first.
     func observers<N: TypedNotification>(of type: N.Type) -> [Observer<N>] {

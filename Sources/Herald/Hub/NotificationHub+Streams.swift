@@ -42,18 +42,11 @@ extension NotificationHub {
         let observer = Observer<N>(
             registry: core.registry, stream: storage, filters: subject.map { Filters(subject: $0, owner: nil) },
             location: SourceLocation(fileID: fileID, line: UInt32(clamping: line)))
-        if replayLatest {
-            core.addReplaying(observer)
-        } else {
-            core.registry.add(observer)
-        }
-        let observation = ObservationToken(registration: observer)
-        storage.attach(observation)
+        core.add(observer, replayLatest: replayLatest)
+        storage.attach(ObservationToken(registration: observer))
         return NotificationSequence(storage: storage)
     }
-}
 
-extension NotificationHub {
     /// An asynchronous sequence of the notifications of a family posted from now on: every type
     /// that conforms to a protocol, or every subclass of a class.
     ///
@@ -93,13 +86,8 @@ extension NotificationHub {
         let observer = Observer<FamilyDelivery<Family>>(
             registry: core.registry, stream: storage, filters: subject.map { Filters(subject: $0, owner: nil) },
             location: SourceLocation(fileID: fileID, line: UInt32(clamping: line)), family: FamilyOf<Family>())
-        if replayLatest {
-            core.addReplaying(observer)
-        } else {
-            core.registry.addFamily(observer)
-        }
-        let observation = ObservationToken(registration: observer)
-        storage.attach(observation)
+        core.add(observer, replayLatest: replayLatest)
+        storage.attach(ObservationToken(registration: observer))
         return FamilyNotificationSequence(base: NotificationSequence(storage: storage))
     }
 }

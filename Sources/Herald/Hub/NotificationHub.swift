@@ -59,13 +59,7 @@ public final class NotificationHub: Sendable {
             location: SourceLocation(fileID: fileID, line: UInt32(clamping: line)), handler: handler,
             bufferingPolicy: bufferingPolicy, priority: priority, family: family
         )
-        if replayLatest {
-            core.addReplaying(observer)
-        } else if family != nil {
-            core.registry.addFamily(observer)
-        } else {
-            core.registry.add(observer)
-        }
+        core.add(observer, replayLatest: replayLatest)
         noteMainActorRegistration(on: target)
         return ObservationToken(registration: observer, cancelsOnDeinit: owner == nil)
     }

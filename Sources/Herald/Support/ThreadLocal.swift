@@ -18,10 +18,7 @@ struct ThreadLocalSlot<Value: AnyObject>: Sendable {
     private let key: pthread_key_t
 
     init() {
-        var key = pthread_key_t()
-        let status = pthread_key_create(&key, nil)
-        precondition(status == 0, "Herald: pthread_key_create failed with \(status)")
-        self.key = key
+        key = makeThreadKey()
     }
 
     /// The value installed on the calling thread, if any.
@@ -81,10 +78,7 @@ final class ThreadNumbers: Sendable {
     private let next = Atomic<UInt>(0)
 
     init() {
-        var key = pthread_key_t()
-        let status = pthread_key_create(&key, nil)
-        precondition(status == 0, "Herald: pthread_key_create failed with \(status)")
-        self.key = key
+        key = makeThreadKey()
     }
 
     deinit {
@@ -116,4 +110,12 @@ func currentThreadID() -> UInt {
     #else
     return UInt(pthread_self())
     #endif
+}
+
+/// A new thread-specific data key, without a destructor; traps if the process has no key left.
+private func makeThreadKey() -> pthread_key_t {
+    var key = pthread_key_t()
+    let status = pthread_key_create(&key, nil)
+    precondition(status == 0, "Herald: pthread_key_create failed with \(status)")
+    return key
 }

@@ -48,6 +48,32 @@ final class BlockingCall<T, E: Error>: Sendable {
         outcome.withLock { $0 = box }
     }
 
+    /// Hands ``run()`` to `target` with `submit`, and blocks the calling thread until it has run:
+    /// the one way every `performAndWait` waits. Read the outcome with ``result()`` afterwards.
+    ///
+    /// While it blocks, the thread serves help requests (see ``Waiter``), and the waiters up its
+    /// chain are offered the job, so that a nested wait A → B → A completes; the job runs once,
+    /// whoever gets to it first.
+    ///
+    /// - Parameters:
+    ///   - target: The target the job is for.
+    ///   - isolation: The caller's actor isolation.
+    ///   - submit: Hands the job to `target`; throws, and nothing waits, if the target refuses it.
+    /// - Throws: What `submit` throws.
+    func runWaiting(
+        for target: DeliveryTarget, isolation: (any Actor)?,
+        submittingWith submit: (_ job: @escaping @Sendable () -> Void) throws -> Void
+    ) rethrows {
+        let waiter = Waiter(isolation: isolation)
+        let job = OnceJob {
+            Waiter.chain.withValue(waiter) { self.run() }
+            waiter.finish()
+        }
+        try submit(job.run)
+        Waiter.askChainForHelp { HelpRequest(target: target, work: job.run) }
+        _ = waiter.wait()
+    }
+
     /// The outcome of ``run()``, which must have finished.
     func result() throws(E) -> sending T {
         switch outcome.withLock({ $0 })?.take() {

@@ -186,16 +186,9 @@ public final class DeliveryThread: SerialExecutor, CustomStringConvertible {
             return try work()
         }
         let call = BlockingCall(work)
-        let waiter = Waiter(isolation: isolation)
-        let job = OnceJob {
-            Waiter.chain.withValue(waiter) { call.run() }
-            waiter.finish()
+        try call.runWaiting(for: .thread(self), isolation: isolation) { job in
+            guard core.submit(.block(job)) else { throw DeliveryThreadError(code: .shutDown, threadName: name) }
         }
-        guard core.submit(.block(job.run)) else {
-            throw DeliveryThreadError(code: .shutDown, threadName: name)
-        }
-        Waiter.askChainForHelp { HelpRequest(target: .thread(self), work: job.run) }
-        _ = waiter.wait()
         return try call.result()
     }
 

@@ -85,14 +85,7 @@ extension DeliveryTarget {
             return try work()
         }
         let call = BlockingCall(work)
-        let waiter = Waiter(isolation: isolation)
-        let job = OnceJob {
-            Waiter.chain.withValue(waiter) { call.run() }
-            waiter.finish()
-        }
-        schedule(job.run)
-        Waiter.askChainForHelp { HelpRequest(target: self, work: job.run) }
-        _ = waiter.wait()
+        call.runWaiting(for: self, isolation: isolation, submittingWith: schedule)
         return try call.result()
     }
 }
