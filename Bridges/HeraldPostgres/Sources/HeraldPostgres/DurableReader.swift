@@ -58,12 +58,13 @@ extension LinkCore {
     /// Appends one notification inside the caller's transaction; see ``PostgresLink/post(_:in:)``.
     func append<N: WireNotification>(_ notification: N, in connection: PostgresConnection) async throws {
         guard let durability = options.durability else { throw PostgresLinkError.notDurable() }
-        let encoder = JSONEncoder()
         let typeJSON: String
         let payloadJSON: String
         do {
-            typeJSON = String(decoding: try encoder.encode(N.wireName), as: UTF8.self)
-            payloadJSON = String(decoding: try encoder.encode(notification), as: UTF8.self)
+            // The shared type's encoding, kept since it was shared, as a plain post's.
+            let encoding = try encoding(of: N.self)
+            typeJSON = encoding.typeJSON
+            payloadJSON = String(decoding: try encoding.encoder.encode(notification), as: UTF8.self)
         } catch {
             throw PostgresLinkError.encodingFailed(type: N.wireName, error: error)
         }
