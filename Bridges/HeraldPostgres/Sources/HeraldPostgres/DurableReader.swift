@@ -121,7 +121,7 @@ extension LinkCore {
     }
 
     /// Applies the log's retention and deletes the expired consumers, as `durability` asks: what a
-    /// reading or write-only link's housekeeping runs when its interval is due.
+    /// reading or write-only link's housekeeping runs when ``DurableMaintenance`` says it is due.
     func maintainDurableLog(_ durability: PostgresLink.Durability, on connection: PostgresConnection) async throws {
         let log = durability.log
         if let retention = durability.retention {
@@ -137,6 +137,35 @@ extension LinkCore {
     /// Reads the log as the link's durable consumer until the link stops; see ``DurableReader``.
     func runDurableReader(on first: PostgresConnection, ready: Ready, durability: PostgresLink.Durability) async {
         await DurableReader(core: self, durability: durability).run(on: first, ready: ready)
+    }
+}
+
+extension PostgresLink.Durability {
+    /// How long a reading or write-only link lets its consumer's row go without an update, so that
+    /// it does not expire while the link runs: a minute, or a quarter of ``consumerExpiry`` if that
+    /// is shorter.
+    var heartbeat: Duration {
+        consumerExpiry.map { min(.seconds(60), $0 / 4) } ?? .seconds(60)
+    }
+}
+
+/// When a link last maintained the durable log (``LinkCore/maintainDurableLog(_:on:)``), and so
+/// whether it is due again: the schedule that a reader's housekeeping and a write-only link's
+/// share. A pure state machine, kept under the link's lock.
+struct DurableMaintenance {
+    /// When maintenance was last taken; `nil` before the first time.
+    private(set) var maintainedAt: ContinuousClock.Instant?
+
+    /// Whether maintenance is due at `now`, and if so takes it (a run that then fails waits out the
+    /// interval too): never when `durability` has neither a retention nor a consumer expiry;
+    /// otherwise the first time, then every ``PostgresLink/Retention/interval`` (every minute
+    /// without a retention).
+    mutating func take(at now: ContinuousClock.Instant, for durability: PostgresLink.Durability) -> Bool {
+        guard durability.retention != nil || durability.consumerExpiry != nil else { return false }
+        let interval = durability.retention?.interval ?? .seconds(60)
+        guard maintainedAt.map({ now - $0 >= interval }) ?? true else { return false }
+        maintainedAt = now
+        return true
     }
 }
 
@@ -165,7 +194,7 @@ final class DurableReader: Sendable {
         /// The position last stored, and when.
         var stored: DurablePosition?
         var storedAt: ContinuousClock.Instant?
-        var maintainedAt: ContinuousClock.Instant?
+        var maintenance = DurableMaintenance()
         /// With plain copies: when the link's horizon was last taken.
         var horizonAt: ContinuousClock.Instant?
         var isPrepared = false
@@ -622,22 +651,16 @@ final class DurableReader: Sendable {
             core.noteHorizon(try await latest(on: connection).transaction)
             state.withLock { $0.horizonAt = now }
         }
-        var heartbeat = Duration.seconds(60)
-        if let expiry = durability.consumerExpiry { heartbeat = min(heartbeat, expiry / 4) }
-        let (position, stored, storedAt, maintainedAt) = state.withLock {
-            ($0.position, $0.stored, $0.storedAt, $0.maintainedAt)
-        }
+        let (position, stored, storedAt) = state.withLock { ($0.position, $0.stored, $0.storedAt) }
         let sinceStored = storedAt.map { now - $0 }
         if let position,
-            sinceStored.map({ $0 >= heartbeat || (position != stored && $0 >= Self.storeInterval) }) ?? true
+            sinceStored.map({ $0 >= durability.heartbeat || (position != stored && $0 >= Self.storeInterval) }) ?? true
         {
             try await store(position, on: connection)
         }
-        guard durability.retention != nil || durability.consumerExpiry != nil else { return }
-        let interval = durability.retention?.interval ?? .seconds(60)
-        guard maintainedAt.map({ now - $0 >= interval }) ?? true else { return }
-        state.withLock { $0.maintainedAt = now }
-        try await core.maintainDurableLog(durability, on: connection)
+        if state.withLock({ $0.maintenance.take(at: now, for: durability) }) {
+            try await core.maintainDurableLog(durability, on: connection)
+        }
     }
 }
 

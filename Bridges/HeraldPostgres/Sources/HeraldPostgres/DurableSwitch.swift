@@ -93,7 +93,7 @@ final class WriteOnlyConsumer: Sendable {
         /// The horizon last stored, and when.
         var stored: UInt64 = 0
         var storedAt: ContinuousClock.Instant?
-        var maintainedAt: ContinuousClock.Instant?
+        var maintenance = DurableMaintenance()
         var isPrepared = false
     }
 
@@ -179,19 +179,13 @@ final class WriteOnlyConsumer: Sendable {
     /// consumer expiry when due, as a reader does.
     private func housekeeping(on connection: PostgresConnection) async throws {
         let now = ContinuousClock().now
-        var heartbeat = Duration.seconds(60)
-        if let expiry = durability.consumerExpiry { heartbeat = min(heartbeat, expiry / 4) }
-        let (heard, stored, storedAt, maintainedAt) = state.withLock {
-            ($0.heard, $0.stored, $0.storedAt, $0.maintainedAt)
-        }
-        if heard > stored || storedAt.map({ now - $0 >= heartbeat }) ?? true {
+        let (heard, stored, storedAt) = state.withLock { ($0.heard, $0.stored, $0.storedAt) }
+        if heard > stored || storedAt.map({ now - $0 >= durability.heartbeat }) ?? true {
             try await store(heard, on: connection)
         }
-        guard durability.retention != nil || durability.consumerExpiry != nil else { return }
-        let interval = durability.retention?.interval ?? .seconds(60)
-        guard maintainedAt.map({ now - $0 >= interval }) ?? true else { return }
-        state.withLock { $0.maintainedAt = now }
-        try await core.maintainDurableLog(durability, on: connection)
+        if state.withLock({ $0.maintenance.take(at: now, for: durability) }) {
+            try await core.maintainDurableLog(durability, on: connection)
+        }
     }
 }
 
