@@ -26,86 +26,43 @@ struct DurableRow: Sendable {
     let issued: Date
 }
 
-// MARK: - Appending
+/// A notification read from a durable log, with where it stands in the log and who posted it: what
+/// an observer needs to be idempotent.
+///
+/// A link in durable mode posts each value it reads into its hub, as `N`, and also as
+/// `DurableDelivery<N>` when the hub has observers of that type. Observe this type where a
+/// handler must not act twice on one post: delivery is exactly once per consumer while its process
+/// runs (connections lost and regained included), and at least once across a crash of the process,
+/// when the rows delivered since the position was last stored are delivered again to the next
+/// process of that consumer, with the same ``position``.
+///
+/// ```swift
+/// let token = hub.observe(DurableDelivery<OrderPlaced>.self, on: .queue(orders)) { delivery in
+///     guard !processed.contains(delivery.position) else { return }
+///     process(delivery.notification)
+/// }
+/// ```
+public struct DurableDelivery<N: WireNotification>: TypedNotification {
+    /// The value posted.
+    public let notification: N
+    /// Its place in the log: unique, and the same each time it is delivered.
+    public let position: DurablePosition
+    /// The origin of the link that posted it.
+    public let origin: UUID
+    /// The incarnation of that link: 16 hexadecimal digits. (A transactional post made while its
+    /// link sent plain copies names the incarnation of its copy's lane instead; see
+    /// ``PostgresLink/Durability/Phase``.)
+    public let incarnation: String
+    /// Its sequence number within that incarnation.
+    public let sequence: UInt64
+    /// Whether it was posted inside an application's transaction (``PostgresLink/post(_:in:)``).
+    public let isTransactional: Bool
+    /// When its row was written, by the database server's clock.
+    public let issued: Date
+}
 
+/// A durable link's reading: starts its reader, and delivers each value read into the hub.
 extension LinkCore {
-    /// The statement that appends `items`, in order, one row each, and wakes the readers: an
-    /// `INSERT` in a data-modifying `WITH`, which runs to completion whatever the `SELECT` reads.
-    /// With `plainCopy`, the `NOTIFY` carries it instead of an empty payload.
-    func appendQuery(_ items: [Envelope.Item], log: DurableLog, plainCopy: String? = nil) -> PostgresQuery {
-        var sequences: [Int64] = []
-        var types: [String] = []
-        var payloads: [String] = []
-        sequences.reserveCapacity(items.count)
-        types.reserveCapacity(items.count)
-        payloads.reserveCapacity(items.count)
-        for item in items {
-            let text = writer.text(CollectionOfOne(item))
-            sequences.append(Int64(clamping: item.sequence))
-            types.append(item.typeName)
-            payloads.append(signer?.sign(text, issued: serverNow()) ?? text)
-        }
-        let incarnation = writer.incarnation.idText
-        return """
-            WITH appended AS (INSERT INTO \(unescaped: log.log) (origin, incarnation, sequence, type, payload) \
-            SELECT \(origin)::uuid, \(incarnation), s, t, p \
-            FROM unnest(\(sequences)::int8[], \(types)::text[], \(payloads)::text[]) WITH ORDINALITY AS u(s, t, p, o) \
-            ORDER BY o) \
-            SELECT pg_notify(\(channel), \(plainCopy ?? ""))
-            """
-    }
-
-    /// Appends one notification inside the caller's transaction; see ``PostgresLink/post(_:in:)``.
-    func append<N: WireNotification>(_ notification: N, in connection: PostgresConnection) async throws {
-        guard let durability = options.durability else { throw PostgresLinkError.notDurable() }
-        let encoder = JSONEncoder()
-        let typeJSON: String
-        let payloadJSON: String
-        do {
-            typeJSON = String(decoding: try encoder.encode(N.wireName), as: UTF8.self)
-            payloadJSON = String(decoding: try encoder.encode(notification), as: UTF8.self)
-        } catch {
-            throw PostgresLinkError.encodingFailed(type: N.wireName, error: error)
-        }
-        let sequence: UInt64
-        let incarnation: String
-        let payload: String
-        var copy: (claim: TransactionalLanes.Claim, text: String)?
-        if durability.phase.sendsPlainCopies {
-            // The copy, committed with the transaction, goes under a lane of its own, which the row
-            // names too (see ``TransactionalLanes``).
-            let (claim, row, text) = try await claimPlainCopy(
-                type: N.wireName, typeJSON: typeJSON, payloadJSON: payloadJSON, on: connection)
-            (sequence, incarnation, payload, copy) = (claim.sequence, claim.incarnation.idText, row, (claim, text))
-        } else {
-            // A number of its own, so that the row names a post that no other row names; a
-            // rolled-back post leaves its number unused, which no reader reports (rows are checked
-            // by position).
-            sequence = state.withLock { state in
-                defer { state.nextSequence += 1 }
-                return state.nextSequence
-            }
-            let item = Envelope.Item(
-                typeName: N.wireName, typeJSON: typeJSON, payloadJSON: payloadJSON, sequence: sequence)
-            let text = writer.text(CollectionOfOne(item))
-            payload = signer?.sign(text, issued: serverNow()) ?? text
-            incarnation = writer.incarnation.idText
-        }
-        let query: PostgresQuery = """
-            WITH appended AS (INSERT INTO \(unescaped: durability.log.log) \
-            (origin, incarnation, sequence, type, payload, transactional) \
-            VALUES (\(origin)::uuid, \(incarnation), \(Int64(clamping: sequence)), \(N.wireName), \(payload), true)) \
-            SELECT pg_notify(\(channel), \(copy?.text ?? ""))
-            """
-        do {
-            try await connection.query(query, logger: connectionLogger)
-        } catch {
-            if let copy { releasePlainCopy(copy.claim, isAppended: false) }
-            throw error
-        }
-        if let copy { releasePlainCopy(copy.claim, isAppended: true) }
-    }
-
     /// Delivers a value read from the log into the hub, as this link's re-post, and waits until
     /// every observer has returned; then, if the hub has observers of it, as a ``DurableDelivery``.
     func deliver<N: WireNotification>(_ value: N, row: DurableRow) async {
@@ -117,20 +74,6 @@ extension LinkCore {
             notification: value, position: row.position, origin: row.origin, incarnation: row.incarnation.idText,
             sequence: row.sequence, isTransactional: row.isTransactional, issued: row.issued)
         await hub.postAndWait(delivery)
-    }
-
-    /// Applies the log's retention and deletes the expired consumers, as `durability` asks: what a
-    /// reading or write-only link's housekeeping runs when its interval is due.
-    func maintainDurableLog(_ durability: PostgresLink.Durability, on connection: PostgresConnection) async throws {
-        let log = durability.log
-        if let retention = durability.retention {
-            let statement = log.retentionStatement(maximumRows: retention.maximumRows, maximumAge: retention.maximumAge)
-            _ = try await boundedQuery(PostgresQuery(unsafeSQL: statement), on: connection, timeout: .seconds(600))
-        }
-        if let expiry = durability.consumerExpiry {
-            _ = try await boundedQuery(
-                PostgresQuery(unsafeSQL: log.consumerExpiryStatement(olderThan: expiry)), on: connection)
-        }
     }
 
     /// Reads the log as the link's durable consumer until the link stops; see ``DurableReader``.
@@ -164,7 +107,7 @@ final class DurableReader: Sendable {
         /// The position last stored, and when.
         var stored: DurablePosition?
         var storedAt: ContinuousClock.Instant?
-        var maintainedAt: ContinuousClock.Instant?
+        var maintenance = DurableMaintenance()
         /// With plain copies: when the link's horizon was last taken.
         var horizonAt: ContinuousClock.Instant?
         var isPrepared = false
@@ -621,67 +564,15 @@ final class DurableReader: Sendable {
             core.noteHorizon(try await latest(on: connection).transaction)
             state.withLock { $0.horizonAt = now }
         }
-        var heartbeat = Duration.seconds(60)
-        if let expiry = durability.consumerExpiry { heartbeat = min(heartbeat, expiry / 4) }
-        let (position, stored, storedAt, maintainedAt) = state.withLock {
-            ($0.position, $0.stored, $0.storedAt, $0.maintainedAt)
-        }
+        let (position, stored, storedAt) = state.withLock { ($0.position, $0.stored, $0.storedAt) }
         let sinceStored = storedAt.map { now - $0 }
         if let position,
-            sinceStored.map({ $0 >= heartbeat || (position != stored && $0 >= Self.storeInterval) }) ?? true
+            sinceStored.map({ $0 >= durability.heartbeat || (position != stored && $0 >= Self.storeInterval) }) ?? true
         {
             try await store(position, on: connection)
         }
-        guard durability.retention != nil || durability.consumerExpiry != nil else { return }
-        let interval = durability.retention?.interval ?? .seconds(60)
-        guard maintainedAt.map({ now - $0 >= interval }) ?? true else { return }
-        state.withLock { $0.maintainedAt = now }
-        try await core.maintainDurableLog(durability, on: connection)
-    }
-}
-
-/// Wakes the durable reader: on a `NOTIFY`, on a timer, or on cancellation. A wake-up that comes
-/// while the reader reads is kept for its next wait (that read may have missed the row).
-final class Waker: Sendable {
-    private struct State {
-        var isSignalled = false
-        var waiter: CheckedContinuation<Void, Never>?
-    }
-
-    private let state = Mutex(State())
-
-    func signal() {
-        let waiter: CheckedContinuation<Void, Never>? = state.withLock { state in
-            guard let waiter = state.waiter else {
-                state.isSignalled = true
-                return nil
-            }
-            state.waiter = nil
-            return waiter
+        if state.withLock({ $0.maintenance.take(at: now, for: durability) }) {
+            try await core.maintainDurableLog(durability, on: connection)
         }
-        waiter?.resume()
-    }
-
-    /// Returns on the next signal, after `timeout`, or on cancellation.
-    func wait(for timeout: Duration, on loop: any EventLoop) async {
-        let (seconds, attoseconds) = timeout.components
-        let nanoseconds = seconds * 1_000_000_000 + attoseconds / 1_000_000_000
-        let timer = loop.scheduleTask(in: .nanoseconds(nanoseconds)) { self.signal() }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let isDue = state.withLock { state in
-                    if state.isSignalled || Task.isCancelled {
-                        state.isSignalled = false
-                        return true
-                    }
-                    state.waiter = continuation
-                    return false
-                }
-                if isDue { continuation.resume() }
-            }
-        } onCancel: {
-            self.signal()
-        }
-        timer.cancel()
     }
 }

@@ -158,6 +158,8 @@ final class LinkCore: Sendable {
         var decoders: [String: Envelope.PayloadDecoder] = [:]
         /// Durable mode: how to decode and deliver a row of each shared type.
         var durableDecoders: [String: DurableDecoder] = [:]
+        /// How each shared type is encoded: its plain posts and its transactional ones alike.
+        var encodings: [ObjectIdentifier: Encoding] = [:]
         var peers: PeerTracker
         var statistics = PostgresLink.Statistics()
         var errorHandler: (@Sendable (PostgresLinkError) -> Void)?
@@ -547,12 +549,32 @@ final class LinkCore: Sendable {
 
     // MARK: - Sharing
 
+    /// How a type's values are encoded: its wire name as JSON, worked out once, and the encoder of
+    /// its payloads.
+    struct Encoding: Sendable {
+        let typeJSON: String
+        let encoder: JSONEncoder
+
+        /// - Throws: The encoder's error, if the wire name does not encode.
+        init<N: WireNotification>(of type: N.Type) throws {
+            encoder = JSONEncoder()
+            typeJSON = String(decoding: try encoder.encode(N.wireName), as: UTF8.self)
+        }
+    }
+
+    /// The encoding of `type`: the one kept when it was shared, or a new one.
+    ///
+    /// - Throws: The encoder's error, if the wire name does not encode.
+    func encoding<N: WireNotification>(of type: N.Type) throws -> Encoding {
+        if let encoding = state.withLock({ $0.encodings[ObjectIdentifier(type)] }) { return encoding }
+        return try Encoding(of: type)
+    }
+
     func share<N: WireNotification>(_ type: N.Type) {
         let key = ObjectIdentifier(type)
-        let encoder = JSONEncoder()
-        let typeJSON: String
+        let encoding: Encoding
         do {
-            typeJSON = String(decoding: try encoder.encode(N.wireName), as: UTF8.self)
+            encoding = try Encoding(of: type)
         } catch {
             report(.encodingFailed(type: N.wireName, error: error))
             return
@@ -578,12 +600,13 @@ final class LinkCore: Sendable {
             guard state.tokens[key] == nil else { return false }
             state.decoders[N.wireName] = decoder
             state.durableDecoders[N.wireName] = durableDecoder
+            state.encodings[key] = encoding
             return true
         }
         guard isNew else { return }
         // Registered outside the lock: the hub may run user code (replay) while observing.
         let token = hub.observe(type) { [weak self] note in
-            self?.send(note, typeJSON: typeJSON, encoder: encoder)
+            self?.send(note, typeJSON: encoding.typeJSON, encoder: encoding.encoder)
         }
         let stale: ObservationToken? = state.withLock { state in
             guard state.tokens[key] == nil else { return token }

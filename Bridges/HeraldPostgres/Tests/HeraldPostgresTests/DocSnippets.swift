@@ -111,9 +111,16 @@ struct DocSnippetTests {
         await linkB.close()
     }
 
+    /// The raw connection is closed on every path (`withRawConnection`): released unclosed,
+    /// postgres-nio traps, which would hide the failure.
     @Test func theDurableExampleDeliversTheCommittedOrderToItsOwnHub() async throws {
         let configuration = try TestServer.requireConfiguration()
-        let connection = try await TestServer.rawConnection()
+        try await withRawConnection { connection in try await durableExample(configuration, connection) }
+    }
+
+    private func durableExample(
+        _ configuration: PostgresConnection.Configuration, _ connection: PostgresConnection
+    ) async throws {
         for statement in try DurableLog().migrations.flatMap(\.statements) {
             try await connection.query(PostgresQuery(unsafeSQL: statement), logger: TestServer.logger)
         }
@@ -138,12 +145,16 @@ struct DocSnippetTests {
         #expect(rows == [id])
         token.cancel()
         await link.close()
-        try await connection.close()
     }
 
     @Test func theSwitchExamplesWriteOnlyLinkSharesItsChannelWithAPlainLink() async throws {
         let configuration = try TestServer.requireConfiguration()
-        let connection = try await TestServer.rawConnection()
+        try await withRawConnection { connection in try await switchExample(configuration, connection) }
+    }
+
+    private func switchExample(
+        _ configuration: PostgresConnection.Configuration, _ connection: PostgresConnection
+    ) async throws {
         for statement in try DurableLog().migrations.flatMap(\.statements) {
             try await connection.query(PostgresQuery(unsafeSQL: statement), logger: TestServer.logger)
         }
@@ -166,6 +177,5 @@ struct DocSnippetTests {
         for token in tokens { token.cancel() }
         await plain.close()
         await link.close()
-        try await connection.close()
     }
 }
