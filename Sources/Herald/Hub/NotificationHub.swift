@@ -53,10 +53,20 @@ public final class NotificationHub: Sendable {
         family: AnyFamily? = nil,
         handler: Handler<N>
     ) -> ObservationToken {
+        if family == nil, !replayLatest, subject == nil, owner == nil, priority == 0, target.isPosting,
+            case .plain(let body) = handler
+        {
+            // The most common registration, on a path of its own: one critical section of the
+            // registry (see `Registry.addPosting`). A posting-thread observer has no mailbox, so
+            // the buffering policy does not apply, as in `Observer.init`.
+            let location = SourceLocation(fileID: fileID, line: UInt32(clamping: line))
+            return ObservationToken(registration: core.registry.addPosting(at: location, handler: body))
+        }
         let filters = subject == nil && owner == nil ? nil : Filters(subject: subject, owner: owner)
-        let observer = core.registry.observerClass(of: N.self).init(
-            registry: core.registry, target: target, filters: filters,
-            location: SourceLocation(fileID: fileID, line: UInt32(clamping: line)), handler: handler,
+        let (observerClass, site) = core.registry.registrationInfo(
+            of: N.self, at: SourceLocation(fileID: fileID, line: UInt32(clamping: line)))
+        let observer = observerClass.init(
+            registry: core.registry, target: target, filters: filters, site: site, handler: handler,
             bufferingPolicy: bufferingPolicy, priority: priority, family: family
         )
         if replayLatest {
