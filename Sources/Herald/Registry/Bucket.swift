@@ -272,7 +272,7 @@ struct ObserverList: Sendable {
     mutating func remove(_ observer: AnyObserver) -> AnyObserver? {
         let index = observer.registrySlot
         guard index >= 0, index < slots.count, slots[index] === observer else { return nil }
-        observer.registrySlot = -1
+        observer.leaveRegistrySlot()
         if index == slots.count - 1 {
             // The latest registration, the usual one to cancel first: no hole.
             count -= 1

@@ -39,6 +39,17 @@ class AnyObserver: Cancellable, @unchecked Sendable {  // Immutable but for the 
         }
     }
 
+    /// Sets ``registrySlot`` to -1, under the registry lock, as its list lets go of the observer.
+    /// That is usually when it has been cancelled: the cancelled bit is then set for good, so a
+    /// plain store of it alone keeps it, where the setter needs a compare-and-exchange.
+    final func leaveRegistrySlot() {
+        if state.load(ordering: .relaxed) & 1 != 0 {
+            state.store(1, ordering: .relaxed)
+        } else {
+            registrySlot = -1
+        }
+    }
+
     enum Flags {
         static let hasFilters: UInt8 = 1 << 0
         static let hasOwner: UInt8 = 1 << 1
