@@ -98,11 +98,6 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
         withExtendedLifetime(released) {}  // released here, outside the locks
     }
 
-    /// Registers `observer`, an observer of a family, for every type at once: a new family
-    /// generation outdates every cached snapshot, and each type joins the observer when a post of
-    /// it next reads the registry. Touches no type.
-    ///
-    /// - Complexity: O(1), amortised.
     /// The class of Herald's observers of `N`, and the index of the registration site `location`
     /// (see ``SourceLocation/siteIndex``), in one critical section: both are kept with the type.
     /// `Observer<N>` in code that does not know `N` would ask the runtime's metadata cache at every
@@ -114,7 +109,8 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
         let key = ObjectIdentifier(type)
         let known = state.withLock { $0.types[key].registration }
         if let known, known.location == location {
-            return (unsafeBitCast(known.observerClass, to: Observer<N>.Type.self), known.site)  // stored for this key below
+            // Stored for this key below, so the cast is exact.
+            return (unsafeBitCast(known.observerClass, to: Observer<N>.Type.self), known.site)
         }
         let observerClass = Observer<N>.self
         let registration = TypeEntry.Registration(
@@ -123,6 +119,11 @@ final class Registry: @unchecked Sendable {  // `shardRefs` is immutable after i
         return (observerClass, registration.site)
     }
 
+    /// Registers `observer`, an observer of a family, for every type at once: a new family
+    /// generation outdates every cached snapshot, and each type joins the observer when a post of
+    /// it next reads the registry. Touches no type.
+    ///
+    /// - Complexity: O(1), amortised.
     func addFamily(_ observer: AnyObserver) {
         state.withLock { addFamily(observer, in: &$0) }
     }
