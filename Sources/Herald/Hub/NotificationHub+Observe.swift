@@ -39,10 +39,9 @@ extension NotificationHub {
         line: UInt = #line,
         _ handler: @escaping @Sendable (N) throws -> Void
     ) -> ObservationToken {
-        register(
-            target: target, subject: subject, owner: nil, fileID: fileID, line: line,
-            bufferingPolicy: bufferingPolicy, priority: priority, replayLatest: replayLatest,
-            handler: .plain(handler))
+        registerPlain(
+            target: target, subject: subject, fileID: fileID, line: line, bufferingPolicy: bufferingPolicy,
+            priority: priority, replayLatest: replayLatest, handler: handler)
     }
 
     /// Observes notifications of type `N` on the main actor, with a `@MainActor` handler.

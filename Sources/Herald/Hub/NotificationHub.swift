@@ -54,14 +54,49 @@ public final class NotificationHub: Sendable {
         handler: Handler<N>
     ) -> ObservationToken {
         let filters = subject == nil && owner == nil ? nil : Filters(subject: subject, owner: owner)
-        let observer = core.registry.observerClass(of: N.self).init(
-            registry: core.registry, target: target, filters: filters,
-            location: SourceLocation(fileID: fileID, line: UInt32(clamping: line)), handler: handler,
+        let (observerClass, site) = core.registry.registrationInfo(
+            of: N.self, at: SourceLocation(fileID: fileID, line: UInt32(clamping: line)))
+        let observer = observerClass.init(
+            registry: core.registry, target: target, filters: filters, site: site, handler: handler,
             bufferingPolicy: bufferingPolicy, priority: priority, family: family
         )
         core.add(observer, replayLatest: replayLatest)
         noteMainActorRegistration(on: target)
         return ObservationToken(registration: observer, cancelsOnDeinit: owner == nil)
+    }
+
+    /// Registers an observer of `N` with a plain handler (the `observe` form with a delivery
+    /// target, not owned, not `async`).
+    ///
+    /// The most common registration (on the posting thread, without subject, priority or replay)
+    /// has a path of its own: the closure is handed over as it is, with no ``Handler`` around it,
+    /// and the registry makes and adds the observer in one critical section (see
+    /// `Registry.addPosting`). Everything else goes to ``register(target:subject:owner:fileID:line:bufferingPolicy:priority:replayLatest:family:handler:)``.
+    func registerPlain<N: TypedNotification>(
+        target: DeliveryTarget,
+        subject: AnyObject?,
+        fileID: StaticString,
+        line: UInt,
+        bufferingPolicy: NotificationBufferingPolicy,
+        priority: Int,
+        replayLatest: Bool,
+        handler: @escaping @Sendable (N) throws -> Void
+    ) -> ObservationToken {
+        guard target.isPosting, subject == nil, priority == 0, !replayLatest else {
+            return register(
+                target: target, subject: subject, owner: nil, fileID: fileID, line: line,
+                bufferingPolicy: bufferingPolicy, priority: priority, replayLatest: replayLatest,
+                handler: .plain(handler))
+        }
+        // A posting-thread observer has no mailbox: the buffering policy does not apply, as in
+        // `Observer.init`.
+        let location = SourceLocation(fileID: fileID, line: UInt32(clamping: line))
+        // The registry is borrowed, not retained: the hub keeps it alive (through `core`) for the
+        // whole call.
+        let observer = Unmanaged.passUnretained(core.registry)._withUnsafeGuaranteedRef {
+            $0.addPosting(at: location, handler: handler)
+        }
+        return ObservationToken(registration: observer)
     }
 
     /// Registers an observer of the family `Family`.

@@ -231,7 +231,7 @@ struct Bucket: Sendable {
 /// holes are squeezed out once they outnumber the observers. Each observer knows its slot.
 ///
 /// Beside each slot it keeps the registration's number in the hub's registration order (see
-/// ``AnyObserver/SortKey``), which places a type's observers among family observers. Only
+/// `SortKey`), which places a type's observers among family observers. Only
 /// registrations made once the hub has had a family observer need one: every earlier registration
 /// comes before every family observer, so it counts as number 0, and list order orders those
 /// among themselves. So a hub without family observers stores no numbers at all, and an observer
@@ -272,7 +272,7 @@ struct ObserverList: Sendable {
     mutating func remove(_ observer: AnyObserver) -> AnyObserver? {
         let index = observer.registrySlot
         guard index >= 0, index < slots.count, slots[index] === observer else { return nil }
-        observer.registrySlot = -1
+        observer.leaveRegistrySlot()
         if index == slots.count - 1 {
             // The latest registration, the usual one to cancel first: no hole.
             count -= 1

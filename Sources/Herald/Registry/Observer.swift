@@ -13,6 +13,11 @@ class AnyObserver: DeliveryRecord, @unchecked Sendable {  // Immutable but for t
         super.init(host: registry, location: location, flags: flags)
     }
 
+    /// An observer registered at the site whose index is `site` (see ``SourceLocation/siteIndex``).
+    init(registry: Registry, site: UInt32, flags: UInt8) {
+        super.init(host: registry, siteAndFlags: site << 8 | UInt32(flags))
+    }
+
     init(registry: Registry, siteAndFlags: UInt32) {
         super.init(host: registry, siteAndFlags: siteAndFlags)
     }
@@ -34,6 +39,17 @@ class AnyObserver: DeliveryRecord, @unchecked Sendable {  // Immutable but for t
                 if exchanged { return }
                 current = found
             }
+        }
+    }
+
+    /// Sets ``registrySlot`` to -1, under the registry lock, as its list lets go of the observer.
+    /// That is usually when it has been cancelled: the cancelled bit is then set for good, so a
+    /// plain store of it alone keeps it, where the setter needs a compare-and-exchange.
+    final func leaveRegistrySlot() {
+        if state.load(ordering: .relaxed) & 1 != 0 {
+            state.store(1, ordering: .relaxed)
+        } else {
+            registrySlot = -1
         }
     }
 
@@ -97,6 +113,18 @@ class AnyObserver: DeliveryRecord, @unchecked Sendable {  // Immutable but for t
     /// running on another thread may finish.
     override func cancel() {
         guard markCancelled() else { return }
+        didCancel()
+    }
+
+    /// Without a mailbox policy, the token keeps nothing of a cancelled observer (see
+    /// ``ObservationToken/cancel()``), so the cancellation is claimed under the token's lock: the
+    /// cancelled bit is set there, and ``didCancel()`` runs after it.
+    override final func claimCancellation() -> TokenClaim {
+        guard flags & Flags.hasPolicy == 0 else { return .later }
+        return markCancelled() ? .claimed : .alreadyCancelled
+    }
+
+    override final func finishClaimedCancellation() {
         didCancel()
     }
 
@@ -164,7 +192,7 @@ final class Observer<N: TypedNotification>: AnyObserver, MailboxOwner, @unchecke
     private let extras: Extras?
 
     init(
-        registry: Registry, target: DeliveryTarget, filters: Filters?, location: SourceLocation, handler: Handler<N>,
+        registry: Registry, target: DeliveryTarget, filters: Filters?, site: UInt32, handler: Handler<N>,
         bufferingPolicy: NotificationBufferingPolicy = .unbounded, priority: Int = 0, family: AnyFamily? = nil
     ) {
         var flags: UInt8 = 0
@@ -194,7 +222,16 @@ final class Observer<N: TypedNotification>: AnyObserver, MailboxOwner, @unchecke
                 filters: filters, priority: priority, family: family,
                 mailbox: Mailbox(target: target, handler: handler, policy: policy), feed: nil)
         }
-        super.init(registry: registry, location: location, flags: flags)
+        super.init(registry: registry, site: site, flags: flags)
+    }
+
+    /// A plain posting-thread observer without filters, priority or family (the most common
+    /// registration, made by ``Registry/addPosting(at:handler:)``), registered at the site whose
+    /// index is `site`: what the general initializer would make of it, without its switch.
+    init(registry: Registry, site: UInt32, handler: @escaping @Sendable (N) throws -> Void) {
+        self.handler = handler
+        self.extras = nil
+        super.init(registry: registry, site: site, flags: Flags.isPosting)
     }
 
     /// An observer that feeds `stream`, on the posting thread.

@@ -42,6 +42,38 @@ import Synchronization
 final class Registry: DeliveryHost, @unchecked Sendable {  // `shardRefs` is immutable after init.
     // MARK: Registrations
 
+    /// Makes and registers a plain posting-thread observer of `N` (no filters, priority or
+    /// family) that calls `handler`, registered at `location`.
+    ///
+    /// When the type's latest registration was made at the same site (see
+    /// ``registrationInfo(of:at:)``), the observer is made and added in one critical section: the
+    /// usual observe takes the registry lock once. (Making it under the lock allocates there, and
+    /// calls nothing else: the initializer only stores.)
+    func addPosting<N: TypedNotification>(
+        at location: SourceLocation, handler: @escaping @Sendable (N) throws -> Void
+    ) -> Observer<N> {
+        let key = ObjectIdentifier(N.self)
+        // The critical section returns `AnyObserver`, not `Observer<N>`: a result type that
+        // depends on `N` would cost a run-time lookup of its metadata on every call.
+        let (made, replaced, change) = state.withLock {
+            state -> (AnyObserver?, ObserverSnapshot?, RegistryChange?) in
+            guard let known = state.types[key].registration, known.location == location else { return (nil, nil, nil) }
+            let observerClass = unsafeBitCast(known.observerClass, to: Observer<N>.Type.self)  // stored for this key
+            let observer = observerClass.init(registry: self, site: known.site, handler: handler)
+            let (replaced, change) = state.add(observer, at: state.bucket(creating: N.self), key: key)
+            return (observer, replaced, change)
+        }
+        if let made {
+            if let change { didChange(change) }
+            withExtendedLifetime(replaced) {}  // released here, outside the locks
+            return unsafeDowncast(made, to: Observer<N>.self)  // made above, of this class
+        }
+        let (observerClass, site) = registrationInfo(of: N.self, at: location)
+        let observer = observerClass.init(registry: self, site: site, handler: handler)
+        add(observer)
+        return observer
+    }
+
     /// Makes `observer` visible to posts.
     func add<N: TypedNotification>(_ observer: Observer<N>) {
         let key = ObjectIdentifier(N.self)
@@ -66,24 +98,32 @@ final class Registry: DeliveryHost, @unchecked Sendable {  // `shardRefs` is imm
         withExtendedLifetime(released) {}  // released here, outside the locks
     }
 
+    /// The class of Herald's observers of `N`, and the index of the registration site `location`
+    /// (see ``SourceLocation/siteIndex``), in one critical section: both are kept with the type.
+    /// `Observer<N>` in code that does not know `N` would ask the runtime's metadata cache at every
+    /// registration, and the site table is behind a lock of its own; a type is usually observed
+    /// again from the site that observed it last, so the common registration takes neither.
+    func registrationInfo<N: TypedNotification>(
+        of type: N.Type, at location: SourceLocation
+    ) -> (observerClass: Observer<N>.Type, site: UInt32) {
+        let key = ObjectIdentifier(type)
+        let known = state.withLock { $0.types[key].registration }
+        if let known, known.location == location {
+            // Stored for this key below, so the cast is exact.
+            return (unsafeBitCast(known.observerClass, to: Observer<N>.Type.self), known.site)
+        }
+        let observerClass = Observer<N>.self
+        let registration = TypeEntry.Registration(
+            observerClass: observerClass, location: location, site: location.siteIndex)
+        state.withLock { $0.noteRegistration(registration, of: key) }
+        return (observerClass, registration.site)
+    }
+
     /// Registers `observer`, an observer of a family, for every type at once: a new family
     /// generation outdates every cached snapshot, and each type joins the observer when a post of
     /// it next reads the registry. Touches no type.
     ///
     /// - Complexity: O(1), amortised.
-    /// The class of Herald's observers of `N`, looked up in the runtime once and then kept with the
-    /// type: `Observer<N>` in code that does not know `N` would ask the runtime's metadata cache
-    /// at every registration.
-    func observerClass<N: TypedNotification>(of type: N.Type) -> Observer<N>.Type {
-        let key = ObjectIdentifier(type)
-        if let known = state.withLock({ $0.types[key].observerClass }) {
-            return unsafeBitCast(known, to: Observer<N>.Type.self)  // stored for this key below
-        }
-        let observerClass = Observer<N>.self
-        state.withLock { $0.noteObserverClass(observerClass, of: key) }
-        return observerClass
-    }
-
     func addFamily(_ observer: AnyObserver) {
         state.withLock { addFamily(observer, in: &$0) }
     }

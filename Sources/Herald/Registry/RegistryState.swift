@@ -88,9 +88,10 @@ struct RegistryState: Sendable {
         return buckets.count - 1
     }
 
-    /// Keeps the class of the observers of `key` (see ``Registry/observerClass(of:)``).
-    mutating func noteObserverClass(_ observerClass: AnyClass, of key: ObjectIdentifier) {
-        types.update(key) { $0.observerClass = observerClass }
+    /// Keeps the class of the observers of `key` and its latest registration site (see
+    /// ``Registry/registrationInfo(of:at:)``).
+    mutating func noteRegistration(_ registration: TypeEntry.Registration, of key: ObjectIdentifier) {
+        types.update(key) { $0.registration = registration }
     }
 
     /// Notes that shard `shard` may cache a snapshot of `key`, so that the next change of the type
@@ -172,9 +173,18 @@ struct TypeEntry: Sendable {
     var bucket: Int?
     /// The shards that may cache a snapshot of the type (one bit per shard).
     var cachedShards: UInt64 = 0
-    /// The class of Herald's observers of the type, once one registered (see
-    /// ``Registry/observerClass(of:)``).
-    var observerClass: AnyClass?
+    /// The class of Herald's observers of the type and the latest site that registered one, once
+    /// one registered (see ``Registry/registrationInfo(of:at:)``).
+    var registration: Registration?
+
+    /// What a registration of the type looked up, kept for the next one.
+    struct Registration: Sendable {
+        /// The class of Herald's observers of the type.
+        let observerClass: AnyClass
+        /// The latest registration site, and its index in the site table.
+        let location: SourceLocation
+        let site: UInt32
+    }
 }
 
 /// The registry's table from notification type to its bucket and the shards that may cache it.

@@ -67,6 +67,33 @@ public final class ObservationToken: Hashable, Sendable {
     /// exception is a call running on another thread at that moment, or a post of the same type
     /// that another thread is scanning: the handler is released when that call or post returns.
     public func cancel() {
+        // The usual case (an observer without a mailbox policy, whose token keeps nothing once
+        // cancelled) takes the token's lock once: the claim sets the observer's cancelled bit, and
+        // the token hands over its reference in the same critical section. A concurrent `cancel()`
+        // that finds nothing left returns knowing the bit is set, as it would have after its own
+        // `markCancelled()` failed.
+        let (claimed, claim) = StripedLocks.tokens.withLock(for: self) { () -> (Cancellable?, Cancellable.TokenClaim) in
+            // Taken out first, so that asking it costs no reference count; put back if it stays.
+            guard let registration = state.take() else { return (nil, .ended) }
+            let claim = registration.claimCancellation()
+            switch claim {
+            case .later, .ended:
+                state = registration
+                return (nil, claim)
+            case .claimed, .alreadyCancelled:
+                return (registration, claim)
+            }
+        }
+        switch claim {
+        case .ended, .alreadyCancelled:
+            withExtendedLifetime(claimed) {}  // the observer goes here, after the lock
+            return
+        case .claimed:
+            claimed?.finishClaimedCancellation()  // the observer goes at the end, after the lock
+            return
+        case .later:
+            break
+        }
         guard let current = registration, !current.hasEnded else { return }
         current.cancel()
         let ended = EndedRegistration.of(current)
