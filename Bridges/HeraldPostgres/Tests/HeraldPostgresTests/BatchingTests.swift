@@ -300,39 +300,41 @@ struct BatchingTests {
     @Test func batchesFromAnotherConnectionAreCheckedItemByItem() async throws {
         let channel = TestServer.makeChannel()
         let b = try await Node(channel: channel)
-        let raw = try await TestServer.rawConnection()
-        let origin = UUID().uuidString
-        func batch(_ sequence: Int, _ items: [String]) -> String {
-            #"{"version":2,"origin":"\#(origin)","sequence":\#(sequence),"count":\#(items.count),"batch":[\#(items.joined(separator: ","))]}"#
-        }
-        func user(_ id: Int) -> String { #"{"type":"UserCreated","payload":{"userID":\#(id)}}"# }
-        let messages = [
-            batch(1, [user(1), #"{"type":"Unknown","payload":{}}"#, user(3), #"{"type":"UserCreated","payload":{}}"#]),
-            batch(7, [user(7), user(8)]),  // 5 and 6 lost
-            batch(8, [user(8), user(9)]),  // 8 again
-            batch(20, []),  // malformed: empty
-            #"{"version":4,"origin":"\#(origin)","sequence":21,"count":1,"batch":[\#(user(21))]}"#,  // newer
-            batch(10, [user(10)]),
-        ]
-        for message in messages {
-            try await raw.query("SELECT pg_notify(\(channel), \(message))", logger: TestServer.logger)
-        }
-        try await waitUntil("user 10 on B") { b.users.values.contains(UserCreated(userID: 10)) }
+        try await withRawConnection { raw in
+            let origin = UUID().uuidString
+            func batch(_ sequence: Int, _ items: [String]) -> String {
+                #"{"version":2,"origin":"\#(origin)","sequence":\#(sequence),"count":\#(items.count),"batch":[\#(items.joined(separator: ","))]}"#
+            }
+            func user(_ id: Int) -> String { #"{"type":"UserCreated","payload":{"userID":\#(id)}}"# }
+            let messages = [
+                batch(
+                    1, [user(1), #"{"type":"Unknown","payload":{}}"#, user(3), #"{"type":"UserCreated","payload":{}}"#]),
+                batch(7, [user(7), user(8)]),  // 5 and 6 lost
+                batch(8, [user(8), user(9)]),  // 8 again
+                batch(20, []),  // malformed: empty
+                #"{"version":4,"origin":"\#(origin)","sequence":21,"count":1,"batch":[\#(user(21))]}"#,  // newer
+                batch(10, [user(10)]),
+            ]
+            for message in messages {
+                try await raw.query("SELECT pg_notify(\(channel), \(message))", logger: TestServer.logger)
+            }
+            try await waitUntil("user 10 on B") { b.users.values.contains(UserCreated(userID: 10)) }
 
-        #expect(b.users.values.map(\.userID) == [1, 3, 7, 8, 9, 10])
-        #expect(
-            b.errors.values.map(\.code) == [
-                .unknownType, .payloadDecodingFailed, .sequenceGap, .duplicateSequence, .malformedEnvelope,
-                .unsupportedVersion,
-            ])
-        #expect(
-            b.errors.values.map(\.expected) == [
-                "one of the shared types [Barrier, OrderPlaced, UserCreated]", "key \"userID\" in \"batch.3.payload\"",
-                "sequence 5", "a sequence above 8", "a valid value at \"batch\"", "envelope version 3 or older",
-            ])
-        #expect(b.errors.values[2].found == "sequence 7 (2 lost)")
-        #expect(b.link.statistics.received == 6 && b.link.statistics.gaps == 1 && b.link.statistics.duplicates == 1)
-        try await raw.close()
+            #expect(b.users.values.map(\.userID) == [1, 3, 7, 8, 9, 10])
+            #expect(
+                b.errors.values.map(\.code) == [
+                    .unknownType, .payloadDecodingFailed, .sequenceGap, .duplicateSequence, .malformedEnvelope,
+                    .unsupportedVersion,
+                ])
+            #expect(
+                b.errors.values.map(\.expected) == [
+                    "one of the shared types [Barrier, OrderPlaced, UserCreated]",
+                    "key \"userID\" in \"batch.3.payload\"",
+                    "sequence 5", "a sequence above 8", "a valid value at \"batch\"", "envelope version 3 or older",
+                ])
+            #expect(b.errors.values[2].found == "sequence 7 (2 lost)")
+            #expect(b.link.statistics.received == 6 && b.link.statistics.gaps == 1 && b.link.statistics.duplicates == 1)
+        }
         await b.link.close()
     }
 
@@ -340,27 +342,27 @@ struct BatchingTests {
         let channel = TestServer.makeChannel()
         let options = PostgresLink.Options(signingKey: Self.key)
         let b = try await Node(channel: channel, options: options)
-        let raw = try await TestServer.rawConnection()
-        let origin = UUID().uuidString
-        let canonical =
-            #"{"version":2,"origin":"\#(origin)","sequence":1,"count":2,"batch":[{"type":"UserCreated","payload":{"userID":1}},{"type":"UserCreated","payload":{"userID":2}}]}"#
-        let signed = signedEnvelope(canonical, key: Self.key, channel: channel)
-        for message in [
-            canonical, signed.replacingOccurrences(of: #"{"userID":2}"#, with: #"{"userID":666}"#), signed, signed,
-        ] {
-            try await raw.query("SELECT pg_notify(\(channel), \(message))", logger: TestServer.logger)
-        }
-        // Each error is reported after its count: wait for both.
-        try await waitUntil("the replayed batch refused") {
-            b.link.statistics.duplicates == 2 && b.errors.count == 4
-        }
+        try await withRawConnection { raw in
+            let origin = UUID().uuidString
+            let canonical =
+                #"{"version":2,"origin":"\#(origin)","sequence":1,"count":2,"batch":[{"type":"UserCreated","payload":{"userID":1}},{"type":"UserCreated","payload":{"userID":2}}]}"#
+            let signed = signedEnvelope(canonical, key: Self.key, channel: channel)
+            for message in [
+                canonical, signed.replacingOccurrences(of: #"{"userID":2}"#, with: #"{"userID":666}"#), signed, signed,
+            ] {
+                try await raw.query("SELECT pg_notify(\(channel), \(message))", logger: TestServer.logger)
+            }
+            // Each error is reported after its count: wait for both.
+            try await waitUntil("the replayed batch refused") {
+                b.link.statistics.duplicates == 2 && b.errors.count == 4
+            }
 
-        #expect(b.users.values.map(\.userID) == [1, 2])
-        #expect(
-            b.errors.values.map(\.code) == [
-                .unsignedEnvelope, .invalidSignature, .duplicateSequence, .duplicateSequence,
-            ])
-        try await raw.close()
+            #expect(b.users.values.map(\.userID) == [1, 2])
+            #expect(
+                b.errors.values.map(\.code) == [
+                    .unsignedEnvelope, .invalidSignature, .duplicateSequence, .duplicateSequence,
+                ])
+        }
         await b.link.close()
     }
 }

@@ -48,8 +48,8 @@ struct DurableDeliveryTests {
         for id in 1...20 { a.hub.post(UserCreated(userID: id)) }
         try await waitUntil("the first 20") { b.users.count == 20 }
 
-        let raw = try await TestServer.rawConnection()
-        #expect(try await terminateReader(of: "b", in: log, on: raw) == 1)
+        let terminated = try await withRawConnection { raw in try await terminateReader(of: "b", in: log, on: raw) }
+        #expect(terminated == 1)
         // Posted while B's reader is down (it waits 300 ms before reconnecting).
         for id in 21...50 { a.hub.post(UserCreated(userID: id)) }
         do {
@@ -65,7 +65,6 @@ struct DurableDeliveryTests {
         #expect(b.userIDs == Array(1...50))  // exactly once, in order
         #expect(b.link.statistics.reconnections >= 1)
         #expect(!b.errors.values.isEmpty && b.errors.values.allSatisfy { $0.code == .connectionLost })
-        try await raw.close()
         await a.link.close()
         await b.link.close()
     }
@@ -133,38 +132,39 @@ struct DurableDeliveryTests {
     @Test func aBacklogOfAHundredThousandRowsIsReadInBatchesInOrder() async throws {
         let channel = TestServer.makeChannel()
         let log = try makeTestLog()
-        let raw = try await TestServer.rawConnection()
-        for statement in log.migrations.flatMap(\.statements) {
-            try await raw.query(PostgresQuery(unsafeSQL: statement), logger: TestServer.logger)
+        try await withRawConnection { raw in
+            for statement in log.migrations.flatMap(\.statements) {
+                try await raw.query(PostgresQuery(unsafeSQL: statement), logger: TestServer.logger)
+            }
+            let origin = UUID().uuidString
+            try await raw.query(
+                PostgresQuery(
+                    unsafeSQL: """
+                        INSERT INTO "public"."\(log.table)" (origin, incarnation, sequence, type, payload) \
+                        SELECT '\(origin)', '0123456789abcdef', g, 'UserCreated', \
+                        '{"version":3,"origin":"\(origin)","incarnation":"0123456789abcdef","started":1,"sequence":' \
+                        || g || ',"count":1,"batch":[{"type":"UserCreated","payload":{"userID":' || g || '}}]}' \
+                        FROM generate_series(1, 100000) AS g
+                        """), logger: TestServer.logger)
+            let b = try await DurableNode(
+                channel: channel,
+                options: try durableOptions(log: log, consumer: "b", start: .earliest, batchSize: 1_000))
+            try await waitUntil("100,000 rows", timeout: .seconds(600)) { b.users.count >= 100_000 }
+            #expect(b.userIDs == Array(1...100_000))
+            #expect(b.link.statistics.logRowsRead == 100_000)
+            #expect(b.link.statistics.logReads >= 100)
+            // The position is stored within the poll interval after the last row.
+            let last = try await int64s("SELECT max(position) FROM \"public\".\"\(log.table)\"", on: raw)
+            var stored: [Int64] = []
+            for _ in 0..<100 {
+                stored = try await int64s(
+                    "SELECT position FROM \"public\".\"\(log.table)_consumers\" WHERE name = 'b'", on: raw)
+                if stored == last { break }
+                try await waitForReads(of: b.link, after: b.link.statistics.logReads, count: 1)
+            }
+            #expect(stored == last)
+            await b.link.close()
         }
-        let origin = UUID().uuidString
-        try await raw.query(
-            PostgresQuery(
-                unsafeSQL: """
-                    INSERT INTO "public"."\(log.table)" (origin, incarnation, sequence, type, payload) \
-                    SELECT '\(origin)', '0123456789abcdef', g, 'UserCreated', \
-                    '{"version":3,"origin":"\(origin)","incarnation":"0123456789abcdef","started":1,"sequence":' \
-                    || g || ',"count":1,"batch":[{"type":"UserCreated","payload":{"userID":' || g || '}}]}' \
-                    FROM generate_series(1, 100000) AS g
-                    """), logger: TestServer.logger)
-        let b = try await DurableNode(
-            channel: channel, options: try durableOptions(log: log, consumer: "b", start: .earliest, batchSize: 1_000))
-        try await waitUntil("100,000 rows", timeout: .seconds(600)) { b.users.count >= 100_000 }
-        #expect(b.userIDs == Array(1...100_000))
-        #expect(b.link.statistics.logRowsRead == 100_000)
-        #expect(b.link.statistics.logReads >= 100)
-        // The position is stored within the poll interval after the last row.
-        let last = try await int64s("SELECT max(position) FROM \"public\".\"\(log.table)\"", on: raw)
-        var stored: [Int64] = []
-        for _ in 0..<100 {
-            stored = try await int64s(
-                "SELECT position FROM \"public\".\"\(log.table)_consumers\" WHERE name = 'b'", on: raw)
-            if stored == last { break }
-            try await waitForReads(of: b.link, after: b.link.statistics.logReads, count: 1)
-        }
-        #expect(stored == last)
-        try await raw.close()
-        await b.link.close()
     }
 
     /// At least once across a crash: a process that delivered rows but had not stored its position
@@ -187,36 +187,36 @@ struct DurableDeliveryTests {
                 release.wait()
             }
         }
-        let raw = try await TestServer.rawConnection()
-        let before = try await int64s(
-            "SELECT position FROM \"public\".\"\(log.table)_consumers\" WHERE name = 'c'", on: raw)
-        // One transaction: the five rows become readable together, and are read in one batch.
-        let poster = try await TestServer.rawConnection()
-        try await poster.withTransaction(logger: TestServer.logger) { connection in
-            for id in 1...5 { try await a.link.post(UserCreated(userID: id), in: connection) }
-        }
-        var iterator = reached.makeAsyncIterator()
-        #expect(await iterator.next() == 3)
-        // Rows 1 to 3 are delivered, and the position not stored yet: the process "dies" now.
-        #expect(
-            try await int64s(
-                "SELECT position FROM \"public\".\"\(log.table)_consumers\" WHERE name = 'c'", on: raw) == before)
-        #expect(try await terminateReader(of: "c", in: log, on: raw) == 1)
-        release.signal()
-        // The dead process may have delivered rows 4 and 5 too, or stopped when its connection went.
-        try await waitUntil("the dead process's handler returned") { b.deliveries.count >= 3 }
+        try await withRawConnection { raw in
+            let before = try await int64s(
+                "SELECT position FROM \"public\".\"\(log.table)_consumers\" WHERE name = 'c'", on: raw)
+            // One transaction: the five rows become readable together, and are read in one batch.
+            try await withRawConnection { poster in
+                try await poster.withTransaction(logger: TestServer.logger) { connection in
+                    for id in 1...5 { try await a.link.post(UserCreated(userID: id), in: connection) }
+                }
+            }
+            var iterator = reached.makeAsyncIterator()
+            #expect(await iterator.next() == 3)
+            // Rows 1 to 3 are delivered, and the position not stored yet: the process "dies" now.
+            #expect(
+                try await int64s(
+                    "SELECT position FROM \"public\".\"\(log.table)_consumers\" WHERE name = 'c'", on: raw) == before)
+            #expect(try await terminateReader(of: "c", in: log, on: raw) == 1)
+            release.signal()
+            // The dead process may have delivered rows 4 and 5 too, or stopped when its connection went.
+            try await waitUntil("the dead process's handler returned") { b.deliveries.count >= 3 }
 
-        let next = try await DurableNode(channel: channel, options: try durableOptions(log: log, consumer: "c"))
-        try await waitUntil("the next process has the rows") { next.deliveries.count == 5 }
-        #expect(next.userIDs == Array(1...5))
-        let delivered = b.deliveries.values
-        #expect(next.deliveries.values.prefix(delivered.count).map(\.position) == delivered.map(\.position))
-        #expect(next.deliveries.values.prefix(delivered.count).map(\.sequence) == delivered.map(\.sequence))
-        withExtendedLifetime(token) {}
-        try await poster.close()
-        try await raw.close()
-        await b.link.close()
-        await next.link.close()
-        await a.link.close()
+            let next = try await DurableNode(channel: channel, options: try durableOptions(log: log, consumer: "c"))
+            try await waitUntil("the next process has the rows") { next.deliveries.count == 5 }
+            #expect(next.userIDs == Array(1...5))
+            let delivered = b.deliveries.values
+            #expect(next.deliveries.values.prefix(delivered.count).map(\.position) == delivered.map(\.position))
+            #expect(next.deliveries.values.prefix(delivered.count).map(\.sequence) == delivered.map(\.sequence))
+            withExtendedLifetime(token) {}
+            await b.link.close()
+            await next.link.close()
+            await a.link.close()
+        }
     }
 }

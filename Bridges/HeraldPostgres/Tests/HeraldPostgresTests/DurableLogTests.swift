@@ -45,18 +45,18 @@ struct DurableLogTests {
     @Test(.enabled(if: TestServer.shouldRun, Comment(rawValue: TestServer.missing)))
     func theMigrationRunsTwiceAndCreatesTheThreeTables() async throws {
         let log = try makeTestLog()
-        let raw = try await TestServer.rawConnection()
-        for _ in 1...2 {
-            for statement in log.migrations.flatMap(\.statements) {
-                try await raw.query(PostgresQuery(unsafeSQL: statement), logger: TestServer.logger)
+        try await withRawConnection { raw in
+            for _ in 1...2 {
+                for statement in log.migrations.flatMap(\.statements) {
+                    try await raw.query(PostgresQuery(unsafeSQL: statement), logger: TestServer.logger)
+                }
             }
+            let tables = try await int64s(
+                """
+                SELECT count(*)::int8 FROM pg_tables WHERE schemaname = 'public' \
+                AND tablename IN ('\(log.table)', '\(log.table)_consumers', '\(log.table)_deletions')
+                """, on: raw)
+            #expect(tables == [3])
         }
-        let tables = try await int64s(
-            """
-            SELECT count(*)::int8 FROM pg_tables WHERE schemaname = 'public' \
-            AND tablename IN ('\(log.table)', '\(log.table)_consumers', '\(log.table)_deletions')
-            """, on: raw)
-        #expect(tables == [3])
-        try await raw.close()
     }
 }

@@ -102,7 +102,14 @@ func waitForReads(of link: PostgresLink, after before: Int, count: Int = 2) asyn
 /// Runs `body` with a plain connection of its own, closed afterwards also when `body` throws:
 /// postgres-nio traps on a connection released before it is closed, which would hide the error.
 func withRawConnection<T>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
-    let connection = try await TestServer.rawConnection()
+    try await withConnection(opening: TestServer.rawConnection, body)
+}
+
+/// `withRawConnection` with the connection that `open` makes (to another database, say).
+func withConnection<T>(
+    opening open: () async throws -> PostgresConnection, _ body: (PostgresConnection) async throws -> T
+) async throws -> T {
+    let connection = try await open()
     do {
         let result = try await body(connection)
         try await connection.close()
@@ -110,5 +117,38 @@ func withRawConnection<T>(_ body: (PostgresConnection) async throws -> T) async 
     } catch {
         try? await connection.close()
         throw error
+    }
+}
+
+/// `withRawConnection` with `count` plain connections, each closed afterwards also when `body`
+/// (or opening one of them) throws.
+func withRawConnections<T>(_ count: Int, _ body: ([PostgresConnection]) async throws -> T) async throws -> T {
+    var connections: [PostgresConnection] = []
+    do {
+        for _ in 0..<count { connections.append(try await TestServer.rawConnection()) }
+        let result = try await body(connections)
+        for connection in connections { try await connection.close() }
+        return result
+    } catch {
+        for connection in connections { try? await connection.close() }
+        throw error
+    }
+}
+
+/// Runs `body` while a plain connection of its own listens on `channel` and records every message
+/// it hears; the listening ends and the connection is closed afterwards, also when `body` throws.
+func withSniffer<T>(on channel: String, _ body: (Recorder<String>) async throws -> T) async throws -> T {
+    try await withRawConnection { sniffer in
+        let captured = Recorder<String>()
+        let listening = Recorder<Bool>()
+        let sniffing = Task {
+            try await sniffer.listen(on: channel) { notifications in
+                listening.append(true)
+                for try await notification in notifications { captured.append(notification.payload) }
+            }
+        }
+        defer { sniffing.cancel() }
+        try await waitUntil("the sniffer listening") { listening.count == 1 }
+        return try await body(captured)
     }
 }

@@ -218,28 +218,28 @@ struct IncarnationTests {
         let channel = TestServer.makeChannel()
         let a = try await Node(channel: channel)
         let b = try await Node(channel: channel)
-        let raw = try await TestServer.rawConnection()
-        a.hub.post(UserCreated(userID: 1))
-        try await a.barrier(to: b)
+        try await withRawConnection { raw in
+            a.hub.post(UserCreated(userID: 1))
+            try await a.barrier(to: b)
 
-        // What anyone who can NOTIFY (and LISTEN, to read A's origin and incarnation) could send.
-        let origin = a.link.origin.uuidString
-        let incarnation = a.link.core.incarnation
-        let forged = [
-            #"{"version":1,"type":"UserCreated","origin":"\#(origin)","sequence":18446744073709551614,"payload":{"userID":666}}"#,
-            #"{"version":3,"origin":"\#(origin)","incarnation":"\#(incarnation.idText)","started":\#(incarnation.started),"sequence":18446744073709551614,"count":1,"batch":[{"type":"UserCreated","payload":{"userID":667}}]}"#,
-        ]
-        for message in forged {
-            try await raw.query("SELECT pg_notify(\(channel), \(message))", logger: TestServer.logger)
+            // What anyone who can NOTIFY (and LISTEN, to read A's origin and incarnation) could send.
+            let origin = a.link.origin.uuidString
+            let incarnation = a.link.core.incarnation
+            let forged = [
+                #"{"version":1,"type":"UserCreated","origin":"\#(origin)","sequence":18446744073709551614,"payload":{"userID":666}}"#,
+                #"{"version":3,"origin":"\#(origin)","incarnation":"\#(incarnation.idText)","started":\#(incarnation.started),"sequence":18446744073709551614,"count":1,"batch":[{"type":"UserCreated","payload":{"userID":667}}]}"#,
+            ]
+            for message in forged {
+                try await raw.query("SELECT pg_notify(\(channel), \(message))", logger: TestServer.logger)
+            }
+            try await waitUntil("the forged messages delivered") { b.users.count == 3 }
+            for id in 10..<20 { a.hub.post(UserCreated(userID: id)) }
+            try await a.barrier(to: b, id: 2)
+
+            #expect(b.users.values.map(\.userID) == [1, 666, 667] + Array(10..<20))
+            #expect(b.errors.values.map(\.code) == [.sequenceGap, .sequenceRegression])
+            #expect(b.link.statistics.duplicates == 0)
         }
-        try await waitUntil("the forged messages delivered") { b.users.count == 3 }
-        for id in 10..<20 { a.hub.post(UserCreated(userID: id)) }
-        try await a.barrier(to: b, id: 2)
-
-        #expect(b.users.values.map(\.userID) == [1, 666, 667] + Array(10..<20))
-        #expect(b.errors.values.map(\.code) == [.sequenceGap, .sequenceRegression])
-        #expect(b.link.statistics.duplicates == 0)
-        try await raw.close()
         await a.link.close()
         await b.link.close()
     }
@@ -250,12 +250,12 @@ struct IncarnationTests {
         let slow = PostgresLink.Options(
             reconnection: PostgresLink.Reconnection(initialDelay: .seconds(3), maximumDelay: .seconds(3)))
         let b = try await Node(channel: channel, options: slow)
-        let raw = try await TestServer.rawConnection()
-        let terminated = try await raw.query(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = \(#"LISTEN "\#(channel)";"#)",
-            logger: TestServer.logger
-        ).collect().count
-        try await raw.close()
+        let terminated = try await withRawConnection { raw in
+            try await raw.query(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = \(#"LISTEN "\#(channel)";"#)",
+                logger: TestServer.logger
+            ).collect().count
+        }
         #expect(terminated == 1)
         try await waitUntil("B's listening connection lost") {
             b.errors.values.contains { $0.code == .connectionLost }
@@ -284,12 +284,12 @@ struct IncarnationTests {
         let slow = PostgresLink.Options(
             reconnection: PostgresLink.Reconnection(initialDelay: .seconds(3), maximumDelay: .seconds(3)))
         let b = try await Node(channel: channel, options: slow)
-        let raw = try await TestServer.rawConnection()
-        let terminated = try await raw.query(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = \(#"LISTEN "\#(channel)";"#)",
-            logger: TestServer.logger
-        ).collect().count
-        try await raw.close()
+        let terminated = try await withRawConnection { raw in
+            try await raw.query(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = \(#"LISTEN "\#(channel)";"#)",
+                logger: TestServer.logger
+            ).collect().count
+        }
         #expect(terminated == 1)
         try await waitUntil("B's listening connection lost") {
             b.errors.values.contains { $0.code == .connectionLost }
@@ -313,38 +313,28 @@ struct IncarnationTests {
     @Test func aLinkWithLegacyEnvelopesWritesVersionOneAndReadsEveryVersion() async throws {
         let channel = TestServer.makeChannel()
         // A plain listener sees what each link writes.
-        let sniffer = try await TestServer.rawConnection()
-        let captured = Recorder<String>()
-        let listening = Recorder<Bool>()
-        let sniffing = Task {
-            try await sniffer.listen(on: channel) { notifications in
-                listening.append(true)
-                for try await notification in notifications { captured.append(notification.payload) }
-            }
-        }
-        try await waitUntil("the sniffer listening") { listening.count == 1 }
-        let legacy = try await Node(
-            channel: channel, options: PostgresLink.Options(batchesBursts: false, legacyEnvelopes: true))
-        let current = try await Node(channel: channel)
-        for id in 0..<20 { legacy.hub.post(UserCreated(userID: id)) }
-        try await legacy.barrier(to: current)
-        current.hub.post(UserCreated(userID: 100))
-        try await current.barrier(to: legacy, id: 2)
+        try await withSniffer(on: channel) { captured in
+            let legacy = try await Node(
+                channel: channel, options: PostgresLink.Options(batchesBursts: false, legacyEnvelopes: true))
+            let current = try await Node(channel: channel)
+            for id in 0..<20 { legacy.hub.post(UserCreated(userID: id)) }
+            try await legacy.barrier(to: current)
+            current.hub.post(UserCreated(userID: 100))
+            try await current.barrier(to: legacy, id: 2)
 
-        #expect(current.users.values.map(\.userID) == Array(0..<20) + [100])
-        #expect(legacy.users.values.map(\.userID) == Array(0..<20) + [100])
-        #expect(legacy.errors.values.isEmpty && current.errors.values.isEmpty)
-        try await waitUntil("the sniffer hearing both barriers") {
-            captured.values.filter { $0.contains(#""type":"Barrier""#) }.count == 2
+            #expect(current.users.values.map(\.userID) == Array(0..<20) + [100])
+            #expect(legacy.users.values.map(\.userID) == Array(0..<20) + [100])
+            #expect(legacy.errors.values.isEmpty && current.errors.values.isEmpty)
+            try await waitUntil("the sniffer hearing both barriers") {
+                captured.values.filter { $0.contains(#""type":"Barrier""#) }.count == 2
+            }
+            let fromLegacy = captured.values.filter { $0.contains(legacy.link.origin.uuidString) }
+            let fromCurrent = captured.values.filter { $0.contains(current.link.origin.uuidString) }
+            #expect(fromLegacy.count == 21 && fromLegacy.allSatisfy { $0.hasPrefix(#"{"version":1,"#) })
+            #expect(fromCurrent.count == 2 && fromCurrent.allSatisfy { $0.hasPrefix(#"{"version":3,"#) })
+            await legacy.link.close()
+            await current.link.close()
         }
-        let fromLegacy = captured.values.filter { $0.contains(legacy.link.origin.uuidString) }
-        let fromCurrent = captured.values.filter { $0.contains(current.link.origin.uuidString) }
-        #expect(fromLegacy.count == 21 && fromLegacy.allSatisfy { $0.hasPrefix(#"{"version":1,"#) })
-        #expect(fromCurrent.count == 2 && fromCurrent.allSatisfy { $0.hasPrefix(#"{"version":3,"#) })
-        sniffing.cancel()
-        try await sniffer.close()
-        await legacy.link.close()
-        await current.link.close()
     }
 }
 
@@ -356,31 +346,33 @@ struct LegacyEnvelopeTests {
         let channel = TestServer.makeChannel()
         let b = try await Node(channel: channel)
         let legacy = UUID()
-        let raw = try await TestServer.rawConnection()
-        func send(_ sequence: UInt64, userID: Int) async throws {
-            let envelope =
-                #"{"version":1,"type":"UserCreated","origin":"\#(legacy)","sequence":\#(sequence),"payload":{"userID":\#(userID)}}"#
-            try await raw.query("SELECT pg_notify(\(channel), \(envelope))", logger: TestServer.logger)
-        }
-        try await send(1, userID: 1)
-        try await send(2, userID: 2)
-        try await send(2, userID: 2)  // a copy
-        try await send(1, userID: 10)  // another message with a number used: no incarnation tells a
-        // restarted process from a replay, so it is refused, unlike in version 3
-        try await send(3, userID: 3)
-        try await send(UInt64.max - 1, userID: 666)  // forged: silences this origin's legacy envelopes…
-        try await send(4, userID: 4)
-        // …but not what the same origin sends as version 3, in a sequence space of its own.
-        let upgraded = try await Node(channel: channel, origin: legacy)
-        upgraded.hub.post(UserCreated(userID: 5))
-        try await upgraded.barrier(to: b)
+        try await withRawConnection { raw in
+            func send(_ sequence: UInt64, userID: Int) async throws {
+                let envelope =
+                    #"{"version":1,"type":"UserCreated","origin":"\#(legacy)","sequence":\#(sequence),"payload":{"userID":\#(userID)}}"#
+                try await raw.query("SELECT pg_notify(\(channel), \(envelope))", logger: TestServer.logger)
+            }
+            try await send(1, userID: 1)
+            try await send(2, userID: 2)
+            try await send(2, userID: 2)  // a copy
+            try await send(1, userID: 10)  // another message with a number used: no incarnation tells a
+            // restarted process from a replay, so it is refused, unlike in version 3
+            try await send(3, userID: 3)
+            try await send(UInt64.max - 1, userID: 666)  // forged: silences this origin's legacy envelopes…
+            try await send(4, userID: 4)
+            // …but not what the same origin sends as version 3, in a sequence space of its own.
+            let upgraded = try await Node(channel: channel, origin: legacy)
+            upgraded.hub.post(UserCreated(userID: 5))
+            try await upgraded.barrier(to: b)
 
-        #expect(b.users.values.map(\.userID) == [1, 2, 3, 666, 5])
-        #expect(
-            b.errors.values.map(\.code) == [.duplicateSequence, .duplicateSequence, .sequenceGap, .duplicateSequence])
-        #expect(b.link.statistics.duplicates == 3 && b.link.statistics.regressions == 0)
-        try await raw.close()
-        await b.link.close()
-        await upgraded.link.close()
+            #expect(b.users.values.map(\.userID) == [1, 2, 3, 666, 5])
+            #expect(
+                b.errors.values.map(\.code) == [
+                    .duplicateSequence, .duplicateSequence, .sequenceGap, .duplicateSequence,
+                ])
+            #expect(b.link.statistics.duplicates == 3 && b.link.statistics.regressions == 0)
+            await b.link.close()
+            await upgraded.link.close()
+        }
     }
 }

@@ -51,27 +51,27 @@ struct LogSafetyTests {
         let b = try await Node(
             channel: channel, sharing: [BlobAsNumber.self, UserCreated.self, Barrier.self], options: options,
             logger: traceLogger("B"), reportsToHub: true)
-        let raw = try await TestServer.rawConnection()
+        try await withRawConnection { raw in
 
-        a.hub.post(UserCreated(userID: markerNumber))  // delivered
-        a.hub.post(Blob(text: marker))  // does not decode on B
-        a.hub.post(Blob(text: marker + String(repeating: "x", count: 9_000)))  // oversize: stays on A
-        // Forged: signed with another key.
-        let forged =
-            #"{"signature":"\#(Data(repeating: 7, count: 32).base64EncodedString())","version":1,"type":"Blob","origin":"\#(UUID())","sequence":1,"payload":{"text":"\#(marker)"}}"#
-        try await raw.query("SELECT pg_notify(\(channel), \(forged))", logger: TestServer.logger)
-        try await a.barrier(to: b)
-        try await waitUntil("the forged envelope refused by both") {
-            a.errors.values.contains { $0.code == .invalidSignature }
-                && b.errors.values.contains { $0.code == .invalidSignature }
+            a.hub.post(UserCreated(userID: markerNumber))  // delivered
+            a.hub.post(Blob(text: marker))  // does not decode on B
+            a.hub.post(Blob(text: marker + String(repeating: "x", count: 9_000)))  // oversize: stays on A
+            // Forged: signed with another key.
+            let forged =
+                #"{"signature":"\#(Data(repeating: 7, count: 32).base64EncodedString())","version":1,"type":"Blob","origin":"\#(UUID())","sequence":1,"payload":{"text":"\#(marker)"}}"#
+            try await raw.query("SELECT pg_notify(\(channel), \(forged))", logger: TestServer.logger)
+            try await a.barrier(to: b)
+            try await waitUntil("the forged envelope refused by both") {
+                a.errors.values.contains { $0.code == .invalidSignature }
+                    && b.errors.values.contains { $0.code == .invalidSignature }
+            }
+
+            #expect(b.users.values == [UserCreated(userID: markerNumber)])
+            #expect(Set(a.errors.values.map(\.code)) == [.payloadTooLarge, .invalidSignature])
+            #expect(Set(b.errors.values.map(\.code)) == [.payloadDecodingFailed, .invalidSignature])
+            await a.link.close()
+            await b.link.close()
         }
-
-        #expect(b.users.values == [UserCreated(userID: markerNumber)])
-        #expect(Set(a.errors.values.map(\.code)) == [.payloadTooLarge, .invalidSignature])
-        #expect(Set(b.errors.values.map(\.code)) == [.payloadDecodingFailed, .invalidSignature])
-        await a.link.close()
-        await b.link.close()
-        try await raw.close()
 
         let secrets = [
             marker, String(markerNumber), Data(secret).base64EncodedString(),

@@ -17,17 +17,17 @@ struct MetricsTests {
         let metricsB = TestMetrics()
         let a = try await Node(channel: channel, options: PostgresLink.Options(metricsFactory: metricsA))
         let b = try await Node(channel: channel, options: PostgresLink.Options(metricsFactory: metricsB))
-        let raw = try await TestServer.rawConnection()
-        let stranger = UUID().uuidString
-        for message in [
-            "not json",
-            #"{"version":1,"type":"UserCreated","origin":"\#(stranger)","sequence":1,"payload":{"userID":100}}"#,
-            #"{"version":1,"type":"UserCreated","origin":"\#(stranger)","sequence":3,"payload":{"userID":101}}"#,
-            #"{"version":1,"type":"UserCreated","origin":"\#(stranger)","sequence":3,"payload":{"userID":101}}"#,
-        ] {
-            try await raw.query("SELECT pg_notify(\(channel), \(message))", logger: TestServer.logger)
+        try await withRawConnection { raw in
+            let stranger = UUID().uuidString
+            for message in [
+                "not json",
+                #"{"version":1,"type":"UserCreated","origin":"\#(stranger)","sequence":1,"payload":{"userID":100}}"#,
+                #"{"version":1,"type":"UserCreated","origin":"\#(stranger)","sequence":3,"payload":{"userID":101}}"#,
+                #"{"version":1,"type":"UserCreated","origin":"\#(stranger)","sequence":3,"payload":{"userID":101}}"#,
+            ] {
+                try await raw.query("SELECT pg_notify(\(channel), \(message))", logger: TestServer.logger)
+            }
         }
-        try await raw.close()
         for id in 1...3 { a.hub.post(UserCreated(userID: id)) }
         try await a.barrier(to: b)
         let dimensions = [("channel", channel)]

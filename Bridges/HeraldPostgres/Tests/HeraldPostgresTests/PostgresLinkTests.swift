@@ -33,36 +33,36 @@ struct PostgresLinkTests {
     /// of an unknown type.
     @Test func theTypesGivenToConnectAreSharedBeforeItListens() async throws {
         let channel = TestServer.makeChannel()
-        let raw = try await TestServer.rawConnection()
-        let origin = UUID().uuidString
-        let flood = Task {
-            var sequence = 0
-            while !Task.isCancelled {
-                sequence += 1
-                let message =
-                    #"{"version":1,"type":"UserCreated","origin":"\#(origin)","sequence":\#(sequence),"payload":{"userID":\#(sequence)}}"#
-                try await raw.query("SELECT pg_notify(\(channel), \(message))", logger: TestServer.logger)
+        try await withRawConnection { raw in
+            let origin = UUID().uuidString
+            let flood = Task {
+                var sequence = 0
+                while !Task.isCancelled {
+                    sequence += 1
+                    let message =
+                        #"{"version":1,"type":"UserCreated","origin":"\#(origin)","sequence":\#(sequence),"payload":{"userID":\#(sequence)}}"#
+                    try await raw.query("SELECT pg_notify(\(channel), \(message))", logger: TestServer.logger)
+                }
             }
-        }
-        let hub = NotificationHub()
-        let users = Recorder<UserCreated>()
-        let errors = Recorder<String>()
-        hub.errorHandler = { failure in errors.append("\(failure.error)") }
-        let token = hub.observe(UserCreated.self) { users.append($0) }
-        let link = try await PostgresLink.connect(
-            hub: hub, channel: channel, configuration: try TestServer.requireConfiguration(),
-            sharing: [UserCreated.self])
-        try await waitUntil("20 users heard") { users.count >= 20 }
-        flood.cancel()
-        _ = try? await flood.value
-        try await raw.close()
+            let hub = NotificationHub()
+            let users = Recorder<UserCreated>()
+            let errors = Recorder<String>()
+            hub.errorHandler = { failure in errors.append("\(failure.error)") }
+            let token = hub.observe(UserCreated.self) { users.append($0) }
+            let link = try await PostgresLink.connect(
+                hub: hub, channel: channel, configuration: try TestServer.requireConfiguration(),
+                sharing: [UserCreated.self])
+            try await waitUntil("20 users heard") { users.count >= 20 }
+            flood.cancel()
+            _ = try? await flood.value
 
-        let ids = users.values.map(\.userID)
-        #expect(errors.values.isEmpty)
-        #expect(link.statistics.rejected == 0 && link.statistics.received == ids.count)
-        #expect(ids == Array((ids.first ?? 0)...(ids.last ?? 0)))  // from the first heard on, none missing
-        token.cancel()
-        await link.close()
+            let ids = users.values.map(\.userID)
+            #expect(errors.values.isEmpty)
+            #expect(link.statistics.rejected == 0 && link.statistics.received == ids.count)
+            #expect(ids == Array((ids.first ?? 0)...(ids.last ?? 0)))  // from the first heard on, none missing
+            token.cancel()
+            await link.close()
+        }
     }
 
     /// The other order, `connect` and then `share(_:)`: a message that arrives in between is refused
@@ -74,25 +74,25 @@ struct PostgresLinkTests {
         let link = try await PostgresLink.connect(
             hub: hub, channel: channel, configuration: try TestServer.requireConfiguration())
         link.errorHandler = { errors.append($0) }
-        let raw = try await TestServer.rawConnection()
-        let origin = UUID().uuidString
-        func send(_ sequence: Int) async throws {
-            let message =
-                #"{"version":1,"type":"UserCreated","origin":"\#(origin)","sequence":\#(sequence),"payload":{"userID":\#(sequence)}}"#
-            try await raw.query("SELECT pg_notify(\(channel), \(message))", logger: TestServer.logger)
-        }
-        try await send(1)
-        try await waitUntil("the first message refused") { errors.count == 1 }
-        link.share(UserCreated.self)
-        let users = Recorder<UserCreated>()
-        let token = hub.observe(UserCreated.self) { users.append($0) }
-        try await send(2)
-        try await waitUntil("the second message delivered") { users.count == 1 }
+        try await withRawConnection { raw in
+            let origin = UUID().uuidString
+            func send(_ sequence: Int) async throws {
+                let message =
+                    #"{"version":1,"type":"UserCreated","origin":"\#(origin)","sequence":\#(sequence),"payload":{"userID":\#(sequence)}}"#
+                try await raw.query("SELECT pg_notify(\(channel), \(message))", logger: TestServer.logger)
+            }
+            try await send(1)
+            try await waitUntil("the first message refused") { errors.count == 1 }
+            link.share(UserCreated.self)
+            let users = Recorder<UserCreated>()
+            let token = hub.observe(UserCreated.self) { users.append($0) }
+            try await send(2)
+            try await waitUntil("the second message delivered") { users.count == 1 }
 
-        #expect(errors.values.map(\.code) == [.unknownType])
-        #expect(users.values == [UserCreated(userID: 2)])
-        token.cancel()
-        try await raw.close()
+            #expect(errors.values.map(\.code) == [.unknownType])
+            #expect(users.values == [UserCreated(userID: 2)])
+            token.cancel()
+        }
         await link.close()
     }
 
@@ -191,40 +191,40 @@ struct PostgresLinkTests {
         let channel = TestServer.makeChannel()
         let a = try await Node(channel: channel)
         let b = try await Node(channel: channel)
-        let raw = try await TestServer.rawConnection()
-        let stranger = UUID().uuidString
-        let messages = [
-            "not json",
-            #"{"hello":"world"}"#,
-            #"{"version":1,"type":"UserCreated","sequence":1,"payload":{"userID":1}}"#,
-            #"{"version":4,"type":"UserCreated","origin":"\#(stranger)","sequence":1,"payload":{}}"#,
-            #"{"version":1,"type":"UserCreated","origin":"\#(stranger)","sequence":"one","payload":{}}"#,
-            #"{"version":1,"type":"UserCreated","origin":"\#(stranger)","sequence":1,"payload":{"userID":"seven"}}"#,
-        ]
-        for message in messages {
-            try await raw.query("SELECT pg_notify(\(channel), \(message))", logger: TestServer.logger)
-        }
-        try await a.barrier(to: b)
+        try await withRawConnection { raw in
+            let stranger = UUID().uuidString
+            let messages = [
+                "not json",
+                #"{"hello":"world"}"#,
+                #"{"version":1,"type":"UserCreated","sequence":1,"payload":{"userID":1}}"#,
+                #"{"version":4,"type":"UserCreated","origin":"\#(stranger)","sequence":1,"payload":{}}"#,
+                #"{"version":1,"type":"UserCreated","origin":"\#(stranger)","sequence":"one","payload":{}}"#,
+                #"{"version":1,"type":"UserCreated","origin":"\#(stranger)","sequence":1,"payload":{"userID":"seven"}}"#,
+            ]
+            for message in messages {
+                try await raw.query("SELECT pg_notify(\(channel), \(message))", logger: TestServer.logger)
+            }
+            try await a.barrier(to: b)
 
-        let errors = b.errors.values
-        #expect(
-            errors.map(\.code) == [
-                .malformedEnvelope, .malformedEnvelope, .malformedEnvelope, .unsupportedVersion, .malformedEnvelope,
-                .payloadDecodingFailed,
-            ])
-        #expect(
-            errors.map(\.expected) == [
-                "a JSON object", "key \"version\"", "key \"origin\"", "envelope version 3 or older",
-                "UInt64 at \"sequence\"", "Int at \"payload.userID\"",
-            ])
-        #expect(errors[0].found == "8 bytes that are not valid JSON")
-        #expect(errors[1].found == "no such key")
-        #expect(errors[3].found == "version 4")
-        #expect(errors.allSatisfy { !$0.description.contains("seven") })  // payloads are never quoted
-        #expect(b.users.values.isEmpty)
-        #expect(b.link.statistics.rejected == messages.count)
-        try await waitUntil("A skipping them too") { a.errors.count == messages.count }
-        try await raw.close()
+            let errors = b.errors.values
+            #expect(
+                errors.map(\.code) == [
+                    .malformedEnvelope, .malformedEnvelope, .malformedEnvelope, .unsupportedVersion, .malformedEnvelope,
+                    .payloadDecodingFailed,
+                ])
+            #expect(
+                errors.map(\.expected) == [
+                    "a JSON object", "key \"version\"", "key \"origin\"", "envelope version 3 or older",
+                    "UInt64 at \"sequence\"", "Int at \"payload.userID\"",
+                ])
+            #expect(errors[0].found == "8 bytes that are not valid JSON")
+            #expect(errors[1].found == "no such key")
+            #expect(errors[3].found == "version 4")
+            #expect(errors.allSatisfy { !$0.description.contains("seven") })  // payloads are never quoted
+            #expect(b.users.values.isEmpty)
+            #expect(b.link.statistics.rejected == messages.count)
+            try await waitUntil("A skipping them too") { a.errors.count == messages.count }
+        }
         await a.link.close()
         await b.link.close()
     }
@@ -251,21 +251,21 @@ struct PostgresLinkTests {
     @Test func gapsAndReplaysInAnOriginsSequenceAreReported() async throws {
         let channel = TestServer.makeChannel()
         let b = try await Node(channel: channel)
-        let raw = try await TestServer.rawConnection()
-        let origin = UUID().uuidString
-        for sequence in [1, 2, 5, 5, 3, 6] {
-            let envelope =
-                #"{"version":1,"type":"UserCreated","origin":"\#(origin)","sequence":\#(sequence),"payload":{"userID":\#(sequence)}}"#
-            try await raw.query("SELECT pg_notify(\(channel), \(envelope))", logger: TestServer.logger)
-        }
-        try await waitUntil("user 6 on B") { b.users.values.contains(UserCreated(userID: 6)) }
+        try await withRawConnection { raw in
+            let origin = UUID().uuidString
+            for sequence in [1, 2, 5, 5, 3, 6] {
+                let envelope =
+                    #"{"version":1,"type":"UserCreated","origin":"\#(origin)","sequence":\#(sequence),"payload":{"userID":\#(sequence)}}"#
+                try await raw.query("SELECT pg_notify(\(channel), \(envelope))", logger: TestServer.logger)
+            }
+            try await waitUntil("user 6 on B") { b.users.values.contains(UserCreated(userID: 6)) }
 
-        #expect(b.users.values.map(\.userID) == [1, 2, 5, 6])
-        #expect(b.errors.values.map(\.code) == [.sequenceGap, .duplicateSequence, .duplicateSequence])
-        #expect(b.errors.values.map(\.expected) == ["sequence 3", "a sequence above 5", "a sequence above 5"])
-        #expect(b.errors.values.map(\.found) == ["sequence 5 (2 lost)", "sequence 5", "sequence 3"])
-        #expect(b.link.statistics.gaps == 1 && b.link.statistics.duplicates == 2)
-        try await raw.close()
+            #expect(b.users.values.map(\.userID) == [1, 2, 5, 6])
+            #expect(b.errors.values.map(\.code) == [.sequenceGap, .duplicateSequence, .duplicateSequence])
+            #expect(b.errors.values.map(\.expected) == ["sequence 3", "a sequence above 5", "a sequence above 5"])
+            #expect(b.errors.values.map(\.found) == ["sequence 5 (2 lost)", "sequence 5", "sequence 3"])
+            #expect(b.link.statistics.gaps == 1 && b.link.statistics.duplicates == 2)
+        }
         await b.link.close()
     }
 
@@ -293,12 +293,13 @@ struct PostgresLinkTests {
         let options = PostgresLink.Options(reconnection: TestServer.fastReconnection)
         let a = try await Node(channel: channel, options: options)
         let b = try await Node(channel: channel, options: options)
-        let raw = try await TestServer.rawConnection()
         // The server ends both listening connections, as a network fault would.
-        let terminated = try await raw.query(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = \(#"LISTEN "\#(channel)";"#)",
-            logger: TestServer.logger
-        ).collect().count
+        let terminated = try await withRawConnection { raw in
+            try await raw.query(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = \(#"LISTEN "\#(channel)";"#)",
+                logger: TestServer.logger
+            ).collect().count
+        }
         #expect(terminated == 2)  // A's and B's listening connections
         try await waitUntil("both listening again") {
             a.errors.values.contains { $0.code == .outage } && b.errors.values.contains { $0.code == .outage }
@@ -314,7 +315,6 @@ struct PostgresLinkTests {
         try await a.barrier(to: b, id: 2)
         #expect(a.users.values == [UserCreated(userID: 2), UserCreated(userID: 1)])
         #expect(b.users.values == [UserCreated(userID: 1), UserCreated(userID: 2)])
-        try await raw.close()
         await a.link.close()
         await b.link.close()
     }
@@ -324,63 +324,54 @@ struct PostgresLinkTests {
         let key = SymmetricKey(size: .bits256)
         let options = PostgresLink.Options(signingKey: key)
         // A plain listener captures A's genuine messages, to alter and replay them.
-        let sniffer = try await TestServer.rawConnection()
-        let captured = Recorder<String>()
-        let listening = Recorder<Bool>()
-        let sniffing = Task {
-            try await sniffer.listen(on: channel) { notifications in
-                listening.append(true)
-                for try await notification in notifications { captured.append(notification.payload) }
+        try await withSniffer(on: channel) { captured in
+            let a = try await Node(channel: channel, options: options)
+            let b = try await Node(channel: channel, options: options)
+            try await withRawConnection { raw in
+
+                a.hub.post(UserCreated(userID: 1))
+                try await a.barrier(to: b)
+                #expect(b.users.values == [UserCreated(userID: 1)])
+                // The sniffer's connection may hear it after B's: wait for it there too.
+                try await waitUntil("the sniffer capturing user 1") {
+                    captured.values.contains { $0.contains(#""type":"UserCreated""#) }
+                }
+                let genuine = try #require(captured.values.first { $0.contains(#""type":"UserCreated""#) })
+                #expect(genuine.hasPrefix(#"{"signature":""#))
+
+                let stranger = UUID().uuidString
+                let canonical =
+                    #"{"version":1,"type":"UserCreated","origin":"\#(stranger)","payload":{"userID":666001},"sequence":1}"#
+                let messages = [
+                    canonical,  // unsigned
+                    signed(canonical, key: SymmetricKey(size: .bits256), channel: channel),  // forged: another key
+                    genuine.replacingOccurrences(of: #"{"userID":1}"#, with: #"{"userID":999002}"#),  // altered
+                    signed(canonical, key: key, channel: "another_channel"),  // signed for another channel
+                    genuine,  // replayed: sequence 1 of A again
+                ]
+                for message in messages {
+                    try await raw.query("SELECT pg_notify(\(channel), \(message))", logger: TestServer.logger)
+                }
+                try await a.barrier(to: b, id: 2)
+
+                #expect(
+                    b.errors.values.map(\.code) == [
+                        .unsignedEnvelope, .invalidSignature, .invalidSignature, .invalidSignature, .duplicateSequence,
+                    ])
+                #expect(b.users.values == [UserCreated(userID: 1)])
+                #expect(b.link.statistics.rejected == 4 && b.link.statistics.duplicates == 1)
+                let described = b.errors.values.map(\.description).joined()
+                #expect(!described.contains("666001") && !described.contains("999002"))  // payloads are never quoted
+                // A signed message with the right key is accepted from any origin.
+                try await raw.query(
+                    "SELECT pg_notify(\(channel), \(signed(canonical, key: key, channel: channel)))",
+                    logger: TestServer.logger)
+                try await waitUntil("the validly signed user") { b.users.count == 2 }
+                #expect(b.users.values.last == UserCreated(userID: 666_001))
+                await a.link.close()
+                await b.link.close()
             }
         }
-        try await waitUntil("the sniffer listening") { listening.count == 1 }
-        let a = try await Node(channel: channel, options: options)
-        let b = try await Node(channel: channel, options: options)
-        let raw = try await TestServer.rawConnection()
-
-        a.hub.post(UserCreated(userID: 1))
-        try await a.barrier(to: b)
-        #expect(b.users.values == [UserCreated(userID: 1)])
-        // The sniffer's connection may hear it after B's: wait for it there too.
-        try await waitUntil("the sniffer capturing user 1") {
-            captured.values.contains { $0.contains(#""type":"UserCreated""#) }
-        }
-        let genuine = try #require(captured.values.first { $0.contains(#""type":"UserCreated""#) })
-        #expect(genuine.hasPrefix(#"{"signature":""#))
-
-        let stranger = UUID().uuidString
-        let canonical =
-            #"{"version":1,"type":"UserCreated","origin":"\#(stranger)","payload":{"userID":666001},"sequence":1}"#
-        let messages = [
-            canonical,  // unsigned
-            signed(canonical, key: SymmetricKey(size: .bits256), channel: channel),  // forged: another key
-            genuine.replacingOccurrences(of: #"{"userID":1}"#, with: #"{"userID":999002}"#),  // altered
-            signed(canonical, key: key, channel: "another_channel"),  // signed for another channel
-            genuine,  // replayed: sequence 1 of A again
-        ]
-        for message in messages {
-            try await raw.query("SELECT pg_notify(\(channel), \(message))", logger: TestServer.logger)
-        }
-        try await a.barrier(to: b, id: 2)
-
-        #expect(
-            b.errors.values.map(\.code) == [
-                .unsignedEnvelope, .invalidSignature, .invalidSignature, .invalidSignature, .duplicateSequence,
-            ])
-        #expect(b.users.values == [UserCreated(userID: 1)])
-        #expect(b.link.statistics.rejected == 4 && b.link.statistics.duplicates == 1)
-        let described = b.errors.values.map(\.description).joined()
-        #expect(!described.contains("666001") && !described.contains("999002"))  // payloads are never quoted
-        // A signed message with the right key is accepted from any origin.
-        try await raw.query(
-            "SELECT pg_notify(\(channel), \(signed(canonical, key: key, channel: channel)))", logger: TestServer.logger)
-        try await waitUntil("the validly signed user") { b.users.count == 2 }
-        #expect(b.users.values.last == UserCreated(userID: 666_001))
-        sniffing.cancel()
-        try await raw.close()
-        try await sniffer.close()
-        await a.link.close()
-        await b.link.close()
     }
 
     /// Signs `envelope` as a link would: HMAC-SHA256 over the channel, a zero byte, and the envelope
