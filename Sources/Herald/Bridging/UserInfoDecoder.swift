@@ -99,40 +99,27 @@ public struct UserInfoDecoder: Sendable {
         fromValue value: Any,
         at path: [UserInfoDecodingError.PathComponent]
     ) throws(UserInfoDecodingError) -> T {
-        let options = UserInfoDecodingOptions(userInfo: userInfo)
-        do {
-            return try UserInfoUnboxer.unbox(type, from: value, at: path, options: options)
-        } catch {
-            throw UserInfoUnboxer.userInfoDecodingError(from: error, at: path, expected: type, found: value)
-        }
+        try UserInfoUnboxer.unbox(type, from: value, at: path, userInfo: userInfo.mapValues { $0 as Any })
     }
 }
 
 // MARK: - Internals shared by the encoder, the decoder and the keys
 
 /// A coding key for user-info paths: a string key, or an array index.
+///
+/// Only array positions have an `intValue`, so that a key path prints `[2]` rather than `["2"]`.
 struct UserInfoCodingKey: CodingKey, Sendable {
     let stringValue: String
     let intValue: Int?
-    /// Set only for array positions, so that a key path prints `[2]` rather than `["2"]`.
-    let index: Int?
 
     init(stringValue: String) {
         self.stringValue = stringValue
         self.intValue = nil
-        self.index = nil
     }
 
     init(intValue: Int) {
-        self.stringValue = String(intValue)
+        self.stringValue = "Index \(intValue)"
         self.intValue = intValue
-        self.index = nil
-    }
-
-    init(index: Int) {
-        self.stringValue = "Index \(index)"
-        self.intValue = index
-        self.index = index
     }
 
     static let `super` = UserInfoCodingKey(stringValue: "super")
@@ -170,11 +157,6 @@ enum UserInfoValue {
     static func isNull(_ value: Any?) -> Bool {
         guard let value = flatten(value) else { return true }
         return value is NSNull
-    }
-
-    /// The value as an array, for `[Any]` and `NSArray`.
-    static func array(_ value: Any) -> [Any]? {
-        value as? [Any]
     }
 
     /// The value as a dictionary with string keys; keys of other types are dropped.
@@ -274,26 +256,16 @@ struct UserInfoNumber: CustomStringConvertible {
     }
 }
 
-/// Options that every level of one decoding run shares.
-struct UserInfoDecodingOptions {
-    let userInfo: [CodingUserInfoKey: Any]
-
-    init(userInfo: [CodingUserInfoKey: any Sendable]) {
-        self.userInfo = userInfo.mapValues { $0 as Any }
-    }
-}
-
 extension DecodingError {
-    /// The ``UserInfoDecodingError`` that this error carries, if the user-info decoder threw it.
-    var userInfoDecodingError: UserInfoDecodingError? {
-        let context: Context
+    /// The error's context; `nil` only for a case that a later Swift adds.
+    var context: Context? {
         switch self {
-        case .typeMismatch(_, let c), .valueNotFound(_, let c), .keyNotFound(_, let c), .dataCorrupted(let c):
-            context = c
+        case .typeMismatch(_, let context), .valueNotFound(_, let context), .keyNotFound(_, let context),
+            .dataCorrupted(let context):
+            context
         @unknown default:
-            return nil
+            nil
         }
-        return context.underlyingError as? UserInfoDecodingError
     }
 }
 
@@ -308,17 +280,15 @@ enum UserInfoUnboxer {
         _ type: T.Type,
         from value: Any,
         at path: Path,
-        options: UserInfoDecodingOptions
-    ) throws -> T {
+        userInfo: [CodingUserInfoKey: Any]
+    ) throws(UserInfoDecodingError) -> T {
         if let special = try unboxSpecial(type, from: value, at: path) {
             return special
         }
         if path.count > maximumDepth {
-            throw wrap(
-                .invalidValue(
-                    at: path, expected: typeName(type), found: UserInfoDecodingError.describeFound(value),
-                    detail: "nested more than \(maximumDepth) levels deep"),
-                type: type)
+            throw .invalidValue(
+                at: path, expected: typeName(type), found: UserInfoDecodingError.describeFound(value),
+                detail: "nested more than \(maximumDepth) levels deep")
         }
         // A value stored natively, for example a struct put in the dictionary as it is.
         // An instance of a Decodable class (or subclass) is accepted as it is too.
@@ -329,16 +299,20 @@ enum UserInfoUnboxer {
             return direct
         }
         let decoder = UserInfoDecoderImplementation(
-            value: value, path: path, expected: typeName(type), options: options)
+            value: value, path: path, expected: typeName(type), userInfo: userInfo)
         do {
             return try T(from: decoder)
         } catch {
-            throw wrap(userInfoDecodingError(from: error, at: path, expected: type, found: value), type: type)
+            throw userInfoDecodingError(from: error, at: path, expected: type, found: value)
         }
     }
 
     /// Decodes the types that the user-info representation stores natively, or returns `nil`.
-    private static func unboxSpecial<T>(_ type: T.Type, from value: Any, at path: Path) throws -> T? {
+    private static func unboxSpecial<T>(
+        _ type: T.Type,
+        from value: Any,
+        at path: Path
+    ) throws(UserInfoDecodingError) -> T? {
         let result: Any
         // swift-format-ignore
         switch type {
@@ -367,62 +341,71 @@ enum UserInfoUnboxer {
         }
         guard let typed = result as? T else {
             // Unreachable: each branch returns the type it matched.
-            throw wrap(.typeMismatch(at: path, expected: typeName(type), found: result), type: type)
+            throw .typeMismatch(at: path, expected: typeName(type), found: result)
         }
         return typed
     }
 
     /// Returns the present, non-null value, or throws `valueNotFound`.
-    private static func present<T>(_ value: Any, _ type: T.Type, at path: Path) throws -> Any {
+    static func present(_ value: Any, at path: Path, expected: String) throws(UserInfoDecodingError) -> Any {
         guard let flat = UserInfoValue.flatten(value), !(flat is NSNull) else {
-            throw wrap(.valueNotFound(at: path, expected: typeName(type), found: value), type: type)
+            throw .valueNotFound(at: path, expected: expected, found: value)
         }
         return flat
     }
 
-    private static func unboxBool(_ value: Any, at path: Path) throws -> Bool {
-        let flat = try present(value, Bool.self, at: path)
-        if let number = UserInfoNumber(flat), case .bool(let bool) = number.storage {
+    private static func unboxBool(_ value: Any, at path: Path) throws(UserInfoDecodingError) -> Bool {
+        let flat = try present(value, at: path, expected: "Bool")
+        if case .bool(let bool)? = UserInfoNumber(flat)?.storage {
             return bool
         }
-        throw wrap(.typeMismatch(at: path, expected: "Bool", found: flat), type: Bool.self)
+        throw .typeMismatch(at: path, expected: "Bool", found: flat)
     }
 
-    private static func unboxInteger<I: FixedWidthInteger>(_ type: I.Type, _ value: Any, at path: Path) throws -> I {
-        let flat = try present(value, type, at: path)
-        let expected = typeName(type)
+    /// The number in `value`, for a numeric `type`.
+    private static func number(
+        _ value: Any,
+        _ type: Any.Type,
+        at path: Path
+    ) throws(UserInfoDecodingError) -> (storage: UserInfoNumber.Storage, found: Any) {
+        let flat = try present(value, at: path, expected: typeName(type))
         guard let number = UserInfoNumber(flat) else {
-            throw wrap(.typeMismatch(at: path, expected: expected, found: flat), type: type)
+            throw .typeMismatch(at: path, expected: typeName(type), found: flat)
         }
-        switch number.storage {
+        return (number.storage, flat)
+    }
+
+    private static func unboxInteger<I: FixedWidthInteger>(
+        _ type: I.Type,
+        _ value: Any,
+        at path: Path
+    ) throws(UserInfoDecodingError) -> I {
+        let (storage, flat) = try number(value, type, at: path)
+        switch storage {
         case .bool:
-            throw wrap(.typeMismatch(at: path, expected: expected, found: flat), type: type)
+            throw .typeMismatch(at: path, expected: typeName(type), found: flat)
         case .signed(let integer):
             if let exact = I(exactly: integer) { return exact }
         case .unsigned(let integer):
             if let exact = I(exactly: integer) { return exact }
         case .floating(let double):
             if double.isNaN || (double.isFinite && double.rounded(.towardZero) != double) {
-                throw wrap(.numberNotExact(at: path, expected: expected, found: flat), type: type)
+                throw .numberNotExact(at: path, expected: typeName(type), found: flat)
             }
             if let exact = I(exactly: double) { return exact }
         }
-        throw wrap(.numberOutOfRange(at: path, expected: expected, found: flat), type: type)
+        throw .numberOutOfRange(at: path, expected: typeName(type), found: flat)
     }
 
     private static func unboxFloatingPoint<F: BinaryFloatingPoint>(
         _ type: F.Type,
         _ value: Any,
         at path: Path
-    ) throws -> F {
-        let flat = try present(value, type, at: path)
-        let expected = typeName(type)
-        guard let number = UserInfoNumber(flat) else {
-            throw wrap(.typeMismatch(at: path, expected: expected, found: flat), type: type)
-        }
-        switch number.storage {
+    ) throws(UserInfoDecodingError) -> F {
+        let (storage, flat) = try number(value, type, at: path)
+        switch storage {
         case .bool:
-            throw wrap(.typeMismatch(at: path, expected: expected, found: flat), type: type)
+            throw .typeMismatch(at: path, expected: typeName(type), found: flat)
         case .signed(let integer):
             if let exact = F(exactly: integer) { return exact }
         case .unsigned(let integer):
@@ -430,39 +413,39 @@ enum UserInfoUnboxer {
         case .floating(let double):
             let converted = F(double)
             if double.isFinite && !converted.isFinite {
-                throw wrap(.numberOutOfRange(at: path, expected: expected, found: flat), type: type)
+                throw .numberOutOfRange(at: path, expected: typeName(type), found: flat)
             }
             return converted
         }
-        throw wrap(.numberNotExact(at: path, expected: expected, found: flat), type: type)
+        throw .numberNotExact(at: path, expected: typeName(type), found: flat)
     }
 
     /// A value stored as itself (a `String`, a `Date`, `Data`).
-    private static func unboxCast<T>(_ type: T.Type, _ value: Any, at path: Path) throws -> T {
-        let flat = try present(value, type, at: path)
-        if let typed = flat as? T {
-            return typed
+    private static func unboxCast<T>(_ type: T.Type, _ value: Any, at path: Path) throws(UserInfoDecodingError) -> T {
+        let flat = try present(value, at: path, expected: typeName(type))
+        guard let typed = flat as? T else {
+            throw .typeMismatch(at: path, expected: typeName(type), found: flat)
         }
-        throw wrap(.typeMismatch(at: path, expected: typeName(type), found: flat), type: type)
+        return typed
     }
 
     /// A value stored either as itself or as a string that `parse` reads (a `URL`, a `UUID`).
     private static func unboxParsed<T>(
-        _ value: Any, at path: Path, detail: String, parse: (String) -> T?
-    ) throws -> T {
-        let flat = try present(value, T.self, at: path)
+        _ value: Any,
+        at path: Path,
+        detail: String,
+        parse: (String) -> T?
+    ) throws(UserInfoDecodingError) -> T {
+        let flat = try present(value, at: path, expected: typeName(T.self))
         if let typed = flat as? T {
             return typed
         }
         guard let string = flat as? String else {
-            throw wrap(.typeMismatch(at: path, expected: typeName(T.self), found: flat), type: T.self)
+            throw .typeMismatch(at: path, expected: typeName(T.self), found: flat)
         }
         guard let parsed = parse(string) else {
-            throw wrap(
-                .invalidValue(
-                    at: path, expected: typeName(T.self), found: UserInfoDecodingError.describeFound(flat),
-                    detail: detail),
-                type: T.self)
+            throw .invalidValue(
+                at: path, expected: typeName(T.self), found: UserInfoDecodingError.describeFound(flat), detail: detail)
         }
         return parsed
     }
@@ -488,7 +471,7 @@ enum UserInfoUnboxer {
         }
     }
 
-    /// Converts whatever a decoding step threw into a ``UserInfoDecodingError``.
+    /// Converts whatever a type's own `init(from:)` threw into a ``UserInfoDecodingError``.
     ///
     /// - Parameters:
     ///   - path: Where the failing step started.
@@ -503,53 +486,43 @@ enum UserInfoUnboxer {
         if let error = error as? UserInfoDecodingError {
             return error
         }
-        guard let decodingError = error as? DecodingError else {
+        guard let decodingError = error as? DecodingError, let context = decodingError.context else {
             return .decodingFailed(
                 at: path, expected: typeName(type), found: UserInfoDecodingError.describeFound(value), error: error)
         }
-        if let carried = decodingError.userInfoDecodingError {
+        if let carried = context.underlyingError as? UserInfoDecodingError {
             return carried
         }
         // A DecodingError made by the type's own init(from:). When it is about the value this step
         // decodes, the error describes that value.
-        func converted(
-            _ code: UserInfoDecodingError.Code, _ context: DecodingError.Context, expected valueType: Any.Type?
-        ) -> UserInfoDecodingError {
-            let errorPath = context.codingPath.map(UserInfoDecodingError.PathComponent.init)
-            let (expected, found) =
-                errorPath == path
-                ? (typeName(type), UserInfoDecodingError.describeFound(value)) : ("a valid value", "an invalid value")
-            return UserInfoDecodingError(
-                code: code, path: errorPath, expected: valueType.map(typeName) ?? expected, found: found,
-                detail: context.debugDescription)
+        let errorPath = context.codingPath.map(UserInfoDecodingError.PathComponent.init)
+        if case .keyNotFound(let key, _) = decodingError {
+            return .keyNotFound(at: errorPath + [.init(key)], expected: "a value", detail: context.debugDescription)
         }
-        switch decodingError {
-        case .keyNotFound(let key, let context):
-            let keyPath = context.codingPath.map(UserInfoDecodingError.PathComponent.init) + [.init(key)]
-            return .keyNotFound(at: keyPath, expected: "a value", detail: context.debugDescription)
-        case .valueNotFound(let valueType, let context):
-            return converted(.valueNotFound, context, expected: valueType)
-        case .typeMismatch(let valueType, let context):
-            return converted(.typeMismatch, context, expected: valueType)
-        case .dataCorrupted(let context):
-            return converted(.invalidValue, context, expected: nil)
-        @unknown default:
-            return .decodingFailed(
-                at: path, expected: typeName(type), found: UserInfoDecodingError.describeFound(value), error: error)
-        }
+        let isThisValue = errorPath == path
+        let (code, expected): (UserInfoDecodingError.Code, String) =
+            switch decodingError {
+            case .valueNotFound(let valueType, _): (.valueNotFound, typeName(valueType))
+            case .typeMismatch(let valueType, _): (.typeMismatch, typeName(valueType))
+            default: (.invalidValue, isThisValue ? typeName(type) : "a valid value")
+            }
+        return UserInfoDecodingError(
+            code: code, path: errorPath, expected: expected,
+            found: isThisValue ? UserInfoDecodingError.describeFound(value) : "an invalid value",
+            detail: context.debugDescription)
     }
 }
 
 // MARK: - Decoder and containers
 
-private struct UserInfoDecoderImplementation: Decoder {
+/// The decoder of one value, and its single-value container.
+private struct UserInfoDecoderImplementation: Decoder, SingleValueDecodingContainer {
     let value: Any
     let path: UserInfoUnboxer.Path
     let expected: String
-    let options: UserInfoDecodingOptions
+    let userInfo: [CodingUserInfoKey: Any]
 
     var codingPath: [any CodingKey] { path.map(\.codingKey) }
-    var userInfo: [CodingUserInfoKey: Any] { options.userInfo }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
         let flat = try present()
@@ -558,38 +531,57 @@ private struct UserInfoDecoderImplementation: Decoder {
                 .typeMismatch(at: path, expected: expected, found: flat), type: [String: Any].self)
         }
         return KeyedDecodingContainer(
-            UserInfoKeyedDecodingContainer<Key>(dictionary: dictionary, path: path, options: options))
+            UserInfoKeyedDecodingContainer<Key>(dictionary: dictionary, path: path, userInfo: userInfo))
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
         let flat = try present()
-        guard let array = UserInfoValue.array(flat) else {
+        guard let array = flat as? [Any] else {
             throw UserInfoUnboxer.wrap(.typeMismatch(at: path, expected: expected, found: flat), type: [Any].self)
         }
-        return UserInfoUnkeyedDecodingContainer(array: array, path: path, options: options)
+        return UserInfoUnkeyedDecodingContainer(array: array, path: path, userInfo: userInfo)
     }
 
-    func singleValueContainer() throws -> any SingleValueDecodingContainer {
-        UserInfoSingleValueDecodingContainer(decoder: self)
-    }
-
-    /// Decodes the value this decoder stands for as a `T`.
-    func unbox<T: Decodable>(_ type: T.Type) throws -> T {
-        try UserInfoUnboxer.unbox(type, from: value, at: path, options: options)
+    func singleValueContainer() -> any SingleValueDecodingContainer {
+        self
     }
 
     private func present() throws -> Any {
-        guard let flat = UserInfoValue.flatten(value), !(flat is NSNull) else {
-            throw UserInfoUnboxer.wrap(.valueNotFound(at: path, expected: expected, found: value), type: Any.self)
+        do {
+            return try UserInfoUnboxer.present(value, at: path, expected: expected)
+        } catch {
+            throw UserInfoUnboxer.wrap(error, type: Any.self)
         }
-        return flat
+    }
+
+    func decodeNil() -> Bool {
+        UserInfoValue.isNull(value)
+    }
+
+    /// Also the witness of the single-value container's requirements for `Bool`, `String`, `Int`
+    /// and the other primitives, which the standard library does not implement; it implements the
+    /// 128-bit integers with a default that throws, so those two are spelled out.
+    func decode<T: Decodable>(_ type: T.Type) throws -> T {
+        try unbox(type)
+    }
+
+    func decode(_ type: Int128.Type) throws -> Int128 { try unbox(type) }
+    func decode(_ type: UInt128.Type) throws -> UInt128 { try unbox(type) }
+
+    /// Decodes the value this decoder stands for as a `T`.
+    func unbox<T: Decodable>(_ type: T.Type) throws -> T {
+        do {
+            return try UserInfoUnboxer.unbox(type, from: value, at: path, userInfo: userInfo)
+        } catch {
+            throw UserInfoUnboxer.wrap(error, type: type)
+        }
     }
 }
 
 private struct UserInfoKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     let dictionary: [String: Any]
     let path: UserInfoUnboxer.Path
-    let options: UserInfoDecodingOptions
+    let userInfo: [CodingUserInfoKey: Any]
 
     var codingPath: [any CodingKey] { path.map(\.codingKey) }
 
@@ -606,30 +598,18 @@ private struct UserInfoKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingCont
         return UserInfoValue.isNull(value)
     }
 
+    /// Also the witness of the primitive requirements (`Bool`, `String`, `Int` and the others) but
+    /// the 128-bit integers, as in `UserInfoDecoderImplementation.decode(_:)`.
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
         try decodeValue(type, forKey: key)
     }
 
+    func decode(_ type: Int128.Type, forKey key: Key) throws -> Int128 { try decodeValue(type, forKey: key) }
+    func decode(_ type: UInt128.Type, forKey key: Key) throws -> UInt128 { try decodeValue(type, forKey: key) }
+
     private func decodeValue<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
         try decoder(forKey: key, expected: UserInfoUnboxer.typeName(type)).unbox(type)
     }
-
-    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try decodeValue(type, forKey: key) }
-    func decode(_ type: String.Type, forKey key: Key) throws -> String { try decodeValue(type, forKey: key) }
-    func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try decodeValue(type, forKey: key) }
-    func decode(_ type: Float.Type, forKey key: Key) throws -> Float { try decodeValue(type, forKey: key) }
-    func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try decodeValue(type, forKey: key) }
-    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try decodeValue(type, forKey: key) }
-    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try decodeValue(type, forKey: key) }
-    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try decodeValue(type, forKey: key) }
-    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try decodeValue(type, forKey: key) }
-    func decode(_ type: Int128.Type, forKey key: Key) throws -> Int128 { try decodeValue(type, forKey: key) }
-    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { try decodeValue(type, forKey: key) }
-    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { try decodeValue(type, forKey: key) }
-    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try decodeValue(type, forKey: key) }
-    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try decodeValue(type, forKey: key) }
-    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try decodeValue(type, forKey: key) }
-    func decode(_ type: UInt128.Type, forKey key: Key) throws -> UInt128 { try decodeValue(type, forKey: key) }
 
     func nestedContainer<NestedKey: CodingKey>(
         keyedBy type: NestedKey.Type,
@@ -643,15 +623,16 @@ private struct UserInfoKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingCont
     }
 
     func superDecoder() throws -> any Decoder {
-        UserInfoDecoderImplementation(
-            value: dictionary[UserInfoCodingKey.super.stringValue] ?? NSNull(), path: path + [.key("super")],
-            expected: "a value", options: options)
+        superDecoder(named: UserInfoCodingKey.super.stringValue)
     }
 
     func superDecoder(forKey key: Key) throws -> any Decoder {
+        superDecoder(named: key.stringValue)
+    }
+
+    private func superDecoder(named name: String) -> any Decoder {
         UserInfoDecoderImplementation(
-            value: dictionary[key.stringValue] ?? NSNull(), path: path + [.key(key.stringValue)],
-            expected: "a value", options: options)
+            value: dictionary[name] ?? NSNull(), path: path + [.key(name)], expected: "a value", userInfo: userInfo)
     }
 
     private func decoder(forKey key: Key, expected: String) throws -> UserInfoDecoderImplementation {
@@ -659,21 +640,15 @@ private struct UserInfoKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingCont
         guard let value = dictionary[key.stringValue] else {
             throw UserInfoUnboxer.wrap(.keyNotFound(at: keyPath, expected: expected), type: Any.self)
         }
-        return UserInfoDecoderImplementation(value: value, path: keyPath, expected: expected, options: options)
+        return UserInfoDecoderImplementation(value: value, path: keyPath, expected: expected, userInfo: userInfo)
     }
 }
 
 private struct UserInfoUnkeyedDecodingContainer: UnkeyedDecodingContainer {
     let array: [Any]
     let path: UserInfoUnboxer.Path
-    let options: UserInfoDecodingOptions
-    private(set) var currentIndex = 0
-
-    init(array: [Any], path: UserInfoUnboxer.Path, options: UserInfoDecodingOptions) {
-        self.array = array
-        self.path = path
-        self.options = options
-    }
+    let userInfo: [CodingUserInfoKey: Any]
+    var currentIndex = 0
 
     var codingPath: [any CodingKey] { path.map(\.codingKey) }
     var count: Int? { array.count }
@@ -688,30 +663,18 @@ private struct UserInfoUnkeyedDecodingContainer: UnkeyedDecodingContainer {
         return false
     }
 
+    /// Also the witness of the primitive requirements (`Bool`, `String`, `Int` and the others) but
+    /// the 128-bit integers, as in `UserInfoDecoderImplementation.decode(_:)`.
     mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
         try decodeValue(type)
     }
 
+    mutating func decode(_ type: Int128.Type) throws -> Int128 { try decodeValue(type) }
+    mutating func decode(_ type: UInt128.Type) throws -> UInt128 { try decodeValue(type) }
+
     private mutating func decodeValue<T: Decodable>(_ type: T.Type) throws -> T {
         try advancing(past: nextDecoder(expected: UserInfoUnboxer.typeName(type)).unbox(type))
     }
-
-    mutating func decode(_ type: Bool.Type) throws -> Bool { try decodeValue(type) }
-    mutating func decode(_ type: String.Type) throws -> String { try decodeValue(type) }
-    mutating func decode(_ type: Double.Type) throws -> Double { try decodeValue(type) }
-    mutating func decode(_ type: Float.Type) throws -> Float { try decodeValue(type) }
-    mutating func decode(_ type: Int.Type) throws -> Int { try decodeValue(type) }
-    mutating func decode(_ type: Int8.Type) throws -> Int8 { try decodeValue(type) }
-    mutating func decode(_ type: Int16.Type) throws -> Int16 { try decodeValue(type) }
-    mutating func decode(_ type: Int32.Type) throws -> Int32 { try decodeValue(type) }
-    mutating func decode(_ type: Int64.Type) throws -> Int64 { try decodeValue(type) }
-    mutating func decode(_ type: Int128.Type) throws -> Int128 { try decodeValue(type) }
-    mutating func decode(_ type: UInt.Type) throws -> UInt { try decodeValue(type) }
-    mutating func decode(_ type: UInt8.Type) throws -> UInt8 { try decodeValue(type) }
-    mutating func decode(_ type: UInt16.Type) throws -> UInt16 { try decodeValue(type) }
-    mutating func decode(_ type: UInt32.Type) throws -> UInt32 { try decodeValue(type) }
-    mutating func decode(_ type: UInt64.Type) throws -> UInt64 { try decodeValue(type) }
-    mutating func decode(_ type: UInt128.Type) throws -> UInt128 { try decodeValue(type) }
 
     mutating func nestedContainer<NestedKey: CodingKey>(
         keyedBy type: NestedKey.Type
@@ -736,7 +699,7 @@ private struct UserInfoUnkeyedDecodingContainer: UnkeyedDecodingContainer {
     private func nextDecoder(expected: String) throws -> UserInfoDecoderImplementation {
         try checkNotAtEnd(expected: expected)
         return UserInfoDecoderImplementation(
-            value: array[currentIndex], path: path + [.index(currentIndex)], expected: expected, options: options)
+            value: array[currentIndex], path: path + [.index(currentIndex)], expected: expected, userInfo: userInfo)
     }
 
     private func checkNotAtEnd(expected: String) throws {
@@ -748,39 +711,4 @@ private struct UserInfoUnkeyedDecodingContainer: UnkeyedDecodingContainer {
                 detail: "the array has only \(count) \(count == 1 ? "element" : "elements")"),
             type: Any.self)
     }
-}
-
-private struct UserInfoSingleValueDecodingContainer: SingleValueDecodingContainer {
-    let decoder: UserInfoDecoderImplementation
-
-    var codingPath: [any CodingKey] { decoder.codingPath }
-
-    func decodeNil() -> Bool {
-        UserInfoValue.isNull(decoder.value)
-    }
-
-    func decode<T: Decodable>(_ type: T.Type) throws -> T {
-        try decodeValue(type)
-    }
-
-    private func decodeValue<T: Decodable>(_ type: T.Type) throws -> T {
-        try decoder.unbox(type)
-    }
-
-    func decode(_ type: Bool.Type) throws -> Bool { try decodeValue(type) }
-    func decode(_ type: String.Type) throws -> String { try decodeValue(type) }
-    func decode(_ type: Double.Type) throws -> Double { try decodeValue(type) }
-    func decode(_ type: Float.Type) throws -> Float { try decodeValue(type) }
-    func decode(_ type: Int.Type) throws -> Int { try decodeValue(type) }
-    func decode(_ type: Int8.Type) throws -> Int8 { try decodeValue(type) }
-    func decode(_ type: Int16.Type) throws -> Int16 { try decodeValue(type) }
-    func decode(_ type: Int32.Type) throws -> Int32 { try decodeValue(type) }
-    func decode(_ type: Int64.Type) throws -> Int64 { try decodeValue(type) }
-    func decode(_ type: Int128.Type) throws -> Int128 { try decodeValue(type) }
-    func decode(_ type: UInt.Type) throws -> UInt { try decodeValue(type) }
-    func decode(_ type: UInt8.Type) throws -> UInt8 { try decodeValue(type) }
-    func decode(_ type: UInt16.Type) throws -> UInt16 { try decodeValue(type) }
-    func decode(_ type: UInt32.Type) throws -> UInt32 { try decodeValue(type) }
-    func decode(_ type: UInt64.Type) throws -> UInt64 { try decodeValue(type) }
-    func decode(_ type: UInt128.Type) throws -> UInt128 { try decodeValue(type) }
 }

@@ -60,12 +60,12 @@ public struct UserInfoDecodingError: Error, CustomStringConvertible, Sendable {
         var codingKey: UserInfoCodingKey {
             switch self {
             case .key(let key): UserInfoCodingKey(stringValue: key)
-            case .index(let index): UserInfoCodingKey(index: index)
+            case .index(let index): UserInfoCodingKey(intValue: index)
             }
         }
 
         init(_ key: any CodingKey) {
-            if let key = key as? UserInfoCodingKey, let index = key.index {
+            if let key = key as? UserInfoCodingKey, let index = key.intValue {
                 self = .index(index)
             } else {
                 self = .key(key.stringValue)
@@ -252,32 +252,21 @@ extension UserInfoDecodingError {
     /// A short, bounded description of a value found in a user-info dictionary.
     static func describeFound(_ value: Any?) -> String {
         guard let value = UserInfoValue.flatten(value) else { return "nil" }
-        if value is NSNull { return "NSNull" }
         if let number = UserInfoNumber(value) {
             return number.description
         }
-        if let string = value as? String {
-            return "String \(preview(string))"
-        }
-        if let array = UserInfoValue.array(value) {
-            return "Array (\(array.count) \(array.count == 1 ? "element" : "elements"))"
-        }
-        if let dictionary = value as? [AnyHashable: Any] {
+        switch value {
+        case is NSNull: return "NSNull"
+        case let string as String: return "String \(preview(string))"
+        case let array as [Any]: return "Array (\(array.count) \(array.count == 1 ? "element" : "elements"))"
+        case let dictionary as [AnyHashable: Any]:
             return "Dictionary (\(dictionary.count) \(dictionary.count == 1 ? "entry" : "entries"))"
+        case let data as Data: return "Data (\(data.count) bytes)"
+        case let date as Date: return "Date \(date)"
+        case let url as URL: return "URL \(preview(url.absoluteString))"
+        case let uuid as UUID: return "UUID \(uuid.uuidString)"
+        default: return String(describing: type(of: value))
         }
-        if let data = value as? Data {
-            return "Data (\(data.count) bytes)"
-        }
-        if let date = value as? Date {
-            return "Date \(date)"
-        }
-        if let url = value as? URL {
-            return "URL \(preview(url.absoluteString))"
-        }
-        if let uuid = value as? UUID {
-            return "UUID \(uuid.uuidString)"
-        }
-        return String(describing: type(of: value))
     }
 
     private static func preview(_ string: String) -> String {

@@ -123,12 +123,7 @@ public struct UserInfoEncoder: Sendable {
         let root = try encodeNode(value)
         switch root.kind {
         case .empty, .keyed:
-            var result: [AnyHashable: Any] = [:]
-            result.reserveCapacity(root.keyed.count)
-            for (key, child) in root.keyed {
-                result[key] = child.materialize()
-            }
-            return result
+            return root.keyed.mapValues { $0.materialize() }
         case .value, .unkeyed:
             throw EncodingError.invalidValue(
                 value,
@@ -170,10 +165,10 @@ final class UserInfoEncodingNode {
 
     private(set) var kind = Kind.empty
     private var value: Any = NSNull()
-    private(set) var keyed: [String: UserInfoEncodingNode] = [:]
-    private var unkeyed: [UserInfoEncodingNode] = []
-
-    var unkeyedCount: Int { unkeyed.count }
+    /// The children of a keyed container.
+    var keyed: [String: UserInfoEncodingNode] = [:]
+    /// The children of an unkeyed container.
+    var unkeyed: [UserInfoEncodingNode] = []
 
     init() {}
 
@@ -201,14 +196,6 @@ final class UserInfoEncodingNode {
         value = NSNull()
         keyed = [:]
         unkeyed = []
-    }
-
-    func set(_ child: UserInfoEncodingNode, forKey key: String) {
-        keyed[key] = child
-    }
-
-    func append(_ child: UserInfoEncodingNode) {
-        unkeyed.append(child)
     }
 
     /// The finished value: dictionaries, arrays and leaves.
@@ -326,35 +313,24 @@ private struct UserInfoKeyedEncodingContainer<Key: CodingKey>: KeyedEncodingCont
     let state: UserInfoEncodingState
 
     mutating func encodeNil(forKey key: Key) throws {
-        node.set(UserInfoEncodingNode(value: NSNull()), forKey: key.stringValue)
+        node.keyed[key.stringValue] = UserInfoEncodingNode(value: NSNull())
     }
 
+    /// Also the witness of the primitive requirements (`Bool`, `String`, `Int` and the others): the
+    /// standard library implements only the 128-bit integers, with a default that throws, so those
+    /// two are spelled out.
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
         try encodeValue(value, forKey: key)
     }
 
+    mutating func encode(_ value: Int128, forKey key: Key) throws { try encodeValue(value, forKey: key) }
+    mutating func encode(_ value: UInt128, forKey key: Key) throws { try encodeValue(value, forKey: key) }
+
     private func encodeValue<T: Encodable>(_ value: T, forKey key: Key) throws {
         let child = UserInfoEncodingNode()
         try state.box(value, into: child, at: codingPath + [key])
-        node.set(child, forKey: key.stringValue)
+        node.keyed[key.stringValue] = child
     }
-
-    mutating func encode(_ value: Bool, forKey key: Key) throws { try encodeValue(value, forKey: key) }
-    mutating func encode(_ value: String, forKey key: Key) throws { try encodeValue(value, forKey: key) }
-    mutating func encode(_ value: Double, forKey key: Key) throws { try encodeValue(value, forKey: key) }
-    mutating func encode(_ value: Float, forKey key: Key) throws { try encodeValue(value, forKey: key) }
-    mutating func encode(_ value: Int, forKey key: Key) throws { try encodeValue(value, forKey: key) }
-    mutating func encode(_ value: Int8, forKey key: Key) throws { try encodeValue(value, forKey: key) }
-    mutating func encode(_ value: Int16, forKey key: Key) throws { try encodeValue(value, forKey: key) }
-    mutating func encode(_ value: Int32, forKey key: Key) throws { try encodeValue(value, forKey: key) }
-    mutating func encode(_ value: Int64, forKey key: Key) throws { try encodeValue(value, forKey: key) }
-    mutating func encode(_ value: Int128, forKey key: Key) throws { try encodeValue(value, forKey: key) }
-    mutating func encode(_ value: UInt, forKey key: Key) throws { try encodeValue(value, forKey: key) }
-    mutating func encode(_ value: UInt8, forKey key: Key) throws { try encodeValue(value, forKey: key) }
-    mutating func encode(_ value: UInt16, forKey key: Key) throws { try encodeValue(value, forKey: key) }
-    mutating func encode(_ value: UInt32, forKey key: Key) throws { try encodeValue(value, forKey: key) }
-    mutating func encode(_ value: UInt64, forKey key: Key) throws { try encodeValue(value, forKey: key) }
-    mutating func encode(_ value: UInt128, forKey key: Key) throws { try encodeValue(value, forKey: key) }
 
     mutating func nestedContainer<NestedKey: CodingKey>(
         keyedBy keyType: NestedKey.Type,
@@ -377,37 +353,38 @@ private struct UserInfoKeyedEncodingContainer<Key: CodingKey>: KeyedEncodingCont
 
     private func childEncoder(forKey key: any CodingKey) -> UserInfoEncoderImplementation {
         let child = UserInfoEncodingNode()
-        node.set(child, forKey: key.stringValue)
+        node.keyed[key.stringValue] = child
         return UserInfoEncoderImplementation(node: child, codingPath: codingPath + [key], state: state)
     }
 }
 
-private struct UserInfoUnkeyedEncodingContainer: UnkeyedEncodingContainer, UserInfoPrimitiveEncoding {
+private struct UserInfoUnkeyedEncodingContainer: UnkeyedEncodingContainer {
     let node: UserInfoEncodingNode
     let codingPath: [any CodingKey]
     let state: UserInfoEncodingState
 
-    var count: Int { node.unkeyedCount }
+    var count: Int { node.unkeyed.count }
 
-    private var nextKey: any CodingKey { UserInfoCodingKey(index: node.unkeyedCount) }
+    private var nextKey: any CodingKey { UserInfoCodingKey(intValue: node.unkeyed.count) }
 
     mutating func encodeNil() throws {
-        node.append(UserInfoEncodingNode(value: NSNull()))
+        node.unkeyed.append(UserInfoEncodingNode(value: NSNull()))
     }
 
+    /// Also the witness of the primitive requirements but the 128-bit integers, as in
+    /// `UserInfoKeyedEncodingContainer.encode(_:forKey:)`.
     mutating func encode<T: Encodable>(_ value: T) throws {
         try encodeValue(value)
     }
 
-    func encodeValue<T: Encodable>(_ value: T) throws {
-        let child = UserInfoEncodingNode()
-        try state.box(value, into: child, at: codingPath + [nextKey])
-        node.append(child)
-    }
-
-    // The other primitives: `UserInfoPrimitiveEncoding`.
     mutating func encode(_ value: Int128) throws { try encodeValue(value) }
     mutating func encode(_ value: UInt128) throws { try encodeValue(value) }
+
+    private func encodeValue<T: Encodable>(_ value: T) throws {
+        let child = UserInfoEncodingNode()
+        try state.box(value, into: child, at: codingPath + [nextKey])
+        node.unkeyed.append(child)
+    }
 
     mutating func nestedContainer<NestedKey: CodingKey>(
         keyedBy keyType: NestedKey.Type
@@ -426,12 +403,12 @@ private struct UserInfoUnkeyedEncodingContainer: UnkeyedEncodingContainer, UserI
     private func nextEncoder() -> UserInfoEncoderImplementation {
         let key = nextKey
         let child = UserInfoEncodingNode()
-        node.append(child)
+        node.unkeyed.append(child)
         return UserInfoEncoderImplementation(node: child, codingPath: codingPath + [key], state: state)
     }
 }
 
-private struct UserInfoSingleValueEncodingContainer: SingleValueEncodingContainer, UserInfoPrimitiveEncoding {
+private struct UserInfoSingleValueEncodingContainer: SingleValueEncodingContainer {
     let node: UserInfoEncodingNode
     let codingPath: [any CodingKey]
     let state: UserInfoEncodingState
@@ -440,40 +417,12 @@ private struct UserInfoSingleValueEncodingContainer: SingleValueEncodingContaine
         node.setValue(NSNull())
     }
 
+    /// Also the witness of the primitive requirements but the 128-bit integers, as in
+    /// `UserInfoKeyedEncodingContainer.encode(_:forKey:)`.
     mutating func encode<T: Encodable>(_ value: T) throws {
-        try encodeValue(value)
-    }
-
-    func encodeValue<T: Encodable>(_ value: T) throws {
         try state.box(value, into: node, at: codingPath)
     }
 
-    // The other primitives: `UserInfoPrimitiveEncoding`.
-    mutating func encode(_ value: Int128) throws { try encodeValue(value) }
-    mutating func encode(_ value: UInt128) throws { try encodeValue(value) }
-}
-
-/// A container that encodes each primitive as it encodes any `Encodable` value, with
-/// `encodeValue(_:)`: the primitive methods of the unkeyed and single-value containers. `Int128`
-/// and `UInt128` are each container's own, as the standard library gives those two defaults that
-/// would make these ambiguous.
-private protocol UserInfoPrimitiveEncoding {
-    func encodeValue<T: Encodable>(_ value: T) throws
-}
-
-extension UserInfoPrimitiveEncoding {
-    mutating func encode(_ value: Bool) throws { try encodeValue(value) }
-    mutating func encode(_ value: String) throws { try encodeValue(value) }
-    mutating func encode(_ value: Double) throws { try encodeValue(value) }
-    mutating func encode(_ value: Float) throws { try encodeValue(value) }
-    mutating func encode(_ value: Int) throws { try encodeValue(value) }
-    mutating func encode(_ value: Int8) throws { try encodeValue(value) }
-    mutating func encode(_ value: Int16) throws { try encodeValue(value) }
-    mutating func encode(_ value: Int32) throws { try encodeValue(value) }
-    mutating func encode(_ value: Int64) throws { try encodeValue(value) }
-    mutating func encode(_ value: UInt) throws { try encodeValue(value) }
-    mutating func encode(_ value: UInt8) throws { try encodeValue(value) }
-    mutating func encode(_ value: UInt16) throws { try encodeValue(value) }
-    mutating func encode(_ value: UInt32) throws { try encodeValue(value) }
-    mutating func encode(_ value: UInt64) throws { try encodeValue(value) }
+    mutating func encode(_ value: Int128) throws { try state.box(value, into: node, at: codingPath) }
+    mutating func encode(_ value: UInt128) throws { try state.box(value, into: node, at: codingPath) }
 }

@@ -71,25 +71,19 @@ public struct UserInfoKey<Value>: Hashable, Sendable, CustomStringConvertible {
 
     /// Reads the entry for this key.
     func read(in userInfo: [AnyHashable: Any]) throws(UserInfoDecodingError) -> Value {
+        let expected = UserInfoDecodingError.typeName(Value.self)
         guard let raw = userInfo[AnyHashable(name)] else {
-            throw .keyNotFound(at: path, expected: UserInfoDecodingError.typeName(Value.self))
+            throw .keyNotFound(at: path, expected: expected)
         }
+        var value = raw
         if let decodable = Value.self as? any Decodable.Type {
-            let decoded = try decode(decodable, from: raw)
-            guard let typed = decoded as? Value else {
-                // Unreachable: the decoder returns the type it was asked for.
-                throw .typeMismatch(at: path, expected: UserInfoDecodingError.typeName(Value.self), found: decoded)
-            }
-            return typed
+            value = try UserInfoDecoder().decode(decodable, fromValue: raw, at: path)
         }
-        guard let typed = raw as? Value else {
-            throw .typeMismatch(at: path, expected: UserInfoDecodingError.typeName(Value.self), found: raw)
+        // For a `Decodable` value, unreachable: the decoder returns the type it was asked for.
+        guard let typed = value as? Value else {
+            throw .typeMismatch(at: path, expected: expected, found: value)
         }
         return typed
-    }
-
-    private func decode<D: Decodable>(_ type: D.Type, from raw: Any) throws(UserInfoDecodingError) -> D {
-        try UserInfoDecoder().decode(type, fromValue: raw, at: path)
     }
 
     /// Writes the entry for this key, or removes it for `nil`.
