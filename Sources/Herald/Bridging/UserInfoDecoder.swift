@@ -165,14 +165,11 @@ enum UserInfoValue {
             return dictionary
         }
         guard let dictionary = value as? [AnyHashable: Any] else { return nil }
-        var result: [String: Any] = [:]
-        result.reserveCapacity(dictionary.count)
-        for (key, element) in dictionary {
-            if let key = key.base as? String {
-                result[key] = element
+        return dictionary.reduce(into: [:]) { result, entry in
+            if let key = entry.key.base as? String {
+                result[key] = entry.value
             }
         }
-        return result
     }
 }
 
@@ -207,26 +204,30 @@ struct UserInfoNumber: CustomStringConvertible {
         }
     }
 
+    /// The numeric types that the user-info representation stores as numbers, and converts between:
+    /// every standard integer width, `Float` and `Double`. Other numeric types (`CGFloat`, `Float16`,
+    /// an app's own) are read and written by their own `Codable` conformance.
+    private static let nativeTypes: [Any.Type] = [
+        Int.self, Int8.self, Int16.self, Int32.self, Int64.self, Int128.self,
+        UInt.self, UInt8.self, UInt16.self, UInt32.self, UInt64.self, UInt128.self,
+        Float.self, Double.self,
+    ]
+
+    /// Whether `type` is one of the ``nativeTypes``, compared exactly.
+    static func isNative(_ type: Any.Type) -> Bool {
+        nativeTypes.contains { $0 == type }
+    }
+
     private static func storage(of value: Any, type: Any.Type) -> Storage? {
-        // swift-format-ignore
-        switch ObjectIdentifier(type) {
-        case ObjectIdentifier(Bool.self): (value as? Bool).map { .bool($0) }
-        case ObjectIdentifier(Int.self): (value as? Int).map { .signed(Int128($0)) }
-        case ObjectIdentifier(Int8.self): (value as? Int8).map { .signed(Int128($0)) }
-        case ObjectIdentifier(Int16.self): (value as? Int16).map { .signed(Int128($0)) }
-        case ObjectIdentifier(Int32.self): (value as? Int32).map { .signed(Int128($0)) }
-        case ObjectIdentifier(Int64.self): (value as? Int64).map { .signed(Int128($0)) }
-        case ObjectIdentifier(Int128.self): (value as? Int128).map { .signed($0) }
-        case ObjectIdentifier(UInt.self): (value as? UInt).map { .unsigned(UInt128($0)) }
-        case ObjectIdentifier(UInt8.self): (value as? UInt8).map { .unsigned(UInt128($0)) }
-        case ObjectIdentifier(UInt16.self): (value as? UInt16).map { .unsigned(UInt128($0)) }
-        case ObjectIdentifier(UInt32.self): (value as? UInt32).map { .unsigned(UInt128($0)) }
-        case ObjectIdentifier(UInt64.self): (value as? UInt64).map { .unsigned(UInt128($0)) }
-        case ObjectIdentifier(UInt128.self): (value as? UInt128).map { .unsigned($0) }
-        case ObjectIdentifier(Float.self): (value as? Float).map { .floating(Double($0)) }
-        case ObjectIdentifier(Double.self): (value as? Double).map { .floating($0) }
-        case ObjectIdentifier(CGFloat.self): (value as? CGFloat).map { .floating(Double($0)) }
-        default: nil
+        switch value {
+        case let bool as Bool where type == Bool.self:
+            .bool(bool)
+        case let integer as any BinaryInteger where isNative(type):
+            Swift.type(of: integer).isSigned ? .signed(Int128(integer)) : .unsigned(UInt128(integer))
+        case let floating as any BinaryFloatingPoint where isNative(type) || type == CGFloat.self:
+            .floating(Double(floating))
+        default:
+            nil
         }
     }
 
@@ -287,7 +288,7 @@ enum UserInfoUnboxer {
         }
         if path.count > maximumDepth {
             throw .invalidValue(
-                at: path, expected: typeName(type), found: UserInfoDecodingError.describeFound(value),
+                at: path, expected: typeName(type), found: value,
                 detail: "nested more than \(maximumDepth) levels deep")
         }
         // A value stored natively, for example a struct put in the dictionary as it is.
@@ -316,22 +317,12 @@ enum UserInfoUnboxer {
         let result: Any
         // swift-format-ignore
         switch type {
+        case let integer as any FixedWidthInteger.Type where UserInfoNumber.isNative(type):
+            result = try unboxInteger(integer, value, at: path)
+        case let floatingPoint as any BinaryFloatingPoint.Type where UserInfoNumber.isNative(type):
+            result = try unboxFloatingPoint(floatingPoint, value, at: path)
         case is Bool.Type: result = try unboxBool(value, at: path)
         case is String.Type: result = try unboxCast(String.self, value, at: path)
-        case is Int.Type: result = try unboxInteger(Int.self, value, at: path)
-        case is Int8.Type: result = try unboxInteger(Int8.self, value, at: path)
-        case is Int16.Type: result = try unboxInteger(Int16.self, value, at: path)
-        case is Int32.Type: result = try unboxInteger(Int32.self, value, at: path)
-        case is Int64.Type: result = try unboxInteger(Int64.self, value, at: path)
-        case is Int128.Type: result = try unboxInteger(Int128.self, value, at: path)
-        case is UInt.Type: result = try unboxInteger(UInt.self, value, at: path)
-        case is UInt8.Type: result = try unboxInteger(UInt8.self, value, at: path)
-        case is UInt16.Type: result = try unboxInteger(UInt16.self, value, at: path)
-        case is UInt32.Type: result = try unboxInteger(UInt32.self, value, at: path)
-        case is UInt64.Type: result = try unboxInteger(UInt64.self, value, at: path)
-        case is UInt128.Type: result = try unboxInteger(UInt128.self, value, at: path)
-        case is Double.Type: result = try unboxFloatingPoint(Double.self, value, at: path)
-        case is Float.Type: result = try unboxFloatingPoint(Float.self, value, at: path)
         case is Date.Type: result = try unboxCast(Date.self, value, at: path)
         case is Data.Type: result = try unboxCast(Data.self, value, at: path)
         case is URL.Type: result = try unboxParsed(value, at: path, detail: "not a valid URL") { URL(string: $0) }
@@ -444,8 +435,7 @@ enum UserInfoUnboxer {
             throw .typeMismatch(at: path, expected: typeName(T.self), found: flat)
         }
         guard let parsed = parse(string) else {
-            throw .invalidValue(
-                at: path, expected: typeName(T.self), found: UserInfoDecodingError.describeFound(flat), detail: detail)
+            throw .invalidValue(at: path, expected: typeName(T.self), found: flat, detail: detail)
         }
         return parsed
     }
@@ -487,8 +477,7 @@ enum UserInfoUnboxer {
             return error
         }
         guard let decodingError = error as? DecodingError, let context = decodingError.context else {
-            return .decodingFailed(
-                at: path, expected: typeName(type), found: UserInfoDecodingError.describeFound(value), error: error)
+            return .decodingFailed(at: path, expected: typeName(type), found: value, error: error)
         }
         if let carried = context.underlyingError as? UserInfoDecodingError {
             return carried

@@ -188,9 +188,7 @@ extension UserInfoDecodingError {
     ///   - reason: Why the value is not valid, for example `not a known Mood`.
     /// - Returns: An error with code ``Code/invalidValue``.
     public static func invalidValue(keyPath: [String], expected: Any.Type, found: Any?, reason: String) -> Self {
-        Self(
-            code: .invalidValue, path: keyPath.map(PathComponent.key), expected: typeName(expected),
-            found: describeFound(found), detail: reason)
+        invalidValue(at: keyPath.map(PathComponent.key), expected: typeName(expected), found: found, detail: reason)
     }
 
     /// Makes the error for a notification whose name is not the one the type declares.
@@ -235,13 +233,13 @@ extension UserInfoDecodingError {
             detail: "not exactly representable as \(expected)")
     }
 
-    static func invalidValue(at path: [PathComponent], expected: String, found: String, detail: String) -> Self {
-        Self(code: .invalidValue, path: path, expected: expected, found: found, detail: detail)
+    static func invalidValue(at path: [PathComponent], expected: String, found: Any?, detail: String) -> Self {
+        Self(code: .invalidValue, path: path, expected: expected, found: describeFound(found), detail: detail)
     }
 
-    static func decodingFailed(at path: [PathComponent], expected: String, found: String, error: any Error) -> Self {
+    static func decodingFailed(at path: [PathComponent], expected: String, found: Any?, error: any Error) -> Self {
         Self(
-            code: .decodingFailed, path: path, expected: expected, found: found,
+            code: .decodingFailed, path: path, expected: expected, found: describeFound(found),
             detail: String(describing: error), underlyingError: error)
     }
 

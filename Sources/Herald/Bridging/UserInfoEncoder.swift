@@ -245,20 +245,8 @@ final class UserInfoEncodingState {
         switch value {
         case let value as String where T.self == String.self: return value
         case let value as Bool where T.self == Bool.self: return value
-        case let value as Double where T.self == Double.self: return value
-        case let value as Float where T.self == Float.self: return Double(value)
-        case let value as Int where T.self == Int.self: return value
-        case let value as Int8 where T.self == Int8.self: return Self.integer(value)
-        case let value as Int16 where T.self == Int16.self: return Self.integer(value)
-        case let value as Int32 where T.self == Int32.self: return Self.integer(value)
-        case let value as Int64 where T.self == Int64.self: return Self.integer(value)
-        case let value as Int128 where T.self == Int128.self: return Self.integer(value)
-        case let value as UInt where T.self == UInt.self: return Self.integer(value)
-        case let value as UInt8 where T.self == UInt8.self: return Self.integer(value)
-        case let value as UInt16 where T.self == UInt16.self: return Self.integer(value)
-        case let value as UInt32 where T.self == UInt32.self: return Self.integer(value)
-        case let value as UInt64 where T.self == UInt64.self: return Self.integer(value)
-        case let value as UInt128 where T.self == UInt128.self: return Self.integer(value)
+        case let value as any BinaryInteger where UserInfoNumber.isNative(T.self): return Self.integer(value)
+        case let value as any BinaryFloatingPoint where UserInfoNumber.isNative(T.self): return Double(value)
         case let value as Date where T.self == Date.self: return value
         case let value as Data where T.self == Data.self: return value
         case let value as URL where T.self == URL.self: return encoder.urlEncodingStrategy.encode(value)

@@ -92,11 +92,8 @@ public struct UserInfoKey<Value>: Hashable, Sendable, CustomStringConvertible {
             userInfo[AnyHashable(name)] = nil
             return
         }
-        if let encodable = flat as? any Encodable, let encoded = try? UserInfoEncoder().encodeValue(encodable) {
-            userInfo[AnyHashable(name)] = encoded
-        } else {
-            userInfo[AnyHashable(name)] = flat
-        }
+        let encoded = (flat as? any Encodable).flatMap { try? UserInfoEncoder().encodeValue($0) }
+        userInfo[AnyHashable(name)] = encoded ?? flat
     }
 }
 
