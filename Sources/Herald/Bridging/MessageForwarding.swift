@@ -219,8 +219,7 @@ extension NotificationHub {
             // Carried to the main queue only to be passed on as the message's subject: Herald never
             // calls into it.
             nonisolated(unsafe) let subject = PostingSubject.object(context.subjectID)
-            let hub = self
-            lane.submit {
+            lane.submit { [weak self] in
                 guard !isCancelled.isSet else { return }
                 do {
                     let message = try convert(value)
@@ -233,7 +232,7 @@ extension NotificationHub {
                         }
                     }
                 } catch {
-                    hub?.reportForwardingFailure(error, of: N.self, fileID: fileID, line: line)
+                    self?.reportForwardingFailure(error, of: N.self, fileID: fileID, line: line)
                 }
             }
         }

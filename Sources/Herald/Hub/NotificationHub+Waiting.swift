@@ -270,10 +270,9 @@ extension NotificationHub {
     private func scan(
         _ payload: UnsafeRawPointer, of type: any TypedNotification.Type, subject: AnyObject?, wait: inout PostWait
     ) {
-        let reached =
-            core.registry.snapshot(of: type, payload: payload).map {
-                $0.scan(payload, subject: subject, wait: &wait)
-            } ?? false
-        if !reached { core.noteUnobserved(type, hadSubject: subject != nil) }
+        let snapshot = core.registry.snapshot(of: type, payload: payload)
+        if snapshot?.scan(payload, subject: subject, wait: &wait) != true {
+            core.noteUnobserved(type, hadSubject: subject != nil)
+        }
     }
 }
