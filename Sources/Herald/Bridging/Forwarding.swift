@@ -52,8 +52,10 @@ extension NotificationHub {
     ) -> ObservationToken {
         let link = ForwardingLink(hub: self, center: center, type: type)
         let isCancelled = CancellationFlag()
-        let location = ForwardingLocation(fileID: fileID, line: line, type: N.self)
-        let token = center.addObserver(forName: N.notificationName, object: object, queue: nil) {
+        // Only handed back to `removeObserver`, which is thread-safe. ``ObservationToken`` removes it
+        // at most once, which matters on Linux, where a second `removeObserver` can remove a newer
+        // observer that reused the token.
+        nonisolated(unsafe) let token = center.addObserver(forName: N.notificationName, object: object, queue: nil) {
             [weak self] notification in
             guard let self, !isCancelled.isSet else { return }
             // Our own forwarding of a hub post to this center: already delivered in the hub.
@@ -62,7 +64,7 @@ extension NotificationHub {
             do {
                 value = try N(notification: notification)
             } catch {
-                self.core.report(location.failure(error))
+                self.reportForwardingFailure(error, of: N.self, fileID: fileID, line: line)
                 return
             }
             let subject = ForwardingFrame.subject(of: notification.object)
@@ -70,10 +72,9 @@ extension NotificationHub {
                 self.post(value, from: subject)
             }
         }
-        let registration = CenterRegistration(center: center, token: token)
         return ObservationToken {
             isCancelled.set()
-            registration.remove()
+            center.removeObserver(token)
         }
     }
 
@@ -133,6 +134,16 @@ extension NotificationHub {
 
 // MARK: - Internals
 
+extension NotificationHub {
+    /// Reports `error`, which the forward of `type` set up at `fileID`:`line` ran into, to
+    /// ``errorHandler``, as an ``ObserverFailure`` located at the `forward` call.
+    func reportForwardingFailure(_ error: any Error, of type: any Any.Type, fileID: StaticString, line: UInt) {
+        let failure = ObserverFailure(
+            error: error, notificationType: String(describing: type), fileID: "\(fileID)", line: Int(line))
+        core.report(failure)
+    }
+}
+
 /// Identifies one bridge between a hub and a center for one notification type, and for the
 /// Foundation message type it is posted as on the center, if any.
 struct ForwardingLink: Hashable, Sendable {
@@ -141,18 +152,11 @@ struct ForwardingLink: Hashable, Sendable {
     let type: ObjectIdentifier
     let message: ObjectIdentifier?
 
-    init<N>(hub: NotificationHub, center: NotificationCenter, type: N.Type) {
+    init(hub: NotificationHub, center: NotificationCenter, type: any Any.Type, message: (any Any.Type)? = nil) {
         self.hub = ObjectIdentifier(hub)
         self.center = ObjectIdentifier(center)
         self.type = ObjectIdentifier(type)
-        self.message = nil
-    }
-
-    init<N, M>(hub: NotificationHub, center: NotificationCenter, type: N.Type, message: M.Type) {
-        self.hub = ObjectIdentifier(hub)
-        self.center = ObjectIdentifier(center)
-        self.type = ObjectIdentifier(type)
-        self.message = ObjectIdentifier(message)
+        self.message = message.map(ObjectIdentifier.init)
     }
 }
 
@@ -188,14 +192,8 @@ final class ForwardingFrame: Sendable {
     }
 
     static func isActive(_ link: ForwardingLink, direction: Direction) -> Bool {
-        var frame = current.current
-        while let candidate = frame {
-            if candidate.link == link && candidate.direction == direction {
-                return true
-            }
-            frame = candidate.parent
-        }
-        return false
+        guard let innermost = current.current else { return false }
+        return sequence(first: innermost, next: \.parent).contains { $0.link == link && $0.direction == direction }
     }
 
     /// A notification's object as a hub subject: class instances only, matched by identity.
@@ -214,9 +212,6 @@ final class WeakSubject: @unchecked Sendable {  // Written only in init; weak lo
         self.object = object
         self.hadObject = object != nil
     }
-
-    /// Whether there was a subject and it has been deallocated.
-    var isGone: Bool { hadObject && object == nil }
 }
 
 /// The subject of the post that a posting-thread observer is handling, from its identity.
@@ -233,22 +228,5 @@ enum PostingSubject {
     static func object(_ id: ObjectIdentifier?) -> AnyObject? {
         guard let id, let address = UnsafeRawPointer(bitPattern: UInt(bitPattern: id)) else { return nil }
         return Unmanaged<AnyObject>.fromOpaque(address).takeUnretainedValue()
-    }
-}
-
-/// A `NotificationCenter` registration, removed once.
-final class CenterRegistration: @unchecked Sendable {  // Immutable; removeObserver is thread-safe.
-    private let center: NotificationCenter
-    private let token: any NSObjectProtocol
-
-    init(center: NotificationCenter, token: any NSObjectProtocol) {
-        self.center = center
-        self.token = token
-    }
-
-    /// Removes the observer. ``ObservationToken`` calls this at most once, which matters on Linux,
-    /// where a second `removeObserver` can remove a newer observer that reused the token.
-    func remove() {
-        center.removeObserver(token)
     }
 }

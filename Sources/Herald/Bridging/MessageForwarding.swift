@@ -104,7 +104,6 @@ extension NotificationHub {
         let link = ForwardingLink(hub: self, center: center, type: N.self, message: M.self)
         let isCancelled = CancellationFlag()
         let weakSubject = WeakSubject(subject)
-        let location = ForwardingLocation(fileID: fileID, line: line, type: M.self)
         let token = center.addObserver(of: subject, for: M.self) { [weak self] message in
             guard let self, !isCancelled.isSet else { return }
             // Our own forwarding of a hub post to this center: already delivered in the hub.
@@ -116,7 +115,7 @@ extension NotificationHub {
             do {
                 value = try convert(message)
             } catch {
-                self.core.report(location.failure(error))
+                self.reportForwardingFailure(error, of: M.self, fileID: fileID, line: line)
                 return
             }
             ForwardingFrame.run(link, direction: .fromCenter) {
@@ -213,18 +212,18 @@ extension NotificationHub {
         let link = ForwardingLink(hub: self, center: center, type: N.self, message: M.self)
         let isCancelled = CancellationFlag()
         let lane = MainQueueLane()
-        let location = ForwardingLocation(fileID: fileID, line: line, type: N.self)
         let observation = observeWithContext(type, from: subject, on: .posting, fileID: fileID, line: line) {
             [weak self] value, context in
             // A message that came from this center: its observers already have it.
             guard !ForwardingFrame.isActive(link, direction: .fromCenter) else { return }
-            let subject = SubjectBox(PostingSubject.object(context.subjectID))
-            let hub = self
-            lane.submit {
+            // Carried to the main queue only to be passed on as the message's subject: Herald never
+            // calls into it.
+            nonisolated(unsafe) let subject = PostingSubject.object(context.subjectID)
+            lane.submit { [weak self] in
                 guard !isCancelled.isSet else { return }
                 do {
                     let message = try convert(value)
-                    let typedSubject = try subject.typed(as: M.Subject.self, for: M.self)
+                    let typedSubject = try MessageSubjectMismatch.subject(subject, as: M.Subject.self, for: M.self)
                     ForwardingFrame.run(link, direction: .toCenter) {
                         if let typedSubject {
                             center.post(message, subject: typedSubject)
@@ -233,7 +232,7 @@ extension NotificationHub {
                         }
                     }
                 } catch {
-                    hub?.core.report(location.failure(error))
+                    self?.reportForwardingFailure(error, of: N.self, fileID: fileID, line: line)
                 }
             }
         }
@@ -345,10 +344,10 @@ extension NotificationHub {
             }
         }
         // After the center's registration: a hub post forwarded before it is not delivered back.
-        let enrolment = EchoLedgers.enrol(echoes, for: link)
+        EchoLedgers.enrol(echoes, for: link)
         return ObservationToken(onCancel: {
             isCancelled.set()
-            EchoLedgers.remove(enrolment, for: link)
+            EchoLedgers.remove(echoes, for: link)
             center.removeObserver(token)
         })
     }
@@ -394,7 +393,7 @@ extension NotificationHub {
             // A message that came from this center: its observers already have it.
             guard !ForwardingFrame.isActive(link, direction: .fromCenter) else { return }
             let object = PostingSubject.object(context.subjectID)
-            let typedSubject = try SubjectBox(object).typed(as: M.Subject.self, for: M.self)
+            let typedSubject = try MessageSubjectMismatch.subject(object, as: M.Subject.self, for: M.self)
             EchoLedgers.expect(message, for: link, subject: object)
             ForwardingFrame.run(link, direction: .toCenter) {
                 if let typedSubject {
@@ -467,34 +466,9 @@ public struct MessageSubjectMismatch: Error, CustomStringConvertible, Sendable {
 
 // MARK: - Internals
 
-/// Where a forward was set up, for its error reports.
-struct ForwardingLocation: Sendable {
-    let fileID: String
-    let line: Int
-    let typeName: String
-
-    init<T>(fileID: StaticString, line: UInt, type: T.Type) {
-        self.fileID = "\(fileID)"
-        self.line = Int(line)
-        self.typeName = String(describing: type)
-    }
-
-    func failure(_ error: any Error) -> ObserverFailure {
-        ObserverFailure(error: error, notificationType: typeName, fileID: fileID, line: line)
-    }
-}
-
-/// A hub post's subject, carried to the main queue for a center's post. Herald passes it on as the
-/// message's subject and never calls into it.
-final class SubjectBox: @unchecked Sendable {  // Immutable; the object is only passed on.
-    let object: AnyObject?
-
-    init(_ object: AnyObject?) {
-        self.object = object
-    }
-
-    /// The subject as a `subject`, the `Subject` type of `message`; `nil` when there is none.
-    func typed<S, M>(as subject: S.Type, for message: M.Type) throws(MessageSubjectMismatch) -> S? {
+extension MessageSubjectMismatch {
+    /// A hub post's subject as the `Subject` type `subject` of `message`; `nil` when there is none.
+    static func subject<S, M>(_ object: AnyObject?, as subject: S.Type, for message: M.Type) throws(Self) -> S? {
         guard let object else { return nil }
         guard let typed = object as? S else {
             throw MessageSubjectMismatch(
@@ -517,25 +491,17 @@ final class MainQueueLane: Sendable {
     private let state = Lock(State(), rank: .mainQueueLane)
 
     func submit(_ work: @escaping @MainActor @Sendable () -> Void) {
-        if QueueIdentity.isMain {
-            // Work submitted earlier from other threads goes first: a post that happened before
-            // this one reaches the center before it.
-            let earlier = state.withLock { state in
-                defer { state.waiting = [] }
-                return state.waiting
-            }
-            MainActor.assumeIsolated {
-                for item in earlier { item() }
-                work()
-            }
-            return
-        }
         let schedules = state.withLock { state in
             state.waiting.append(work)
             defer { state.isScheduled = true }
             return !state.isScheduled
         }
-        if schedules {
+        if QueueIdentity.isMain {
+            // Work submitted earlier from other threads goes first: a post that happened before
+            // this one reaches the center before it. A main-queue block already scheduled finds
+            // nothing left, or only work submitted after this.
+            MainActor.assumeIsolated { drain() }
+        } else if schedules {
             MainActor.perform { self.drain() }
         }
     }
@@ -607,45 +573,27 @@ final class EchoLedger<M: Sendable>: Sendable {
 
 /// The forwards from centers that expect echoes, by link.
 enum EchoLedgers {
-    /// One forward's ledger, for its removal.
-    struct Enrolment: Sendable {
-        fileprivate let id: UInt64
+    private static let registry = Lock<[ForwardingLink: [any AnyObject & Sendable]]>([:], rank: .echoLedgers)
+
+    static func enrol<M: Sendable>(_ ledger: EchoLedger<M>, for link: ForwardingLink) {
+        registry.withLock { $0[link, default: []].append(ledger) }
     }
 
-    private struct Ledgers {
-        var ledgers: [ForwardingLink: [(id: UInt64, ledger: any Sendable)]] = [:]
-        var nextID: UInt64 = 0
-    }
-
-    private static let registry = Lock(Ledgers(), rank: .echoLedgers)
-
-    static func enrol<M: Sendable>(_ ledger: EchoLedger<M>, for link: ForwardingLink) -> Enrolment {
+    /// The caller still holds `ledger`, so neither it nor the messages it holds are released under
+    /// the lock.
+    static func remove<M: Sendable>(_ ledger: EchoLedger<M>, for link: ForwardingLink) {
         registry.withLock { registry in
-            let id = registry.nextID
-            registry.nextID &+= 1
-            registry.ledgers[link, default: []].append((id, ledger))
-            return Enrolment(id: id)
+            registry[link]?.removeAll { $0 === ledger }
+            if registry[link]?.isEmpty == true { registry[link] = nil }
         }
-    }
-
-    static func remove(_ enrolment: Enrolment, for link: ForwardingLink) {
-        // The ledger, and the messages it holds, are released after unlocking.
-        let removed = registry.withLock { registry -> [(id: UInt64, ledger: any Sendable)] in
-            guard var list = registry.ledgers[link] else { return [] }
-            let removed = list.filter { $0.id == enrolment.id }
-            list.removeAll { $0.id == enrolment.id }
-            registry.ledgers[link] = list.isEmpty ? nil : list
-            return removed
-        }
-        withExtendedLifetime(removed) {}
     }
 
     /// Tells each forward from the center on `link` that receives a post with `subject` to expect
     /// `message` back once.
     static func expect<M: Equatable & Sendable>(_ message: M, for link: ForwardingLink, subject: AnyObject?) {
-        let ledgers = registry.withLock { registry in registry.ledgers[link] ?? [] }
+        let ledgers = registry.withLock { registry in registry[link] ?? [] }
         for entry in ledgers {
-            guard let ledger = entry.ledger as? EchoLedger<M>, ledger.receives(subject) else { continue }
+            guard let ledger = entry as? EchoLedger<M>, ledger.receives(subject) else { continue }
             ledger.expect { $0 == message }
         }
     }

@@ -125,15 +125,13 @@ extension NotificationCenter {
     ) async {
         if QueueIdentity.isMain {
             post(notification)
-            return
-        }
-        let handOver = HandOver(notification)
-        guard waitUntilDone else {
-            postLater(handOver)
-            return
-        }
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            postLater(handOver) { done.resume() }
+        } else if waitUntilDone {
+            let handOver = HandOver(notification)
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                postLater(handOver) { done.resume() }
+            }
+        } else {
+            postLater(HandOver(notification))
         }
     }
 

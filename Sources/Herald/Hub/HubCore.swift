@@ -1,34 +1,28 @@
 import Foundation
 import Synchronization
 
-/// The hub's unobserved-post handler, as stored behind its lock (see ``StoredHandler``).
-typealias UnobservedPostHandler = StoredHandler<UnobservedPost>
-
 /// The state behind a ``NotificationHub``: the registry, the error handler and the counters.
 ///
 /// Observers keep the core alive, so deliveries queued when the hub is deallocated still run and
 /// still report their errors.
 final class HubCore: Sendable {
     let registry = Registry()
-    private let unobservedHandler = Lock<UnobservedPostHandler?>(nil, rank: .unobservedHandler)
+    /// The hub's unobserved-post handler, as stored behind its lock (see ``StoredHandler``).
+    let unobservedHandler = Lock<StoredHandler<UnobservedPost>?>(nil, rank: .unobservedHandler)
     let unobservedCount = Atomic<Int>(0)
     /// Registrations refused for a ``FamilyMismatch`` that HeraldTesting has not reported yet.
-    private let misuses = Lock<[RegistrationMisuse]>([], rank: .misuses)
+    let misuses = Lock<[RegistrationMisuse]>([], rank: .misuses)
 
     /// What the hub's deliveries need from it: the error handler, the idle watch and the
     /// main-queue executor.
     var environment: DeliveryEnvironment { registry.environment }
-
-    /// Wakes ``NotificationHub/waitUntilIdle(timeout:isolation:)``.
-    var idleWatch: IdleWatch { registry.environment.idleWatch }
 
     // MARK: The main queue
 
     /// The hub's main-queue executor, if it was given one: an executor whose jobs run only when
     /// someone runs them (see ``ManualMainQueueExecutor``).
     var manualMainQueue: (any ManualMainQueueExecutor)? {
-        get { environment.mainQueueExecutor as? any ManualMainQueueExecutor }
-        set { environment.mainQueueExecutor = newValue }
+        environment.mainQueueExecutor as? any ManualMainQueueExecutor
     }
 
     /// What every registered observer still has to do, in no particular order.
@@ -130,40 +124,13 @@ final class HubCore: Sendable {
     /// The live family observers with the family `key` (every family when `nil`) that are taps
     /// or not, in registration order.
     func familyObservers(key: ObjectIdentifier?, taps: Bool) -> [AnyObserver] {
-        let all = registry.familyObservers
-        return all.filter { observer in
+        registry.familyObservers.filter { observer in
             guard let family = observer.family, family.isTap == taps else { return false }
             return (key == nil || family.key == key) && !observer.isCancelled
         }
     }
 
-    /// Drops every registration and retained value; used when the hub is deallocated.
-    func removeAll() {
-        registry.removeAll()
-    }
-
     // MARK: Errors and diagnostics
-
-    var errorHandlerValue: @Sendable (ObserverFailure) -> Void {
-        get { environment.errorHandlerValue }
-        set { environment.errorHandlerValue = newValue }
-    }
-
-    var unobservedHandlerValue: (@Sendable (UnobservedPost) -> Void)? {
-        get { unobservedHandler.withLock { $0 }?.call }
-        set {
-            let old = unobservedHandler.exchange(newValue.map(UnobservedPostHandler.init(call:)))
-            withExtendedLifetime(old) {}  // the old closure and its captures go here, after the lock
-        }
-    }
-
-    func noteMisuse(_ misuse: RegistrationMisuse) {
-        misuses.withLock { $0.append(misuse) }
-    }
-
-    func takeMisuses() -> [RegistrationMisuse] {
-        misuses.exchange([])
-    }
 
     func report(_ failure: ObserverFailure) {
         environment.report(failure)

@@ -58,13 +58,10 @@ public final class LatestNotification<N: TypedNotification> {
             type, from: subject, on: MainActor.shared, bufferingPolicy: .latest, replayLatest: replayLatest,
             fileID: fileID, line: line
         ) { [weak self] note in
-            self?.update(note)
+            guard let self else { return }
+            value = note
+            updateCount += 1
         }
-    }
-
-    private func update(_ note: N) {
-        value = note
-        updateCount += 1
     }
 
     /// The notifications replaced by newer ones before they were delivered.

@@ -131,6 +131,6 @@ extension NotificationHub {
     ///
     /// - Parameter executor: The executor, or `nil`.
     public func _useMainQueueExecutor(_ executor: (any ManualMainQueueExecutor)?) {
-        core.manualMainQueue = executor
+        core.environment.mainQueueExecutor = executor
     }
 }

@@ -9,16 +9,19 @@ extension NotificationHub {
     /// The default writes one line to standard error. Replace it to log or to fail a test. It is
     /// called on the thread where the handler threw, and never while Herald holds a lock.
     public var errorHandler: @Sendable (ObserverFailure) -> Void {
-        get { core.errorHandlerValue }
-        set { core.errorHandlerValue = newValue }
+        get { core.environment.errorHandlerValue }
+        set { core.environment.errorHandlerValue = newValue }
     }
 
     /// Called for every post that reached no observer, when set. `nil` by default.
     ///
     /// It is called on the posting thread.
     public var unobservedPostHandler: (@Sendable (UnobservedPost) -> Void)? {
-        get { core.unobservedHandlerValue }
-        set { core.unobservedHandlerValue = newValue }
+        get { core.unobservedHandler.withLock { $0 }?.call }
+        set {
+            let old = core.unobservedHandler.exchange(newValue.map(StoredHandler.init(call:)))
+            withExtendedLifetime(old) {}  // the old closure and its captures go here, after the lock
+        }
     }
 
     /// The number of posts so far that reached no observer.

@@ -64,9 +64,9 @@ extension NotificationHub {
         deadline: DispatchTime, timeout: Duration?, isolation: isolated (any Actor)? = #isolation
     ) async throws(PendingWorkError) {
         let core = self.core
-        let result: PendingWorkError? = await core.idleWatch.watching {
+        let result: PendingWorkError? = await core.environment.idleWatch.watching {
             while true {
-                let generation = core.idleWatch.generation
+                let generation = core.environment.idleWatch.generation
                 let pending = core.pendingDeliveries()
                 if pending.isEmpty { return nil }
                 if let executor = core.manualMainQueue, !executor.isRunningJobs,
@@ -77,7 +77,7 @@ extension NotificationHub {
                 if let timeout, DispatchTime.now() >= deadline {
                     return .timedOut(after: timeout, pending: pending)
                 }
-                await core.idleWatch.wait(since: generation, until: deadline)
+                await core.environment.idleWatch.wait(since: generation, until: deadline)
             }
         }
         if let result { throw result }

@@ -4,7 +4,7 @@ extension NotificationHub {
     func refusesFamily<Family>(_ type: Family.Type, fileID: StaticString, line: UInt) -> Bool {
         guard let mismatch = FamilyMismatch.of(type) else { return false }
         let misuse = RegistrationMisuse(mismatch: mismatch, fileID: "\(fileID)", line: Int(line))
-        core.noteMisuse(misuse)
+        core.misuses.withLock { $0.append(misuse) }
         core.report(
             ObserverFailure(
                 error: mismatch, notificationType: "every \(mismatch.family)", fileID: misuse.fileID, line: misuse.line)
@@ -17,6 +17,6 @@ extension NotificationHub {
     /// fails the test with them.
     @_spi(Testing)
     public func _takeRegistrationMisuses() -> [RegistrationMisuse] {
-        core.takeMisuses()
+        core.misuses.exchange([])
     }
 }

@@ -45,7 +45,12 @@ extension NotificationHub {
     ///   - subject: The object the notification is about, or `nil`.
     /// - Complexity: O(*n*) in the observers of this type, plus amortised O(1) to retain.
     public func postAndRetain<N: TypedNotification>(_ notification: N, from subject: AnyObject? = nil) {
-        send(notification, from: subject, to: core.registry.retain(notification, subject: subject))
+        // A fire-and-forget post to the observers that retaining the value chose.
+        guard let snapshot = core.registry.retain(notification, subject: subject) else { return }
+        withUnsafePointer(to: notification) { payload in
+            _ = snapshot.scan(
+                UnsafeRawPointer(payload), subject: subject, postingLoop: Observer<N>.deliver(to:_:subject:))
+        }
     }
 
     // MARK: - Reading and removing

@@ -51,7 +51,8 @@ extension NotificationHub {
         // Inlined into the caller, where `N` is concrete, as `post(_:from:)` is: the rest is not
         // generic, so it runs without asking the runtime for generic metadata.
         withUnsafePointer(to: notification) { payload in
-            _postAndWait(UnsafeRawPointer(payload), of: N.self, from: subject, isolation: isolation)
+            waitingPost(UnsafeRawPointer(payload), of: N.self, subject: subject, timeout: nil, isolation: isolation)
+                .report
         }
     }
 
@@ -89,34 +90,10 @@ extension NotificationHub {
         isolation: (any Actor)? = #isolation
     ) throws(DeliveryTimeout) -> DeliveryReport {
         try withUnsafePointer(to: notification) { payload throws(DeliveryTimeout) in
-            try _postAndWait(
-                UnsafeRawPointer(payload), of: N.self, from: subject, timeout: timeout, isolation: isolation)
+            let outcome = waitingPost(
+                UnsafeRawPointer(payload), of: N.self, subject: subject, timeout: timeout, isolation: isolation)
+            return try outcome.report(orTimeoutAfter: timeout, of: N.self)
         }
-    }
-
-    /// The body of the blocking ``postAndWait(_:from:isolation:)``: `payload` points to a
-    /// notification of type `type`.
-    ///
-    /// Not API: it exists so that `postAndWait` can be inlined into its caller.
-    @usableFromInline
-    func _postAndWait(
-        _ payload: UnsafeRawPointer, of type: any TypedNotification.Type, from subject: AnyObject?,
-        isolation: (any Actor)?
-    ) -> DeliveryReport {
-        waitingPost(payload, of: type, subject: subject, isolation: isolation, deadline: .distantFuture).report
-    }
-
-    /// The body of the blocking ``postAndWait(_:from:timeout:isolation:)``: `payload` points to a
-    /// notification of type `type`.
-    ///
-    /// Not API: it exists so that `postAndWait` can be inlined into its caller.
-    @usableFromInline
-    func _postAndWait(
-        _ payload: UnsafeRawPointer, of type: any TypedNotification.Type, from subject: AnyObject?,
-        timeout: Duration, isolation: (any Actor)?
-    ) throws(DeliveryTimeout) -> DeliveryReport {
-        try waitingPost(payload, of: type, subject: subject, isolation: isolation, deadline: timeout.deadlineFromNow)
-            .report(orTimeoutAfter: timeout, of: type)
     }
 
     /// Posts a notification and suspends until every observer has run, blocking no thread.
@@ -199,7 +176,7 @@ extension NotificationHub {
         _ notification: N, subject: AnyObject?, timeout: Duration?, isolation: isolated (any Actor)?
     ) async -> WaitOutcome {
         let group = WaitGroup(waiter: nil)
-        var wait = PostWait(group: group, isolation: nil, blocks: false)
+        var wait = PostWait(group: group, isolation: nil, blocks: false, collectsHelp: false)
         if let executor = core.manualMainQueue {
             let post = MainQueueWaitingPost(
                 notificationType: String(describing: N.self), group: group, core: core,
@@ -211,34 +188,31 @@ extension NotificationHub {
         }
         group.arrive()
         let held = wait.isMainQueuePostHeld ? wait.mainQueue : nil
-        if let held { await runJobsOfOccupiedExecutor(held.executor, until: group, isolation: isolation) }
+        // The waiting rule for an executor whose jobs run only when someone runs them: a waiting
+        // post runs the deliveries it waits for on the executor its caller occupies, as a blocked
+        // `postAndWait` drains the observers of the caller's own target. A manual main-queue
+        // executor runs its jobs on the main actor, so a caller on the main actor occupies it: it
+        // runs the executor's jobs in order (those held before this post, then its own) until its
+        // deliveries are done, as the main queue would while the caller is suspended. A caller
+        // elsewhere only waits; the executor holds the post (the scan handed it over), and ends
+        // the wait if it will never run those jobs.
+        if let held, isolation === MainActor.shared { await held.executor.runJobs(until: { group.isComplete }) }
         let completed = await group.wait(until: timeout?.deadlineFromNow ?? .distantFuture)
         if let held { held.executor.release(held.post) }
         let (delivered, pendingCount) = group.outcome
         return WaitOutcome(completed: completed, pendingCount: pendingCount, report: wait.report.merging(delivered))
     }
 
-    /// The waiting rule for an executor whose jobs run only when someone runs them: a waiting post
-    /// runs the deliveries it waits for on the executor its caller occupies, as a blocked
-    /// `postAndWait` drains the observers of the caller's own target. A manual main-queue
-    /// executor runs its jobs on the main actor, so a caller on the main actor occupies it: it
-    /// runs the executor's jobs in order (those held before this post, then its own) until its
-    /// deliveries are done, as the main queue would while the caller is suspended. A caller
-    /// elsewhere only waits; the executor holds the post (the scan handed it over), and ends the
-    /// wait if it will never run those jobs.
-    private func runJobsOfOccupiedExecutor(
-        _ executor: any ManualMainQueueExecutor, until group: WaitGroup, isolation: isolated (any Actor)?
-    ) async {
-        guard isolation === MainActor.shared else { return }
-        await executor.runJobs(until: { group.isComplete })
-    }
-
-    private struct WaitOutcome {
+    /// What a waiting post learnt: whether every delivery was done in time, how many were not,
+    /// and the report.
+    @usableFromInline
+    struct WaitOutcome {
         var completed: Bool
         var pendingCount: Int
-        var report: DeliveryReport
+        @usableFromInline var report: DeliveryReport
 
         /// The report, or ``DeliveryTimeout`` if the wait for a post of `type` ended at its timeout.
+        @usableFromInline
         func report(
             orTimeoutAfter timeout: Duration, of type: any TypedNotification.Type
         ) throws(DeliveryTimeout) -> DeliveryReport {
@@ -250,14 +224,19 @@ extension NotificationHub {
         }
     }
 
-    /// The body of the waiting posts; not generic, so it runs without generic metadata lookups.
-    private func waitingPost(
+    /// The body of the blocking waiting posts: `payload` points to a notification of type `type`.
+    ///
+    /// Not API: it exists so that `postAndWait` can be inlined into its caller. It is not generic,
+    /// so it runs without generic metadata lookups.
+    @usableFromInline
+    func waitingPost(
         _ payload: UnsafeRawPointer,
         of type: any TypedNotification.Type,
         subject: AnyObject?,
-        isolation: (any Actor)?,
-        deadline: DispatchTime
+        timeout: Duration?,
+        isolation: (any Actor)?
     ) -> WaitOutcome {
+        let deadline = timeout?.deadlineFromNow ?? .distantFuture
         let waiter = Waiter(isolation: isolation)
         let group = WaitGroup(waiter: waiter)
         var wait = PostWait(group: group, isolation: isolation, blocks: true, collectsHelp: waiter.parent != nil)
@@ -291,10 +270,9 @@ extension NotificationHub {
     private func scan(
         _ payload: UnsafeRawPointer, of type: any TypedNotification.Type, subject: AnyObject?, wait: inout PostWait
     ) {
-        let reached =
-            core.registry.snapshot(of: type, payload: payload).map {
-                $0.scan(payload, subject: subject, wait: &wait)
-            } ?? false
-        if !reached { core.noteUnobserved(type, hadSubject: subject != nil) }
+        let snapshot = core.registry.snapshot(of: type, payload: payload)
+        if snapshot?.scan(payload, subject: subject, wait: &wait) != true {
+            core.noteUnobserved(type, hadSubject: subject != nil)
+        }
     }
 }

@@ -34,7 +34,7 @@ public final class NotificationHub: Sendable {
 
     deinit {
         // Observers keep the core alive, so deliveries already queued still run and report errors.
-        core.removeAll()
+        core.registry.removeAll()
     }
 
     // MARK: - Registering
@@ -183,15 +183,6 @@ public final class NotificationHub: Sendable {
     ) {
         if !core.post(payload, type: type, subject: subject, postingLoop: postingLoop) {
             core.noteUnobserved(type, hadSubject: subject != nil)
-        }
-    }
-
-    /// Delivers a fire-and-forget post to the observers of `snapshot` (a retaining post's).
-    func send<N: TypedNotification>(_ notification: N, from subject: AnyObject?, to snapshot: ObserverSnapshot?) {
-        guard let snapshot else { return }
-        withUnsafePointer(to: notification) { payload in
-            _ = snapshot.scan(
-                UnsafeRawPointer(payload), subject: subject, postingLoop: Observer<N>.deliver(to:_:subject:))
         }
     }
 }

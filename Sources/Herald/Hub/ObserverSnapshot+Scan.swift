@@ -8,15 +8,15 @@ struct PostWait {
     /// Whether the caller blocks its thread; `false` when it suspends.
     let blocks: Bool
     /// The calling thread.
-    let thread: UInt
+    let thread = currentThreadID()
+    /// Whether the blocked caller has waiters up its chain (see ``Waiter/chainAbove(_:)``).
+    let collectsHelp: Bool
     /// Observers whose target the blocked caller occupies: it drains them itself.
     var inline: [AnyObserver] = []
     /// Observers whose drain is offered to the waiters up the caller's chain, once the holds
     /// are released; collected only when the caller waits inside a handler that a waiter runs
     /// (`collectsHelp`), as there is nobody to offer them to otherwise.
     var help: [AnyObserver] = []
-    /// Whether the blocked caller has waiters up its chain (see ``Waiter/chainAbove(_:)``).
-    let collectsHelp: Bool
     /// The posting-thread observers' outcome (and the streams').
     var report = DeliveryReport()
     /// For an async waiting post on a hub whose main-queue executor runs its jobs only when
@@ -27,14 +27,6 @@ struct PostWait {
     var mainQueue: (executor: any ManualMainQueueExecutor, post: MainQueueWaitingPost)?
     /// Whether the scan handed the post of ``mainQueue`` to its executor.
     var isMainQueuePostHeld = false
-
-    init(group: WaitGroup, isolation: (any Actor)?, blocks: Bool, collectsHelp: Bool = false) {
-        self.collectsHelp = collectsHelp
-        self.group = group
-        self.isolation = isolation
-        self.blocks = blocks
-        self.thread = currentThreadID()
-    }
 }
 
 /// The loop that runs the posting-thread observers of a fire-and-forget post, all of the post's

@@ -8,11 +8,7 @@ public struct FamilyNotificationSequence<Family: Sendable>: AsyncSequence, Senda
     public typealias Element = Family
     public typealias Failure = Never
 
-    private let base: NotificationSequence<FamilyDelivery<Family>>
-
-    init(base: NotificationSequence<FamilyDelivery<Family>>) {
-        self.base = base
-    }
+    let base: NotificationSequence<FamilyDelivery<Family>>
 
     /// The notifications a bounded buffering policy dropped because the consumer fell behind.
     public var droppedCount: Int { base.droppedCount }
@@ -32,11 +28,7 @@ public struct FamilyNotificationSequence<Family: Sendable>: AsyncSequence, Senda
         public typealias Element = Family
         public typealias Failure = Never
 
-        private var base: NotificationSequence<FamilyDelivery<Family>>.Iterator
-
-        fileprivate init(base: NotificationSequence<FamilyDelivery<Family>>.Iterator) {
-            self.base = base
-        }
+        fileprivate var base: NotificationSequence<FamilyDelivery<Family>>.Iterator
 
         /// The next notification, or `nil` once the sequence has ended.
         public mutating func next() async -> Family? {

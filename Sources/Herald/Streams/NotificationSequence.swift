@@ -83,11 +83,7 @@ public struct NotificationSequence<N: TypedNotification>: AsyncSequence, Sendabl
         /// The iterator never throws: it returns `nil` at the end.
         public typealias Failure = Never
 
-        private let lifetime: Lifetime
-
-        fileprivate init(lifetime: Lifetime) {
-            self.lifetime = lifetime
-        }
+        fileprivate let lifetime: Lifetime
 
         /// The next notification, waiting for one if the buffer is empty.
         ///
