@@ -122,17 +122,12 @@ enum AsyncCall {
     static func mainActor<Value: Sendable>(
         _ handler: @escaping @MainActor @Sendable (Value) async throws -> Void
     ) -> AsyncHandler<Value> {
-        AsyncHandler(body: { value, isLive in try await callOnMainActor(handler, value, isLive) }, runsOnTarget: false)
-    }
-
-    @MainActor
-    private static func callOnMainActor<Value: Sendable>(
-        _ handler: @MainActor @Sendable (Value) async throws -> Void, _ value: Value,
-        _ isLive: @Sendable () -> Bool
-    ) async throws -> Bool {
-        guard isLive() else { return false }
-        try await handler(value)
-        return true
+        AsyncHandler(
+            body: { @MainActor value, isLive in
+                guard isLive() else { return false }
+                try await handler(value)
+                return true
+            }, runsOnTarget: false)
     }
 
     /// A handler isolated to `actor`: the check runs on the actor, in the same job as the call.
