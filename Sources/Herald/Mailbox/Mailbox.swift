@@ -124,11 +124,8 @@ class AnyMailbox: @unchecked Sendable {  // Immutable but for its lock and atomi
     final func close() -> (items: ItemQueue, handler: (any AnyObject & Sendable)?) {
         locked.withLock { locked in
             _ = locked.machine.close()
-            defer {
-                locked.items = ItemQueue()
-                locked.handler = nil
-            }
-            return (locked.items, locked.handler)
+            defer { locked.items = ItemQueue() }
+            return (locked.items, locked.handler.take())
         }
     }
 }

@@ -312,8 +312,6 @@ struct MailboxStateMachine: Sendable {
         if case .closed = state { return .reject }
         let room = waitingConsumers
         switch configuration.rule {
-        case nil:
-            break
         case .latest(let perSubject):
             let pending = perSubject ? pendingItemOfSubject() : (count > 0 ? count - 1 : nil)
             // With a consumer waiting for each pending item, the new one waits for nothing either.
@@ -325,8 +323,8 @@ struct MailboxStateMachine: Sendable {
             return limit > 0 ? .dropOldest(schedule: store(hold: hold, removing: 0)) : .dropNew
         case .dropNewest(let limit) where count >= limit + room:
             return .dropNew
-        case .dropOldest, .dropNewest:
-            break
+        case nil, .dropOldest, .dropNewest:
+            break  // unbounded, or room for the new item
         }
         return .store(schedule: store(hold: hold))
     }
