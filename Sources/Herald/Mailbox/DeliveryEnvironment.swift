@@ -33,8 +33,7 @@ final class DeliveryEnvironment: Sendable {
 
     /// Hands `failure` to the hub's error handler.
     func report(_ failure: ObserverFailure) {
-        let handler = errorHandler.withLock { $0 }
-        handler.call(failure)
+        errorHandler.withLock { $0 }.call(failure)  // called after the lock
     }
 
     @Sendable

@@ -44,11 +44,6 @@ class DeliveryRecord: Cancellable, @unchecked Sendable {  // Immutable but for t
         static let isTap: UInt8 = 1 << 7
     }
 
-    init(host: DeliveryHost, location: SourceLocation, flags: UInt8) {
-        self.host = host
-        self.siteAndFlags = location.siteIndex << 8 | UInt32(flags)
-    }
-
     init(host: DeliveryHost, siteAndFlags: UInt32) {
         self.host = host
         self.siteAndFlags = siteAndFlags

@@ -85,19 +85,14 @@ enum Adapt {
 
 // MARK: - Async handlers
 
-/// The body of an observer's `async` handler as the mailbox calls it: the notification, and a check
-/// that the observation is still live. The body runs the check on the handler's own isolation
-/// (the main actor, the actor, or the target's executor) right before it calls the user's
-/// handler, so a `cancel()` made there before the call starts always wins.
-///
-/// - Returns: Whether the user's handler was called.
-typealias AsyncHandlerBody<Value> =
-    @Sendable (_ value: Value, _ isLive: @escaping @Sendable () -> Bool) async throws
-    -> Bool
-
 /// An observer's `async` handler: its body, and whether its task runs on the target's executor.
 struct AsyncHandler<Value>: Sendable {
-    let body: AsyncHandlerBody<Value>
+    /// The handler as the mailbox calls it: the notification, and a check that the observation is
+    /// still live. The body runs the check on the handler's own isolation (the main actor, the
+    /// actor, or the target's executor) right before it calls the user's handler, so a `cancel()`
+    /// made there before the call starts always wins. It returns whether the user's handler was
+    /// called.
+    let body: @Sendable (_ value: Value, _ isLive: @escaping @Sendable () -> Bool) async throws -> Bool
     /// `false` for a handler isolated to the main actor or an actor: its task needs no executor
     /// preference, and one would make the call to the handler hop again after the check.
     let runsOnTarget: Bool
@@ -122,17 +117,12 @@ enum AsyncCall {
     static func mainActor<Value: Sendable>(
         _ handler: @escaping @MainActor @Sendable (Value) async throws -> Void
     ) -> AsyncHandler<Value> {
-        AsyncHandler(body: { value, isLive in try await callOnMainActor(handler, value, isLive) }, runsOnTarget: false)
-    }
-
-    @MainActor
-    private static func callOnMainActor<Value: Sendable>(
-        _ handler: @MainActor @Sendable (Value) async throws -> Void, _ value: Value,
-        _ isLive: @Sendable () -> Bool
-    ) async throws -> Bool {
-        guard isLive() else { return false }
-        try await handler(value)
-        return true
+        AsyncHandler(
+            body: { @MainActor value, isLive in
+                guard isLive() else { return false }
+                try await handler(value)
+                return true
+            }, runsOnTarget: false)
     }
 
     /// A handler isolated to `actor`: the check runs on the actor, in the same job as the call.

@@ -196,7 +196,7 @@ struct ItemQueue: @unchecked Sendable {  // Owned by one mailbox, under its lock
         }
         if isEmpty {
             // Start over in the block that is left, if any.
-            keepAtMostOneBlock()
+            removeAllMoved()
         }
     }
 
@@ -209,7 +209,7 @@ struct ItemQueue: @unchecked Sendable {  // Owned by one mailbox, under its lock
         guard n > 0 else { return }
         if n == count {
             swap(&self, &batch)
-            removeAllMoved(keepingCapacity: true)
+            removeAllMoved()
             return
         }
         var moved = 0
@@ -247,32 +247,14 @@ struct ItemQueue: @unchecked Sendable {  // Owned by one mailbox, under its lock
     }
 
     /// Forgets the items without touching them: their new owner has moved or destroyed them.
-    /// Keeps one block for the next items if `keepingCapacity`, none otherwise.
-    mutating func removeAllMoved(keepingCapacity: Bool) {
+    /// Keeps one block for the next items, and frees the others.
+    mutating func removeAllMoved() {
         head = 0
         end = 0
-        if keepingCapacity {
-            keepAtMostOneBlock()
-        } else {
-            deallocate()
-        }
-    }
-
-    private mutating func keepAtMostOneBlock() {
-        guard blocks.count - firstBlock > 1 || firstBlock > 0 else {
-            head = 0
-            end = 0
-            return
-        }
+        guard blocks.count - firstBlock > 1 || firstBlock > 0 else { return }
         let kept = firstBlock < blocks.count ? blocks.popLast() : nil
-        for index in firstBlock..<blocks.count {
-            blocks[index].deallocate()
-        }
-        blocks.removeAll(keepingCapacity: false)
+        deallocate()
         if let kept { blocks.append(kept) }
-        firstBlock = 0
-        head = 0
-        end = 0
     }
 
     /// Frees the blocks; every item must have been moved out or destroyed.

@@ -34,16 +34,18 @@ class AnyMailbox: @unchecked Sendable {  // Immutable but for its lock and atomi
     /// drain runs (see ``MailboxStateMachine``'s "Streams").
     let feedsStream: Bool
 
+    /// A mailbox of `machine`'s configuration whose drains run `handler` (a ``HandlerBox``) on
+    /// `target`; no handler and ``DeliveryTarget/posting`` for a mailbox that feeds a stream.
     fileprivate init(
-        target: DeliveryTarget, asyncCalls: AsyncCallSlot?, policy: MailboxPolicy?, gauge: BurstGauge?,
-        storage: MailboxStorage, feedsStream: Bool
+        target: DeliveryTarget, policy: MailboxPolicy?, machine: MailboxStateMachine,
+        handler: (any AnyObject & Sendable)? = nil, isAsync: Bool = false
     ) {
         self.target = target
-        self.asyncCalls = asyncCalls
+        self.asyncCalls = isAsync ? AsyncCallSlot() : nil
         self.policy = policy
-        self.gauge = gauge
-        self.locked = Lock(storage, rank: .mailbox)
-        self.feedsStream = feedsStream
+        self.gauge = machine.configuration.lingers ? BurstGauge() : nil
+        self.locked = Lock(MailboxStorage(machine: machine, handler: handler), rank: .mailbox)
+        self.feedsStream = machine.configuration.feedsStream
     }
 
     /// What the policy has discarded so far: notifications replaced by newer ones, and
@@ -122,11 +124,8 @@ class AnyMailbox: @unchecked Sendable {  // Immutable but for its lock and atomi
     final func close() -> (items: ItemQueue, handler: (any AnyObject & Sendable)?) {
         locked.withLock { locked in
             _ = locked.machine.close()
-            defer {
-                locked.items = ItemQueue()
-                locked.handler = nil
-            }
-            return (locked.items, locked.handler)
+            defer { locked.items = ItemQueue() }
+            return (locked.items, locked.handler.take())
         }
     }
 }
@@ -142,18 +141,13 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
         let isAsync = handler.isAsync
         let lingers = !isAsync && target.drainMayLinger
         let machine = MailboxStateMachine(batchLimit: isAsync ? 1 : .max, lingers: lingers, rule: policy?.rule)
-        super.init(
-            target: target, asyncCalls: isAsync ? AsyncCallSlot() : nil, policy: policy,
-            gauge: lingers ? BurstGauge() : nil,
-            storage: MailboxStorage(machine: machine, handler: HandlerBox(handler)), feedsStream: false)
+        super.init(target: target, policy: policy, machine: machine, handler: HandlerBox(handler), isAsync: isAsync)
     }
 
     /// A mailbox whose items the consumers of a ``NotificationSequence`` take.
     init(streamPolicy policy: MailboxPolicy?) {
-        super.init(
-            target: .posting, asyncCalls: nil, policy: policy, gauge: nil,
-            storage: MailboxStorage(machine: MailboxStateMachine(rule: policy?.rule, feedsStream: true)),
-            feedsStream: true)
+        let machine = MailboxStateMachine(rule: policy?.rule, feedsStream: true)
+        super.init(target: .posting, policy: policy, machine: machine)
     }
 
     // MARK: Appending
@@ -184,10 +178,8 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
     /// - Returns: Whether the caller must hand a drain job to the target, and the notifications
     ///   the policy discarded, to release after every lock.
     func append(replaying replays: [(value: N, subjectID: ObjectIdentifier?)]) -> (mustSchedule: Bool, dropped: [N]) {
-        let layout = self.layout
-        return withUnsafeTemporaryAllocation(byteCount: layout.stride, alignment: layout.alignment) { buffer in
-            let slot = buffer.baseAddress.unsafelyUnwrapped
-            return locked.withLock { locked in
+        withItemSlot { slot in
+            locked.withLock { locked in
                 var mustSchedule = false
                 var discarded: [N] = []
                 for replay in replays {
@@ -219,9 +211,7 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
     func appendUnderPolicy(
         _ notification: UnsafePointer<N>, subject: AnyObject?, group: WaitGroup?, hold: UInt
     ) -> (action: MailboxStateMachine.AppendAction, displacement: MailboxPolicy.Displacement) {
-        let layout = self.layout
-        return withUnsafeTemporaryAllocation(byteCount: layout.stride, alignment: layout.alignment) { buffer in
-            let slot = buffer.baseAddress.unsafelyUnwrapped
+        withItemSlot { slot in
             let (action, displacement) = locked.withLock { locked in
                 append(
                     notification, subjectID: subject.map(ObjectIdentifier.init), subject: subject, group: group,
@@ -263,45 +253,45 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
         }
         var storedGroup = group
         let schedule: Bool
-        let displacement: MailboxPolicy.Displacement
         switch decision {
         case .reject:
             return (.reject, .none)
         case .dropNew:
-            policy.noteDropped()
+            policy.droppedCount.wrappingAdd(1, ordering: .relaxed)
             return (.store, .rejectedNew)
         case .store(let scheduling):
-            schedule = scheduling
-            displacement = .none
+            store(notification, subjectID: subjectID, group: group, in: &locked.items)
+            return (scheduling ? .storeAndSchedule : .store, .none)
         case .replace(let index, let scheduling):
             removeItem(at: index, into: slot, from: &locked.items)
             // The replaced post's wait moves to the new item: it completes with the new one.
             if let oldGroup = layout.takeGroup(slot) {
                 storedGroup = WaitGroup(relaying: group, replaced: oldGroup)
             }
-            policy.noteReplaced()
+            policy.replacedCount.wrappingAdd(1, ordering: .relaxed)
             schedule = scheduling
-            displacement = .removed
         case .dropOldest(let scheduling):
             removeItem(at: 0, into: slot, from: &locked.items)
-            policy.noteDropped()
+            policy.droppedCount.wrappingAdd(1, ordering: .relaxed)
             schedule = scheduling
-            displacement = .removed
         }
         store(notification, subjectID: subjectID, group: storedGroup, in: &locked.items)
-        return (schedule ? .storeAndSchedule : .store, displacement)
+        return (schedule ? .storeAndSchedule : .store, .removed)
+    }
+
+    /// Calls `body` with room for one item of ``layout``, on the stack.
+    @inline(__always)
+    private func withItemSlot<R>(_ body: (UnsafeMutableRawPointer) -> R) -> R {
+        withUnsafeTemporaryAllocation(byteCount: layout.stride, alignment: layout.alignment) {
+            body($0.baseAddress.unsafelyUnwrapped)
+        }
     }
 
     /// The position from the front of the newest item of `subjectID`.
     private func lastIndex(of subjectID: ObjectIdentifier?, in items: ItemQueue) -> Int? {
         let bits = ItemQueue.Layout.bits(of: subjectID)
         let layout = self.layout
-        var index = items.count - 1
-        while index >= 0 {
-            if layout.subjectBits(items.item(index, layout)) == bits { return index }
-            index -= 1
-        }
-        return nil
+        return (0..<items.count).last { layout.subjectBits(items.item($0, layout)) == bits }
     }
 
     /// Moves the item at `index` out of `items` into `slot`, as the state machine has removed it.
@@ -428,7 +418,7 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
                 index += 1
             }
             // One block is kept, so that a drain that runs several batches does not allocate for each.
-            batch.removeAllMoved(keepingCapacity: true)
+            batch.removeAllMoved()
             action = locked.withLock { locked in
                 let action = locked.machine.batchRan(startedCall: launch != nil)
                 take(action, from: &locked.items, into: &batch)
@@ -502,39 +492,33 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
     /// ready; otherwise the consumer waits until an append or a release hands it one
     /// (``handToConsumers()``). `nil` once the stream has ended.
     func next(isolation actor: isolated (any Actor)?) async -> N? {
-        switch takeForConsumer(waiting: nil) {
-        case .taken(let item): return item
-        case .finished: return nil
-        case .waiting: break  // not counted as waiting yet: it waits below
-        }
+        // Not counted as waiting on the first look: if it must wait, it waits below.
+        if case .taken(let item) = takeForConsumer(waiting: nil) { return item }
         return await withCheckedContinuation(isolation: actor) { (continuation: CheckedContinuation<N?, Never>) in
-            switch takeForConsumer(waiting: Consumer(continuation)) {
-            case .taken(let item): continuation.resume(returning: item)
-            case .finished: continuation.resume(returning: nil)
-            case .waiting: break
+            if case .taken(let item) = takeForConsumer(waiting: Consumer(continuation)) {
+                continuation.resume(returning: item)
             }
         }
     }
 
+    /// What a consumer found: the front item, or `nil` once the stream has ended (`taken`); or
+    /// nothing yet (`waiting`).
     private enum Taken {
-        case taken(N)
+        case taken(N?)
         case waiting
-        case finished
     }
 
     /// Takes the front item for a consumer, or, if none is ready, has `consumer` wait (when it is
     /// not `nil`).
     private func takeForConsumer(waiting consumer: Consumer?) -> Taken {
-        let layout = self.layout
-        return withUnsafeTemporaryAllocation(byteCount: layout.stride, alignment: layout.alignment) { buffer in
-            let slot = buffer.baseAddress.unsafelyUnwrapped
-            return locked.withLock { locked in
+        withItemSlot { slot in
+            locked.withLock { locked in
                 switch locked.machine.consumerArrived(mayWait: consumer != nil) {
                 case .take: return .taken(takeFront(of: &locked.items, via: slot))
                 case .wait:
                     if let consumer { locked.consumers.append(consumer) }
                     return .waiting
-                case .finished: return .finished
+                case .finished: return .taken(nil)
                 }
             }
         }
@@ -545,14 +529,9 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
         let handed = locked.withLock { locked -> [(Consumer, N)] in
             let count = locked.machine.handToConsumers()
             guard count > 0 else { return [] }
-            let layout = self.layout
-            var handed: [(Consumer, N)] = []
-            handed.reserveCapacity(count)
-            withUnsafeTemporaryAllocation(byteCount: layout.stride, alignment: layout.alignment) { buffer in
-                let slot = buffer.baseAddress.unsafelyUnwrapped
-                for consumer in locked.consumers.prefix(count) {
-                    handed.append(
-                        (unsafeDowncast(consumer, to: Consumer.self), takeFront(of: &locked.items, via: slot)))
+            let handed = withItemSlot { slot in
+                locked.consumers.prefix(count).map {
+                    (unsafeDowncast($0, to: Consumer.self), takeFront(of: &locked.items, via: slot))
                 }
             }
             locked.consumers.removeFirst(count)
@@ -618,10 +597,7 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
     deinit {
         // Items left when the last reference goes (a target that never ran the drain job), and
         // the block an empty mailbox keeps for its next post (see `recycle`).
-        var items = locked.withLock { locked in
-            defer { locked.items = ItemQueue() }
-            return locked.items
-        }
+        var (items, _) = close()
         drop(&items)
     }
 }

@@ -49,16 +49,6 @@ final class MailboxPolicy: Sendable {
         }
         self.policy = policy
     }
-
-    /// Counts one replaced item. Call under the mailbox's lock.
-    func noteReplaced() {
-        replacedCount.wrappingAdd(1, ordering: .relaxed)
-    }
-
-    /// Counts one dropped item. Call under the mailbox's lock.
-    func noteDropped() {
-        droppedCount.wrappingAdd(1, ordering: .relaxed)
-    }
 }
 
 /// The live object behind each subject identity of a `.latest(perSubject: true)` mailbox, so that a

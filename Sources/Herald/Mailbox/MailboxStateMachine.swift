@@ -228,8 +228,7 @@ struct MailboxStateMachine: Sendable {
     var isJobPending: Bool {
         switch state {
         case .idle, .awaitingItems: return false
-        case .scheduled: return true
-        case .draining(_, .job): return true
+        case .scheduled, .draining(_, .job): return true
         case .draining(_, .inline(_, let pending)), .suspended(_, let pending): return pending != .none
         case .closed(let remains): return remains.isJobPending
         }
@@ -313,26 +312,29 @@ struct MailboxStateMachine: Sendable {
         if case .closed = state { return .reject }
         let room = waitingConsumers
         switch configuration.rule {
-        case nil:
-            return .store(schedule: append(hold: hold) == .storeAndSchedule)
         case .latest(let perSubject):
             let pending = perSubject ? pendingItemOfSubject() : (count > 0 ? count - 1 : nil)
             // With a consumer waiting for each pending item, the new one waits for nothing either.
-            guard let index = pending, count >= room else {
-                return .store(schedule: append(hold: hold) == .storeAndSchedule)
+            if let index = pending, count >= room {
+                return .replace(index: index, schedule: store(hold: hold, removing: index))
             }
-            remove(at: index)
-            return .replace(index: index, schedule: append(hold: hold) == .storeAndSchedule)
-        case .dropOldest(let limit):
-            guard count >= limit + room else { return .store(schedule: append(hold: hold) == .storeAndSchedule) }
+        case .dropOldest(let limit) where count >= limit + room:
             // A limit of 0 keeps nothing to push out: what the mailbox holds is a consumer's already.
-            guard limit > 0 else { return .dropNew }
-            remove(at: 0)
-            return .dropOldest(schedule: append(hold: hold) == .storeAndSchedule)
-        case .dropNewest(let limit):
-            guard count >= limit + room else { return .store(schedule: append(hold: hold) == .storeAndSchedule) }
+            return limit > 0 ? .dropOldest(schedule: store(hold: hold, removing: 0)) : .dropNew
+        case .dropNewest(let limit) where count >= limit + room:
             return .dropNew
+        case nil, .dropOldest, .dropNewest:
+            break  // unbounded, or room for the new item
         }
+        return .store(schedule: store(hold: hold))
+    }
+
+    /// Removes the item `removing` items from the front, if any, then appends the new item.
+    ///
+    /// - Returns: Whether the caller must hand a drain job to the target.
+    private mutating func store(hold: UInt, removing index: Int? = nil) -> Bool {
+        if let index { remove(at: index) }
+        return append(hold: hold) == .storeAndSchedule
     }
 
     /// The consumers that would take a new item at once (see "Bounds and waiting consumers"): a
@@ -349,12 +351,11 @@ struct MailboxStateMachine: Sendable {
     ///
     /// - Returns: Whether the caller must hand a drain job to the target.
     mutating func release(hold: UInt) -> Bool {
-        let claimed = changeQueue { _, holds in
+        changeQueue { _, holds in
             guard let index = holds.firstIndex(where: { $0.token == hold }) else { return false }
             holds.remove(at: index)
             return true
-        }
-        return claimed == true
+        } == true
     }
 
     /// Removes an item that is still in the mailbox, `offset` items from its front: a policy
@@ -441,18 +442,12 @@ struct MailboxStateMachine: Sendable {
             }
             let batches = pending == .lingering && !posterPaused ? 1 : 0
             return takeForJob(queue, thread: thread, sliceRemaining: Self.sliceLimit, batches: batches)
-        case .draining(let queue, .inline(let inlineThread, let pending)) where pending != .none:
-            // An inline drain runs, and takes what comes.
-            state = .draining(queue, .inline(thread: inlineThread, pending: .none))
+        case .draining(_, .inline), .suspended, .closed:
+            // An inline drain runs, and takes what comes; or an async call runs; or it closed.
+            precondition(isJobPending, "Herald: a mailbox job started that was not scheduled")
+            dropPendingJob()
             return .stop
-        case .suspended(let queue, let pending) where pending != .none:
-            state = .suspended(queue, pending: .none)
-            return .stop
-        case .closed(var remains) where remains.isJobPending:
-            remains.isJobPending = false
-            state = .closed(remains)
-            return .stop
-        case .idle, .draining, .suspended, .awaitingItems, .closed:
+        case .idle, .draining(_, .job), .awaitingItems:
             preconditionFailure("Herald: a mailbox job started that was not scheduled")
         }
     }
@@ -492,8 +487,9 @@ struct MailboxStateMachine: Sendable {
     }
 
     /// Takes the inline drain's next batch from `queue`, or ends the drain when nothing is ready.
-    private mutating func takeInlineBatch(from queue: Queue, on thread: UInt, pending: PendingJob) -> DrainAction {
-        var queue = queue
+    private mutating func takeInlineBatch(
+        from queue: consuming Queue, on thread: UInt, pending: PendingJob
+    ) -> DrainAction {
         let count = min(ready(queue), configuration.batchLimit)
         guard count > 0 else {
             state = pending == .none ? .idle(queue) : .scheduled(queue, pending)
@@ -514,10 +510,8 @@ struct MailboxStateMachine: Sendable {
             state = .suspended(queue, pending: .none)
         case .draining(let queue, .inline(_, let pending)):
             state = .suspended(queue, pending: pending)
-        case .closed(var remains) where remains.runner != nil && remains.runner != .suspended:
-            if remains.runner?.isJob == true { remains.isJobPending = false }
-            remains.runner = .suspended
-            state = .closed(remains)
+        case .closed(let remains) where remains.runner != nil && remains.runner != .suspended:
+            endClosedDrain(remains, runner: .suspended)
         case .idle, .scheduled, .suspended, .awaitingItems, .closed:
             preconditionFailure("Herald: a mailbox suspended outside a drain")
         }
@@ -535,35 +529,37 @@ struct MailboxStateMachine: Sendable {
         }
         switch state {
         case .draining(let queue, .job(let thread, let sliceRemaining, let batches)):
-            if sliceRemaining == 0 && ready(queue) > 0 {
-                state = .scheduled(queue, .fresh)
-                return .reschedule
-            }
-            if configuration.oneBatchPerJob {
-                guard ready(queue) > 0 else {
-                    state = .idle(queue)
-                    return .stop
-                }
+            let isReady = ready(queue) > 0
+            if isReady && (sliceRemaining == 0 || configuration.oneBatchPerJob) {
                 state = .scheduled(queue, .fresh)
                 return .reschedule  // behind what the target queued meanwhile
             }
-            if configuration.lingers && ready(queue) > 0 {
+            if isReady && configuration.lingers {
                 state = .scheduled(queue, .lingering)
                 return .reschedule
+            }
+            if configuration.oneBatchPerJob {
+                state = .idle(queue)
+                return .stop
             }
             return takeForJob(queue, thread: thread, sliceRemaining: sliceRemaining, batches: batches)
         case .draining(let queue, .inline(let thread, let pending)):
             return takeInlineBatch(from: queue, on: thread, pending: pending)
-        case .closed(let remains) where remains.runner?.isJob == true:
-            state = .closed(Remains(isJobPending: false, runner: nil))
-            return .stop
-        case .closed(var remains) where remains.runner?.isInline == true:
-            remains.runner = nil
-            state = .closed(remains)
+        case .closed(let remains) where remains.runner != nil && remains.runner != .suspended:
+            endClosedDrain(remains, runner: nil)
             return .stop
         case .idle, .scheduled, .suspended, .awaitingItems, .closed:
             preconditionFailure("Herald: a mailbox batch ended outside its drain")
         }
+    }
+
+    /// The drain that ran when the mailbox closed ends, or suspends (`runner` is then
+    /// `.suspended`); a job's drain ends its job.
+    private mutating func endClosedDrain(_ remains: Remains, runner: Runner?) {
+        var remains = remains
+        if case .job = remains.runner { remains.isJobPending = false }
+        remains.runner = runner
+        state = .closed(remains)
     }
 
     /// The async handler finished.
@@ -604,24 +600,17 @@ struct MailboxStateMachine: Sendable {
     ///   look that does not wait yet.
     mutating func consumerArrived(mayWait: Bool) -> ConsumerAction {
         switch state {
-        case .idle(var queue):
+        case .idle(var queue), .awaitingItems(var queue, _):
+            let waiting = waitingConsumers  // 0 when idle: a stream's mailbox has no drain
             guard ready(queue) > 0 else {
-                state = mayWait ? .awaitingItems(queue, consumers: 1) : .idle(queue)
+                let consumers = mayWait ? waiting + 1 : waiting
+                state = consumers == 0 ? .idle(queue) : .awaitingItems(queue, consumers: consumers)
                 return .wait
             }
             queue.taken += 1
-            state = .idle(queue)
+            state = waiting == 0 ? .idle(queue) : .awaitingItems(queue, consumers: waiting)
             return .take
-        case .awaitingItems(var queue, let consumers):
-            guard ready(queue) > 0 else {
-                state = .awaitingItems(queue, consumers: mayWait ? consumers + 1 : consumers)
-                return .wait
-            }
-            queue.taken += 1
-            state = .awaitingItems(queue, consumers: consumers)
-            return .take
-        case .closed(let remains):
-            state = .closed(remains)
+        case .closed:
             return .finished
         case .scheduled, .draining, .suspended:
             preconditionFailure("Herald: a consumer took from a mailbox whose drains run")
@@ -658,6 +647,12 @@ struct MailboxStateMachine: Sendable {
     /// - Returns: Whether the mailbox holds items, which nothing will ever run now; `false` for a
     ///   lingering job that found the mailbox empty (the next post's job will be refused in turn).
     mutating func jobRefused() -> Bool {
+        dropPendingJob()
+        return count > 0
+    }
+
+    /// The job with the target, if any, is no longer pending: it ended, or it never runs.
+    private mutating func dropPendingJob() {
         switch state {
         case .idle, .draining(_, .job), .awaitingItems:
             break
@@ -671,18 +666,5 @@ struct MailboxStateMachine: Sendable {
             remains.isJobPending = false
             state = .closed(remains)
         }
-        return count > 0
-    }
-}
-
-extension MailboxStateMachine.Runner {
-    fileprivate var isJob: Bool {
-        if case .job = self { return true }
-        return false
-    }
-
-    fileprivate var isInline: Bool {
-        if case .inline = self { return true }
-        return false
     }
 }

@@ -30,12 +30,10 @@ final class StreamBuffer<N: TypedNotification>: Sendable {
         if isFinished { token.cancel() }
     }
 
+    /// The next item, or `nil` once the sequence has ended. Cancelling the task ends the sequence:
+    /// a task cancelled already ends it before looking (the handler runs first, at once).
     func next(isolation actor: isolated (any Actor)?) async -> N? {
-        if Task.isCancelled {
-            finish()
-            return nil
-        }
-        return await withTaskCancellationHandler {
+        await withTaskCancellationHandler {
             await mailbox.next(isolation: actor)
         } onCancel: {
             finish()

@@ -10,7 +10,7 @@ import Synchronization
 @usableFromInline
 class AnyObserver: DeliveryRecord, @unchecked Sendable {  // Immutable but for the atomic state.
     init(registry: Registry, location: SourceLocation, flags: UInt8) {
-        super.init(host: registry, location: location, flags: flags)
+        super.init(host: registry, siteAndFlags: location.siteIndex << 8 | UInt32(flags))
     }
 
     /// An observer registered at the site whose index is `site` (see ``SourceLocation/siteIndex``).

@@ -72,22 +72,13 @@ extension DeliveryTarget {
     /// Runs `job` on this target once `delay` has passed.
     func schedule(after delay: Duration, _ job: @escaping @Sendable () -> Void) {
         switch kind {
-        case .posting:
-            DispatchQueue.global().asyncAfter(deadline: delay.deadlineFromNow, execute: job)
-        case .main:
-            DispatchQueue.main.asyncAfter(deadline: delay.deadlineFromNow, execute: job)
-        case .queue(let queue, _):
-            queue.asyncAfter(deadline: delay.deadlineFromNow, execute: job)
-        case .operationQueue(let queue):
-            DispatchQueue.global().asyncAfter(deadline: delay.deadlineFromNow) { queue.addOperation(job) }
-        case .thread(let thread):
-            thread.submit(after: delay, job)
-        case .executor(let executor):
-            executor.enqueue(after: delay, job)
-        case .actor(let actor):
-            DispatchQueue.global().asyncAfter(deadline: delay.deadlineFromNow) {
-                Task.detached { await runIsolated(to: actor, job) }
-            }
+        case .main: DispatchQueue.main.asyncAfter(deadline: delay.deadlineFromNow, execute: job)
+        case .queue(let queue, _): queue.asyncAfter(deadline: delay.deadlineFromNow, execute: job)
+        case .thread(let thread): thread.submit(after: delay, job)
+        case .executor(let executor): executor.enqueue(after: delay, job)
+        case .posting, .operationQueue, .actor:
+            // No timer of their own: a global queue waits, then schedules the job.
+            DispatchQueue.global().asyncAfter(deadline: delay.deadlineFromNow) { schedule(job) }
         }
     }
 

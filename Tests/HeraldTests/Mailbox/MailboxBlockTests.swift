@@ -80,7 +80,7 @@ struct MailboxBlockTests {
             for index in 0..<batch.count {
                 seen.append((batch.item(index, layout) + layout.payloadOffset).load(as: Int.self))
             }
-            batch.removeAllMoved(keepingCapacity: true)
+            batch.removeAllMoved()
             #expect(queue.blockCount <= 6 - (total - queue.count) / layout.blockItems)
         }
         #expect(seen == Array(0..<total))
