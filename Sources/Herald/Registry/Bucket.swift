@@ -77,10 +77,8 @@ struct Bucket: Sendable {
     /// The snapshot of the current observers, built if a change outdated the last one; `nil` if
     /// there are none.
     mutating func snapshot() -> ObserverSnapshot? {
-        if let published { return published }
-        guard let snapshot = source()?.build() else { return nil }
-        published = snapshot
-        return snapshot
+        if published == nil { published = source()?.build() }
+        return published
     }
 
     /// What a snapshot of the current observers is built from, copied out so that it can be

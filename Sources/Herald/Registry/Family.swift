@@ -4,22 +4,12 @@
 /// and `NotificationHub.observeAll`) is an ordinary
 /// observer of this type: one mailbox, one handler. What a post of a concrete type hands it is
 /// converted into this value on the way in (see ``Member``).
-struct FamilyDelivery<Value: Sendable>: TypedNotification, FamilyDeliveryProtocol {
-    static var familyName: String {
-        Value.self == (any TypedNotification).self ? "every notification" : String(describing: Value.self)
-    }
-
+struct FamilyDelivery<Value: Sendable>: TypedNotification {
     let value: Value
     /// The posted notification's own type.
     let type: any TypedNotification.Type
     /// The identity of the post's subject, if it had one.
     let subjectID: ObjectIdentifier?
-}
-
-/// What reports ask of a ``FamilyDelivery`` without knowing its family.
-protocol FamilyDeliveryProtocol {
-    /// The family's name, such as `any AnalyticsEvent`.
-    static var familyName: String { get }
 }
 
 /// The type-independent side of a family: which posted types belong to it, and the adapters that
@@ -47,6 +37,9 @@ class AnyFamily: @unchecked Sendable {  // Immutable.
     /// the value is made and dropped, but the poster still holds the original, so no `deinit`
     /// can run.)
     func contains<N: TypedNotification>(_ sample: UnsafeRawPointer, of type: N.Type) -> Bool { isTap }
+
+    /// The family's name, for reports, such as `any AnalyticsEvent`.
+    var name: String { "" }
 
     /// A new adapter that brings posts of `N` to `observer`, this family's observer, whose
     /// registration number is `sequence`.
@@ -76,6 +69,10 @@ final class FamilyOf<Value: Sendable>: AnyFamily, @unchecked Sendable {  // Immu
 
     override func contains<N: TypedNotification>(_ sample: UnsafeRawPointer, of type: N.Type) -> Bool {
         isTap || sample.assumingMemoryBound(to: N.self).pointee is Value
+    }
+
+    override var name: String {
+        Value.self == (any TypedNotification).self ? "every notification" : String(describing: Value.self)
     }
 
     override func replays<N: TypedNotification>(

@@ -107,23 +107,16 @@ class AnyObserver: DeliveryRecord, @unchecked Sendable {  // Immutable but for t
     /// running on another thread may finish.
     override func cancel() {
         guard markCancelled() else { return }
-        didCancel()
+        finishClaimedCancellation()
     }
 
     /// Without a mailbox policy, the token keeps nothing of a cancelled observer (see
     /// ``ObservationToken/cancel()``), so the cancellation is claimed under the token's lock: the
-    /// cancelled bit is set there, and ``didCancel()`` runs after it.
+    /// cancelled bit is set there, and ``finishClaimedCancellation()`` runs after it.
     override final func claimCancellation() -> TokenClaim {
         guard flags & Flags.hasPolicy == 0 else { return .later }
         return markCancelled() ? .claimed : .alreadyCancelled
     }
-
-    override final func finishClaimedCancellation() {
-        didCancel()
-    }
-
-    /// Removes the registration from the registry and drops what is queued for it.
-    func didCancel() {}
 
     // MARK: Type-erased delivery
 
@@ -156,11 +149,7 @@ class AnyObserver: DeliveryRecord, @unchecked Sendable {  // Immutable but for t
 
     /// Appends a copy of the notification at `payload`, posted with `subject`, to the observer's
     /// mailbox or stream, held under `hold` unless it is 0 (see ``MailboxStateMachine``).
-    func enqueue(
-        _ payload: UnsafeRawPointer, subject: AnyObject?, group: WaitGroup?, hold: UInt
-    )
-        -> EnqueueOutcome
-    {
+    func enqueue(_ payload: UnsafeRawPointer, subject: AnyObject?, group: WaitGroup?, hold: UInt) -> EnqueueOutcome {
         .refused
     }
 
@@ -192,18 +181,16 @@ final class Observer<N: TypedNotification>: AnyObserver, MailboxOwner, @unchecke
         var flags: UInt8 = 0
         if filters != nil { flags |= Flags.hasFilters }
         if filters?.hasOwner == true { flags |= Flags.hasOwner }
+        var mailbox: Mailbox<N>?
+        var feed: Extras.Feed?
         switch handler {
         case .plain(let body) where target.isPosting:
             flags |= Flags.isPosting
             self.handler = body
-            self.extras =
-                filters == nil && priority == 0 && family == nil
-                ? nil : Extras(filters: filters, priority: priority, family: family, feed: nil)
         case .contextual(let body) where target.isPosting:
             flags |= Flags.isPosting | Flags.isContextual
             self.handler = { _ in }
-            self.extras = Extras(
-                filters: filters, priority: priority, family: family, feed: .contextual(HandlerBox(.contextual(body))))
+            feed = .contextual(HandlerBox(.contextual(body)))
         case .plain, .contextual, .async:
             // A drain runs the deliveries (even on the posting thread, an async handler has a
             // mailbox: it orders the calls), and the mailbox holds the handler.
@@ -212,10 +199,11 @@ final class Observer<N: TypedNotification>: AnyObserver, MailboxOwner, @unchecke
             let policy = MailboxPolicy(bufferingPolicy)
             if policy != nil { flags |= Flags.hasPolicy }
             self.handler = { _ in }
-            self.extras = Extras(
-                filters: filters, priority: priority, family: family,
-                mailbox: Mailbox(target: target, handler: handler, policy: policy), feed: nil)
+            mailbox = Mailbox(target: target, handler: handler, policy: policy)
         }
+        let isPlain = filters == nil && priority == 0 && family == nil && mailbox == nil && feed == nil
+        self.extras =
+            isPlain ? nil : Extras(filters: filters, priority: priority, family: family, mailbox: mailbox, feed: feed)
         super.init(registry: registry, site: site, flags: flags)
     }
 
@@ -250,7 +238,9 @@ final class Observer<N: TypedNotification>: AnyObserver, MailboxOwner, @unchecke
     /// The mailbox of an observer whose deliveries a drain runs.
     var mailbox: Mailbox<N>? { extras?.mailbox }
 
-    override func didCancel() {
+    /// Removes the registration from the registry and drops what is queued for it, once the
+    /// cancelled bit is set.
+    override func finishClaimedCancellation() {
         end(leaving: .skipped)
     }
 
@@ -321,17 +311,13 @@ final class Observer<N: TypedNotification>: AnyObserver, MailboxOwner, @unchecke
 
     /// The name of the observed type, for reports: the family's (such as `any AnalyticsEvent`)
     /// for a family observer.
-    override var notificationTypeName: String {
-        (N.self as? any FamilyDeliveryProtocol.Type)?.familyName ?? String(describing: N.self)
-    }
+    override var notificationTypeName: String { family?.name ?? String(describing: N.self) }
 
     // MARK: The mailbox or stream
 
     override func enqueue(
         _ payload: UnsafeRawPointer, subject: AnyObject?, group: WaitGroup?, hold: UInt
-    )
-        -> EnqueueOutcome
-    {
+    ) -> EnqueueOutcome {
         let notification = payload.assumingMemoryBound(to: N.self)
         if flags & Flags.hasPolicy != 0 {
             return enqueueRarely(notification, subject: subject, group: group, hold: hold)

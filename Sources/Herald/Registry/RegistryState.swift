@@ -44,8 +44,7 @@ struct RegistryState: Sendable {
 
     /// The retained values that `observer` replays, retained after the post numbered `sequence`,
     /// oldest first: those of its type, or of every type of its family.
-    func replays<N: TypedNotification>(for observer: Observer<N>, after sequence: UInt64) -> [RetainedValues.Replay<N>]
-    {
+    func replays<N>(for observer: Observer<N>, after sequence: UInt64) -> [RetainedValues.Replay<N>] {
         if let family = observer.family {
             return family.replays(of: N.self, in: buckets, matching: observer.filters, after: sequence)
         }
@@ -77,8 +76,7 @@ struct RegistryState: Sendable {
     mutating func add(
         _ observer: AnyObserver, at index: Int, key: ObjectIdentifier
     ) -> (ObserverSnapshot?, RegistryChange) {
-        let sequence = nextSequence()
-        return (buckets[index].add(observer, sequence: sequence), recordChange(of: key))
+        (buckets[index].add(observer, sequence: nextSequence()), recordChange(of: key))
     }
 
     /// The index in `buckets` of `type`'s bucket, created if needed.
