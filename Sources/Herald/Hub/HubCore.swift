@@ -100,8 +100,6 @@ final class HubCore: Sendable {
     func add<N: TypedNotification>(_ observer: Observer<N>, replayLatest: Bool) {
         if replayLatest {
             addReplaying(observer)
-        } else if observer.family != nil {
-            registry.addFamily(observer)
         } else {
             registry.add(observer)
         }

@@ -31,16 +31,12 @@ struct Bucket: Sendable {
     /// Whether this type belongs to a family, per family type: decided once, from the first
     /// notification of this type posted after the family's first observer was registered.
     private var memberships: [ObjectIdentifier: Bool] = [:]
-    /// The retained (sticky) values of this type, per subject, once one was retained: a
-    /// ``RetainedValues`` of ``type``. They outlive the observers.
-    private var retained: (any RetainedStorage)?
+    /// The retained (sticky) values of this type, per subject. They outlive the observers.
+    var retainedValues = RetainedValues()
 
     init(type: any TypedNotification.Type) {
         self.type = type
     }
-
-    /// Whether the type has no observers.
-    var isEmpty: Bool { queued.count == 0 && posting.count == 0 }
 
     /// Adds `observer`, whose registration number is `sequence`, at the end of its list.
     ///
@@ -81,16 +77,14 @@ struct Bucket: Sendable {
     /// The snapshot of the current observers, built if a change outdated the last one; `nil` if
     /// there are none.
     mutating func snapshot() -> ObserverSnapshot? {
-        if let published { return published }
-        guard let snapshot = source()?.build() else { return nil }
-        published = snapshot
-        return snapshot
+        if published == nil { published = source()?.build() }
+        return published
     }
 
     /// What a snapshot of the current observers is built from, copied out so that it can be
     /// built after the lock; `nil` if there are none.
     func source() -> SnapshotSource? {
-        guard !isEmpty || !members.isEmpty else { return nil }
+        guard queued.count > 0 || posting.count > 0 || !members.isEmpty else { return nil }
         return SnapshotSource(queued: queued, posting: posting, members: members, prioritized: prioritizedCount != 0)
     }
 
@@ -119,33 +113,18 @@ struct Bucket: Sendable {
         families: ObserverList, generation: UInt64, sample: UnsafeRawPointer, joined: inout [AnyObserver]
     ) -> [any Sendable] {
         guard membersGeneration != generation else { return [] }
-        let type = self.type
+        let type = self.type  // a local: a call opens its existential, not a stored property's
         let live = Set(families.observers.map(ObjectIdentifier.init))
-        var kept: [AnyObserver] = []
-        var released: [any Sendable] = []
-        for member in members {
-            if let observer = member.familyObserver, live.contains(ObjectIdentifier(observer)) {
-                kept.append(member)
-            } else {
-                released.append(member)
-            }
+        func isLive(_ member: AnyObserver) -> Bool {
+            member.familyObserver.map { live.contains(ObjectIdentifier($0)) } ?? false
         }
+        var kept = members.filter(isLive)
+        var released: [any Sendable] = members.filter { !isLive($0) }
         let present = Set(kept.compactMap { $0.familyObserver.map(ObjectIdentifier.init) })
         for (observer, sequence) in families.entries where !present.contains(ObjectIdentifier(observer)) {
-            guard let family = observer.family else { continue }
-            let belongs: Bool
-            if family.isTap {
-                belongs = true
-            } else if let known = memberships[family.key] {
-                belongs = known
-            } else {
-                belongs = Self.contains(sample, of: type, in: family)
-                memberships[family.key] = belongs
-            }
-            if belongs {
-                kept.append(family.member(of: type, for: observer, sequence: sequence))
-                joined.append(observer)
-            }
+            guard let family = observer.family, belongs(to: family, sample: sample) else { continue }
+            kept.append(family.member(of: type, for: observer, sequence: sequence))
+            joined.append(observer)
         }
         membersGeneration = generation
         if kept.count != members.count || !released.isEmpty {
@@ -155,11 +134,15 @@ struct Bucket: Sendable {
         return released
     }
 
-    /// Whether `type`, whose notification `sample` is, belongs to `family`.
-    private static func contains<N: TypedNotification>(
-        _ sample: UnsafeRawPointer, of type: N.Type, in family: AnyFamily
-    ) -> Bool {
-        family.contains(sample.assumingMemoryBound(to: N.self))
+    /// Whether this type belongs to `family`: decided from `sample`, a notification of this type,
+    /// the first time it is asked, and kept.
+    private mutating func belongs(to family: AnyFamily, sample: UnsafeRawPointer) -> Bool {
+        if family.isTap { return true }
+        if let known = memberships[family.key] { return known }
+        let type = self.type
+        let belongs = family.contains(sample, of: type)
+        memberships[family.key] = belongs
+        return belongs
     }
 
     /// Drops the member of `observer`, a family observer whose registration ended.
@@ -170,60 +153,6 @@ struct Bucket: Sendable {
         var released: [any Sendable] = [members.remove(at: index)]
         if let snapshot = unpublish() { released.append(snapshot) }
         return released
-    }
-
-    // MARK: Retained values
-
-    /// The retained values: made by the first retaining post, for the other operations to
-    /// find. The operations take the type `N` of the notification, which is the bucket's ``type``.
-    var retainedValues: (any RetainedStorage)? { retained }
-
-    /// Stores `value` as the retained value for `subject`, retained by the post numbered
-    /// `sequence` (see ``RetainedValues/store(_:subject:sequence:)``).
-    ///
-    /// - Returns: What it let go of, to release once the lock is no longer held.
-    mutating func retain<N: TypedNotification>(_ value: N, subject: AnyObject?, sequence: UInt64) -> (any Sendable)? {
-        if retained == nil { retained = RetainedValues<N>() }
-        return retained?.store(value, subject: subject, sequence: sequence) ?? nil
-    }
-
-    /// Removes the entry of `subject` (see ``RetainedValues/removeEntry(for:)``).
-    ///
-    /// - Returns: Its value, to release once the lock is no longer held.
-    mutating func removeRetainedEntry(for subject: AnyObject?) -> (any Sendable)? {
-        retained?.removeEntry(for: subject) ?? nil
-    }
-
-    /// Removes the value of `subject` if it is still the one numbered `sequence` (see
-    /// ``RetainedValues/remove(for:ifSequence:)``).
-    mutating func removeRetainedValue(
-        for subject: AnyObject?, ifSequence sequence: UInt64
-    ) -> (RetainedRemoval, (any Sendable)?) {
-        retained?.remove(for: subject, ifSequence: sequence) ?? (.absent, nil)
-    }
-
-    /// Drops the retained values, keeping the registrations.
-    ///
-    /// - Returns: The number of values that belonged to live subjects (or to no subject), and
-    ///   the values, to release once the lock is no longer held.
-    mutating func removeRetainedValues() -> (count: Int, released: (any Sendable)?) {
-        // Keeps the sequence numbers running, so a removal comparing outside the lock never
-        // mistakes a value retained afterwards for the one it compared.
-        retained?.removeAllValues() ?? (0, nil)
-    }
-
-    /// Drops every registration and retained value.
-    ///
-    /// - Returns: What the bucket held, to release once the lock is no longer held.
-    mutating func removeAll() -> [any Sendable] {
-        defer {
-            queued = ObserverList()
-            posting = ObserverList()
-            published = nil
-            members = []
-            retained = nil
-        }
-        return [queued, posting, published, members, retained]
     }
 }
 

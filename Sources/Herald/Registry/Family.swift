@@ -4,22 +4,12 @@
 /// and `NotificationHub.observeAll`) is an ordinary
 /// observer of this type: one mailbox, one handler. What a post of a concrete type hands it is
 /// converted into this value on the way in (see ``Member``).
-struct FamilyDelivery<Value: Sendable>: TypedNotification, FamilyDeliveryProtocol {
-    static var familyName: String {
-        Value.self == (any TypedNotification).self ? "every notification" : String(describing: Value.self)
-    }
-
+struct FamilyDelivery<Value: Sendable>: TypedNotification {
     let value: Value
     /// The posted notification's own type.
     let type: any TypedNotification.Type
     /// The identity of the post's subject, if it had one.
     let subjectID: ObjectIdentifier?
-}
-
-/// What reports ask of a ``FamilyDelivery`` without knowing its family.
-protocol FamilyDeliveryProtocol {
-    /// The family's name, such as `any AnalyticsEvent`.
-    static var familyName: String { get }
 }
 
 /// The type-independent side of a family: which posted types belong to it, and the adapters that
@@ -41,12 +31,15 @@ class AnyFamily: @unchecked Sendable {  // Immutable.
         self.isTap = isTap
     }
 
-    /// Whether notifications of type `N` belong to the family, decided from one of them.
+    /// Whether notifications of type `N` belong to the family, decided from `sample`, one of them.
     ///
     /// Called under the registry lock: it runs the runtime's cast, never user code. (A copy of
     /// the value is made and dropped, but the poster still holds the original, so no `deinit`
     /// can run.)
-    func contains<N: TypedNotification>(_ sample: UnsafePointer<N>) -> Bool { isTap }
+    func contains<N: TypedNotification>(_ sample: UnsafeRawPointer, of type: N.Type) -> Bool { isTap }
+
+    /// The family's name, for reports, such as `any AnalyticsEvent`.
+    var name: String { "" }
 
     /// A new adapter that brings posts of `N` to `observer`, this family's observer, whose
     /// registration number is `sequence`.
@@ -58,7 +51,7 @@ class AnyFamily: @unchecked Sendable {  // Immutable.
     /// notifications `N` are the family's deliveries), oldest first; none for a tap.
     func replays<N: TypedNotification>(
         of type: N.Type, in buckets: ContiguousArray<Bucket>, matching filters: Filters?, after sequence: UInt64
-    ) -> [RetainedValues<N>.Replay] { [] }
+    ) -> [RetainedValues.Replay<N>] { [] }
 }
 
 /// The family of the notifications that can be cast to `Value`: a protocol's existential (every
@@ -74,20 +67,25 @@ final class FamilyOf<Value: Sendable>: AnyFamily, @unchecked Sendable {  // Immu
         super.init(key: ObjectIdentifier(Value.self), isTap: isTap)
     }
 
-    override func contains<N: TypedNotification>(_ sample: UnsafePointer<N>) -> Bool {
-        isTap || sample.pointee is Value
+    override func contains<N: TypedNotification>(_ sample: UnsafeRawPointer, of type: N.Type) -> Bool {
+        isTap || sample.assumingMemoryBound(to: N.self).pointee is Value
+    }
+
+    override var name: String {
+        Value.self == (any TypedNotification).self ? "every notification" : String(describing: Value.self)
     }
 
     override func replays<N: TypedNotification>(
         of type: N.Type, in buckets: ContiguousArray<Bucket>, matching filters: Filters?, after sequence: UInt64
-    ) -> [RetainedValues<N>.Replay] {
+    ) -> [RetainedValues.Replay<N>] {
         guard !isTap else { return [] }
-        var replays: [RetainedValues<FamilyDelivery<Value>>.Replay] = []
-        for bucket in buckets {
-            replays += bucket.retainedValues?.replays(every: Value.self, matching: filters, after: sequence) ?? []
+        let replays = buckets.flatMap { bucket in
+            bucket.retainedValues.replays(matching: filters, after: sequence) { value, subjectID in
+                // `N` is `FamilyDelivery<Value>`.
+                (value as? Value).flatMap { FamilyDelivery(value: $0, type: bucket.type, subjectID: subjectID) as? N }
+            }
         }
-        replays.sort { $0.sequence < $1.sequence }
-        return replays as? [RetainedValues<N>.Replay] ?? []  // `N` is `FamilyDelivery<Value>`
+        return replays.sorted { $0.sequence < $1.sequence }
     }
 
     override func member<N: TypedNotification>(
@@ -120,8 +118,8 @@ final class Member<N: TypedNotification, Value: Sendable>: AnyObserver, @uncheck
         // Always "filtered": `accepts` then asks the family observer whether it was cancelled
         // (see `filtersAreDead`), and the posting-thread loop never takes it for a plain observer.
         var flags = family.flags | Flags.hasFilters
-        if observer.family?.isTap == true { flags |= Flags.isTap }
-        super.init(registry: observer.registry, siteAndFlags: observer.siteAndFlags & ~0xFF | UInt32(flags))
+        if link.isTap { flags |= Flags.isTap }
+        super.init(registry: family.registry, site: family.siteAndFlags >> 8, flags: flags)
     }
 
     /// The notification at `payload`, as the family observer receives it; `nil` if it is not of
@@ -139,7 +137,7 @@ final class Member<N: TypedNotification, Value: Sendable>: AnyObserver, @uncheck
     override var notificationTypeName: String { observer.notificationTypeName }
     override var isCancelled: Bool { observer.isCancelled }
     override var filtersAreDead: Bool { observer.isCancelled }
-    override func filtersMatch(_ subject: AnyObject?) -> Bool { observer.filtersMatch(subject) }
+    override var filters: Filters? { observer.filters }
     override func cancel() { observer.cancel() }
 
     override func deliver(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) -> ObserverFailure? {

@@ -24,8 +24,6 @@ final class Filters: @unchecked Sendable {
     /// Whether a post with `postedSubject` matches. The poster keeps `postedSubject` alive, so a
     /// weak reference that still loads to the same address is the very same object.
     func matches(_ postedSubject: AnyObject?) -> Bool {
-        guard hasSubject else { return true }
-        guard let postedSubject, let subject else { return false }
-        return subject === postedSubject
+        !hasSubject || (postedSubject != nil && subject === postedSubject)
     }
 }

@@ -18,10 +18,6 @@ class AnyObserver: DeliveryRecord, @unchecked Sendable {  // Immutable but for t
         super.init(host: registry, siteAndFlags: site << 8 | UInt32(flags))
     }
 
-    init(registry: Registry, siteAndFlags: UInt32) {
-        super.init(host: registry, siteAndFlags: siteAndFlags)
-    }
-
     /// The registry the observer is registered in: the record's host, which is always one.
     final var registry: Registry { unsafeDowncast(host, to: Registry.self) }
 
@@ -32,13 +28,10 @@ class AnyObserver: DeliveryRecord, @unchecked Sendable {  // Immutable but for t
         get { Int(state.load(ordering: .relaxed) >> 1) - 1 }
         set {
             let encoded = newValue >= 0 && newValue < Int(UInt32.max >> 1) ? UInt32(newValue + 1) << 1 : 0
-            var current = state.load(ordering: .relaxed)
-            while true {
-                let (exchanged, found) = state.compareExchange(
-                    expected: current, desired: (current & 1) | encoded, ordering: .relaxed)
-                if exchanged { return }
-                current = found
-            }
+            // Only the registry, under its lock, writes bits 1...31: flipping those that differ
+            // changes them alone, in one atomic operation that keeps a cancelled bit set meanwhile.
+            let current = state.load(ordering: .relaxed) & ~1
+            state.bitwiseXor(current ^ encoded, ordering: .relaxed)
         }
     }
 
@@ -75,14 +68,15 @@ class AnyObserver: DeliveryRecord, @unchecked Sendable {  // Immutable but for t
     /// value (a cast can depend on the value, as one through an `Optional` does).
     func admits(_ payload: UnsafeRawPointer) -> Bool { true }
 
-    /// Whether the registration has a `from:` subject and an `owner:`.
-    var filtersInfo: (hasSubject: Bool, hasOwner: Bool) { (false, false) }
+    /// The `from:` subject and `owner:`, if any (a family observer's member has its family
+    /// observer's).
+    var filters: Filters? { nil }
 
     /// Whether an object the registration depends on has been deallocated.
     var filtersAreDead: Bool { false }
 
     /// Whether a post with `subject` passes the filters; called only when there are filters.
-    func filtersMatch(_ subject: AnyObject?) -> Bool { true }
+    final func filtersMatch(_ subject: AnyObject?) -> Bool { filters?.matches(subject) ?? true }
 
     /// Whether a post with `subject` should reach this observer right now.
     @inline(__always)
@@ -113,23 +107,16 @@ class AnyObserver: DeliveryRecord, @unchecked Sendable {  // Immutable but for t
     /// running on another thread may finish.
     override func cancel() {
         guard markCancelled() else { return }
-        didCancel()
+        finishClaimedCancellation()
     }
 
     /// Without a mailbox policy, the token keeps nothing of a cancelled observer (see
     /// ``ObservationToken/cancel()``), so the cancellation is claimed under the token's lock: the
-    /// cancelled bit is set there, and ``didCancel()`` runs after it.
+    /// cancelled bit is set there, and ``finishClaimedCancellation()`` runs after it.
     override final func claimCancellation() -> TokenClaim {
         guard flags & Flags.hasPolicy == 0 else { return .later }
         return markCancelled() ? .claimed : .alreadyCancelled
     }
-
-    override final func finishClaimedCancellation() {
-        didCancel()
-    }
-
-    /// Removes the registration from the registry and drops what is queued for it.
-    func didCancel() {}
 
     // MARK: Type-erased delivery
 
@@ -162,11 +149,7 @@ class AnyObserver: DeliveryRecord, @unchecked Sendable {  // Immutable but for t
 
     /// Appends a copy of the notification at `payload`, posted with `subject`, to the observer's
     /// mailbox or stream, held under `hold` unless it is 0 (see ``MailboxStateMachine``).
-    func enqueue(
-        _ payload: UnsafeRawPointer, subject: AnyObject?, group: WaitGroup?, hold: UInt
-    )
-        -> EnqueueOutcome
-    {
+    func enqueue(_ payload: UnsafeRawPointer, subject: AnyObject?, group: WaitGroup?, hold: UInt) -> EnqueueOutcome {
         .refused
     }
 
@@ -198,18 +181,16 @@ final class Observer<N: TypedNotification>: AnyObserver, MailboxOwner, @unchecke
         var flags: UInt8 = 0
         if filters != nil { flags |= Flags.hasFilters }
         if filters?.hasOwner == true { flags |= Flags.hasOwner }
+        var mailbox: Mailbox<N>?
+        var feed: Extras.Feed?
         switch handler {
         case .plain(let body) where target.isPosting:
             flags |= Flags.isPosting
             self.handler = body
-            self.extras =
-                filters == nil && priority == 0 && family == nil
-                ? nil : Extras(filters: filters, priority: priority, family: family, feed: nil)
         case .contextual(let body) where target.isPosting:
             flags |= Flags.isPosting | Flags.isContextual
             self.handler = { _ in }
-            self.extras = Extras(
-                filters: filters, priority: priority, family: family, feed: .contextual(HandlerBox(.contextual(body))))
+            feed = .contextual(HandlerBox(.contextual(body)))
         case .plain, .contextual, .async:
             // A drain runs the deliveries (even on the posting thread, an async handler has a
             // mailbox: it orders the calls), and the mailbox holds the handler.
@@ -218,10 +199,11 @@ final class Observer<N: TypedNotification>: AnyObserver, MailboxOwner, @unchecke
             let policy = MailboxPolicy(bufferingPolicy)
             if policy != nil { flags |= Flags.hasPolicy }
             self.handler = { _ in }
-            self.extras = Extras(
-                filters: filters, priority: priority, family: family,
-                mailbox: Mailbox(target: target, handler: handler, policy: policy), feed: nil)
+            mailbox = Mailbox(target: target, handler: handler, policy: policy)
         }
+        let isPlain = filters == nil && priority == 0 && family == nil && mailbox == nil && feed == nil
+        self.extras =
+            isPlain ? nil : Extras(filters: filters, priority: priority, family: family, mailbox: mailbox, feed: feed)
         super.init(registry: registry, site: site, flags: flags)
     }
 
@@ -251,24 +233,14 @@ final class Observer<N: TypedNotification>: AnyObserver, MailboxOwner, @unchecke
 
     override var priority: Int { extras?.priority ?? 0 }
     override var family: AnyFamily? { extras?.family }
-    override var filtersInfo: (hasSubject: Bool, hasOwner: Bool) {
-        (filters?.hasSubject ?? false, filters?.hasOwner ?? false)
-    }
-    /// The `from:` subject and `owner:`, if any.
-    var filters: Filters? { extras?.filters }
+    override var filters: Filters? { extras?.filters }
+    override var filtersAreDead: Bool { extras?.filters?.isDead ?? false }
     /// The mailbox of an observer whose deliveries a drain runs.
     var mailbox: Mailbox<N>? { extras?.mailbox }
-    /// The buffer of the ``NotificationSequence`` this observer feeds, if it feeds one.
-    var stream: StreamBuffer<N>? {
-        guard flags & Flags.isStream != 0, case .stream(let stream)? = extras?.feed else { return nil }
-        return stream
-    }
 
-    override var filtersAreDead: Bool { extras?.filters?.isDead ?? false }
-
-    override func filtersMatch(_ subject: AnyObject?) -> Bool { extras?.filters?.matches(subject) ?? true }
-
-    override func didCancel() {
+    /// Removes the registration from the registry and drops what is queued for it, once the
+    /// cancelled bit is set.
+    override func finishClaimedCancellation() {
         end(leaving: .skipped)
     }
 
@@ -277,12 +249,8 @@ final class Observer<N: TypedNotification>: AnyObserver, MailboxOwner, @unchecke
     /// - Returns: The number of items dropped.
     @discardableResult
     private func end(leaving outcome: DeliveryOutcome) -> Int {
-        if family != nil {
-            registry.removeFamily(self)
-        } else {
-            registry.remove(self)
-        }
-        if let stream { stream.finish() }
+        registry.remove(self)
+        if case .stream(let stream)? = extras?.feed { stream.finish() }
         guard let mailbox else { return 0 }
         mailbox.asyncCalls?.cancel()
         var (dropped, handler) = mailbox.close()
@@ -298,11 +266,7 @@ final class Observer<N: TypedNotification>: AnyObserver, MailboxOwner, @unchecke
     /// it was refused. Later posts find no observer and are counted as unobserved.
     func targetRefused(_ error: any Error) {
         let failure = self.failure(error)
-        guard markCancelled() else {
-            environment.report(failure)
-            return
-        }
-        let dropped = end(leaving: .refused(failure))
+        let dropped = markCancelled() ? end(leaving: .refused(failure)) : 0
         for _ in 0..<max(dropped, 1) {
             environment.report(failure)
         }
@@ -339,29 +303,21 @@ final class Observer<N: TypedNotification>: AnyObserver, MailboxOwner, @unchecke
     /// Calls the handler of this posting-thread observer with the notification at `payload`.
     override func deliver(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) -> ObserverFailure? {
         let notification = payload.assumingMemoryBound(to: N.self)
-        if flags & Flags.isContextual == 0 {
-            return HandlerCall.run(handler, with: notification, reportingTo: self)
-        } else if case .contextual(let box)? = extras?.feed {
+        if flags & Flags.isContextual != 0, case .contextual(let box)? = extras?.feed {
             return box.call(notification, subjectID: subjectID, on: .posting, reportingTo: self)
         }
-        return nil
+        return HandlerCall.run(handler, with: notification, reportingTo: self)
     }
-
-    override var notificationTypeName: String { Self.typeName }
 
     /// The name of the observed type, for reports: the family's (such as `any AnalyticsEvent`)
     /// for a family observer.
-    static var typeName: String {
-        (N.self as? any FamilyDeliveryProtocol.Type)?.familyName ?? String(describing: N.self)
-    }
+    override var notificationTypeName: String { family?.name ?? String(describing: N.self) }
 
     // MARK: The mailbox or stream
 
     override func enqueue(
         _ payload: UnsafeRawPointer, subject: AnyObject?, group: WaitGroup?, hold: UInt
-    )
-        -> EnqueueOutcome
-    {
+    ) -> EnqueueOutcome {
         let notification = payload.assumingMemoryBound(to: N.self)
         if flags & Flags.hasPolicy != 0 {
             return enqueueRarely(notification, subject: subject, group: group, hold: hold)
@@ -369,15 +325,7 @@ final class Observer<N: TypedNotification>: AnyObserver, MailboxOwner, @unchecke
         let subjectID = subject.map(ObjectIdentifier.init)
         // Optional chaining borrows the mailbox: a `guard let` would retain and release it on every
         // post, a write to a reference count that the drain on another thread shares.
-        switch extras?.append(notification, subjectID: subjectID, group: group, hold: hold) {
-        case nil, .reject:
-            return .refused
-        case .store:
-            return .queued
-        case .storeAndSchedule:
-            scheduleDrain()
-            return .queued
-        }
+        return outcome(of: extras?.append(notification, subjectID: subjectID, group: group, hold: hold))
     }
 
     /// ``enqueue(_:subjectID:group:hold:)`` for a mailbox with a mailbox policy; kept out
@@ -388,11 +336,19 @@ final class Observer<N: TypedNotification>: AnyObserver, MailboxOwner, @unchecke
     ) -> EnqueueOutcome {
         guard let mailbox, mailbox.policy != nil else { return .refused }
         let (action, displacement) = mailbox.appendUnderPolicy(notification, subject: subject, group: group, hold: hold)
+        return outcome(of: action, droppedNew: displacement == .rejectedNew)
+    }
+
+    /// What an append to the mailbox that returned `action` did with the notification (`nil`: there
+    /// is no mailbox); schedules the drain the append asks for. `droppedNew`: the mailbox policy
+    /// dropped the new notification.
+    @inline(__always)
+    private func outcome(of action: MailboxStateMachine.AppendAction?, droppedNew: Bool = false) -> EnqueueOutcome {
         switch action {
-        case .reject:
+        case nil, .reject:
             return .refused
         case .store:
-            return displacement == .rejectedNew ? .dropped : .queued
+            return droppedNew ? .dropped : .queued
         case .storeAndSchedule:
             scheduleDrain()
             return .queued
@@ -412,7 +368,7 @@ final class Observer<N: TypedNotification>: AnyObserver, MailboxOwner, @unchecke
     ///
     /// - Returns: Whether ``scheduleDrain()`` must be called once the registry lock is released,
     ///   and the values a bounded stream dropped, to be released after that lock too.
-    func preload(_ replays: [RetainedValues<N>.Replay]) -> (mustSchedule: Bool, dropped: [N]) {
+    func preload(_ replays: [RetainedValues.Replay<N>]) -> (mustSchedule: Bool, dropped: [N]) {
         guard !replays.isEmpty, let mailbox else { return (false, []) }
         return mailbox.append(replaying: replays.map { ($0.value, $0.subjectID) })
     }

@@ -21,14 +21,11 @@ final class ObserverSnapshot: @unchecked Sendable {  // Immutable once made.
         queuedCount = queued.count
         count = queued.count + posting.count
         elements = .allocate(capacity: count)
-        var index = 0
-        for observer in queued {
+        for (index, observer) in queued.enumerated() {
             (elements + index).initialize(to: .passRetained(observer))
-            index += 1
         }
-        for observer in posting {
-            (elements + index).initialize(to: .passRetained(observer))
-            index += 1
+        for (index, observer) in posting.enumerated() {
+            (elements + queuedCount + index).initialize(to: .passRetained(observer))
         }
     }
 

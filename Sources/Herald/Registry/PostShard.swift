@@ -41,18 +41,12 @@ extension SnapshotTable {
     /// A table for a new shard.
     init() { self.init(capacity: 8, empty: SnapshotEntry()) }
 
-    /// What ``lookup(_:familyGeneration:)`` found, carried out of the shard's lock (the snapshot
-    /// retained).
-    struct Lookup: Sendable {
-        let isHit: Bool
-        let snapshot: ObserverSnapshot?
-    }
-
-    /// The snapshot of `key`; a hit only if it was read at family generation `familyGeneration`.
+    /// The snapshot of `key`, carried out of the shard's lock (retained); a hit only if it was
+    /// read at family generation `familyGeneration`.
     @inline(__always)
-    func lookup(_ key: ObjectIdentifier, familyGeneration: UInt64) -> Lookup {
+    func lookup(_ key: ObjectIdentifier, familyGeneration: UInt64) -> (isHit: Bool, snapshot: ObserverSnapshot?) {
         let entry = self[key]
-        return Lookup(isHit: entry.familyGeneration == familyGeneration, snapshot: entry.snapshot)
+        return (entry.familyGeneration == familyGeneration, entry.snapshot)
     }
 
     /// Stores the registry's snapshot of `key` as of `generation` (which also orders the family

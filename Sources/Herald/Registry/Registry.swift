@@ -74,19 +74,19 @@ final class Registry: DeliveryHost, @unchecked Sendable {  // `shardRefs` is imm
         return observer
     }
 
-    /// Makes `observer` visible to posts.
+    /// Makes `observer` visible to posts: in its type's bucket, or, for a family observer, for
+    /// every type at once (see ``addFamily(_:in:)``).
     func add<N: TypedNotification>(_ observer: Observer<N>) {
-        let key = ObjectIdentifier(N.self)
-        let (replaced, change) = state.withLock { state in
-            state.add(observer, at: state.bucket(creating: N.self), key: key)
-        }
-        didChange(change)
+        let (replaced, change) = state.withLock { add(observer, in: &$0) }
+        if let change { didChange(change) }
         withExtendedLifetime(replaced) {}  // released here, outside the locks
     }
 
-    /// Ends `observer`'s registration. What the registry lets go of (the observer, whose handler
-    /// may capture anything, and the outdated snapshot) is released after the locks.
+    /// Ends `observer`'s registration (see ``removeFamily(_:)`` for a family observer). What the
+    /// registry lets go of (the observer, whose handler may capture anything, and the outdated
+    /// snapshot) is released after the locks.
     func remove<N: TypedNotification>(_ observer: Observer<N>) {
+        guard observer.family == nil else { return removeFamily(observer) }
         let key = ObjectIdentifier(N.self)
         let (released, change) = state.withLock { state -> ((AnyObserver, ObserverSnapshot?)?, RegistryChange?) in
             guard let index = state.bucket(key), let released = state.buckets[index].remove(observer) else {
@@ -119,16 +119,11 @@ final class Registry: DeliveryHost, @unchecked Sendable {  // `shardRefs` is imm
         return (observerClass, registration.site)
     }
 
-    /// Registers `observer`, an observer of a family, for every type at once: a new family
-    /// generation outdates every cached snapshot, and each type joins the observer when a post of
-    /// it next reads the registry. Touches no type.
+    /// Registers `observer`, an observer of a family, for every type at once, under the registry
+    /// lock: a new family generation outdates every cached snapshot, and each type joins the
+    /// observer when a post of it next reads the registry. Touches no type.
     ///
     /// - Complexity: O(1), amortised.
-    func addFamily(_ observer: AnyObserver) {
-        state.withLock { addFamily(observer, in: &$0) }
-    }
-
-    /// The body of ``addFamily(_:)``, under the registry lock.
     private func addFamily(_ observer: AnyObserver, in state: inout RegistryState) {
         state.familyGeneration += 1  // first: a family observer's number is never 0
         state.families.append(observer, sequence: state.nextSequence())
@@ -161,7 +156,7 @@ final class Registry: DeliveryHost, @unchecked Sendable {  // `shardRefs` is imm
     /// after the locks.
     ///
     /// - Complexity: O(the types that joined the observer).
-    func removeFamily(_ observer: AnyObserver) {
+    private func removeFamily(_ observer: AnyObserver) {
         let (released, changes) = state.withLock { state -> ([any Sendable], [RegistryChange]) in
             guard let removed = state.families.remove(observer) else { return ([], []) }
             var released: [any Sendable] = [removed]
@@ -230,7 +225,7 @@ final class Registry: DeliveryHost, @unchecked Sendable {  // `shardRefs` is imm
             state.withLock { state -> (ObserverSnapshot?, (any Sendable)?, [any Sendable]) in
                 let bucket = state.bucket(creating: N.self)
                 let sequence = state.nextRetainSequence()
-                let released = state.buckets[bucket].retain(value, subject: subject, sequence: sequence)
+                let released = state.buckets[bucket].retainedValues.store(value, subject: subject, sequence: sequence)
                 let (index, members) = state.bucket(key, type: N.self, sample: sample)
                 return (index.flatMap { state.buckets[$0].snapshot() }, released, members)
             }
@@ -241,10 +236,10 @@ final class Registry: DeliveryHost, @unchecked Sendable {  // `shardRefs` is imm
 
     /// The value of `type` retained for `subject` (which the caller keeps alive), if any.
     func retainedValue<N: TypedNotification>(of type: N.Type, subject: AnyObject?) -> N? {
-        state.withLock { state -> N? in
-            guard let index = state.bucket(ObjectIdentifier(type)), let values = state.buckets[index].retainedValues
-            else { return nil }
-            return values.value(of: type, for: subject)
+        state.withLock { state in
+            state.bucket(ObjectIdentifier(type)).flatMap {
+                state.buckets[$0].retainedValues.value(of: type, for: subject)
+            }
         }
     }
 
@@ -253,8 +248,8 @@ final class Registry: DeliveryHost, @unchecked Sendable {  // `shardRefs` is imm
     func removeRetainedValue<N: TypedNotification>(of type: N.Type, subject: AnyObject?) -> N? {
         let (value, released) = state.withLock { state -> (N?, (any Sendable)?) in
             guard let index = state.bucket(ObjectIdentifier(type)) else { return (nil, nil) }
-            let value = state.buckets[index].retainedValues?.value(of: type, for: subject)
-            return (value, state.buckets[index].removeRetainedEntry(for: subject))
+            let value = state.buckets[index].retainedValues.value(of: type, for: subject)
+            return (value, state.buckets[index].retainedValues.removeEntry(for: subject))
         }
         withExtendedLifetime(released) {}  // released here, outside the lock
         return value
@@ -276,15 +271,16 @@ final class Registry: DeliveryHost, @unchecked Sendable {  // `shardRefs` is imm
         while true {
             // The copy is released at the end of each round, outside the lock.
             let current = state.withLock { state -> (value: N, sequence: UInt64)? in
-                guard let index = state.bucket(key), let values = state.buckets[index].retainedValues,
-                    let value = values.value(of: type, for: subject), let sequence = values.sequence(for: subject)
+                guard let index = state.bucket(key),
+                    let entry = state.buckets[index].retainedValues.entry(for: subject),
+                    let value = entry.value as? N
                 else { return nil }
-                return (value, sequence)
+                return (value, entry.sequence)
             }
             guard let current, try shouldRemove(current.value) else { return false }
             let (outcome, released) = state.withLock { state -> (RetainedRemoval, (any Sendable)?) in
                 guard let index = state.bucket(key) else { return (.absent, nil) }
-                return state.buckets[index].removeRetainedValue(for: subject, ifSequence: current.sequence)
+                return state.buckets[index].retainedValues.remove(for: subject, ifSequence: current.sequence)
             }
             withExtendedLifetime(released) {}  // released here, outside the lock
             switch outcome {
@@ -305,9 +301,9 @@ final class Registry: DeliveryHost, @unchecked Sendable {  // `shardRefs` is imm
             var count = 0
             var released: [any Sendable] = []
             for index in indices {
-                let (removed, values) = state.buckets[index].removeRetainedValues()
+                let (removed, values) = state.buckets[index].retainedValues.removeAll()
                 count += removed
-                if let values { released.append(values) }
+                released.append(values)
             }
             return (count, released)
         }
@@ -336,9 +332,9 @@ final class Registry: DeliveryHost, @unchecked Sendable {  // `shardRefs` is imm
     /// Registers `observer` in the same critical section if there are none, or if `force`.
     func replayRound<N: TypedNotification>(
         _ observer: Observer<N>, after seen: UInt64, force: Bool
-    ) -> (replays: [RetainedValues<N>.Replay], latest: UInt64, added: Bool) {
+    ) -> (replays: [RetainedValues.Replay<N>], latest: UInt64, added: Bool) {
         let (replays, latest, added, change, replaced) = state.withLock {
-            state -> ([RetainedValues<N>.Replay], UInt64, Bool, RegistryChange?, ObserverSnapshot?) in
+            state -> ([RetainedValues.Replay<N>], UInt64, Bool, RegistryChange?, ObserverSnapshot?) in
             let replays = state.replays(for: observer, after: seen)
             guard replays.isEmpty || force else { return (replays, state.retainSequence, false, nil, nil) }
             let (replaced, change) = add(observer, in: &state)

@@ -44,13 +44,14 @@ struct RegistryState: Sendable {
 
     /// The retained values that `observer` replays, retained after the post numbered `sequence`,
     /// oldest first: those of its type, or of every type of its family.
-    func replays<N: TypedNotification>(for observer: Observer<N>, after sequence: UInt64) -> [RetainedValues<N>.Replay]
-    {
+    func replays<N>(for observer: Observer<N>, after sequence: UInt64) -> [RetainedValues.Replay<N>] {
         if let family = observer.family {
             return family.replays(of: N.self, in: buckets, matching: observer.filters, after: sequence)
         }
         guard let index = bucket(ObjectIdentifier(N.self)) else { return [] }
-        return buckets[index].retainedValues?.replays(of: N.self, matching: observer.filters, after: sequence) ?? []
+        return buckets[index].retainedValues.replays(matching: observer.filters, after: sequence) { value, _ in
+            value as? N
+        }
     }
 
     /// The number of a new registration, in registration order; 0 while the hub has never had a
@@ -75,8 +76,7 @@ struct RegistryState: Sendable {
     mutating func add(
         _ observer: AnyObserver, at index: Int, key: ObjectIdentifier
     ) -> (ObserverSnapshot?, RegistryChange) {
-        let sequence = nextSequence()
-        return (buckets[index].add(observer, sequence: sequence), recordChange(of: key))
+        (buckets[index].add(observer, sequence: nextSequence()), recordChange(of: key))
     }
 
     /// The index in `buckets` of `type`'s bucket, created if needed.
@@ -148,15 +148,13 @@ struct RegistryState: Sendable {
     /// - Returns: What it held, to release after the lock.
     mutating func removeAll() -> [any Sendable] {
         generation += 1
-        var released: [any Sendable] = [families]
-        for index in buckets.indices {
-            released += buckets[index].removeAll()
+        defer {
+            buckets = []
+            types = TypeTable()
+            families = ObserverList()
+            memberTypes = [:]
         }
-        buckets = []
-        types = TypeTable()
-        families = ObserverList()
-        memberTypes = [:]
-        return released
+        return [families, buckets]
     }
 }
 

@@ -30,7 +30,8 @@ class Cancellable: @unchecked Sendable {  // No state of its own; subclasses mak
     /// it in the same critical section.
     func claimCancellation() -> TokenClaim { hasEnded ? .ended : .later }
 
-    /// The rest of a cancellation that ``claimCancellation()`` claimed, after the token's lock.
+    /// The rest of a cancellation once the cancelled bit is set: after the token's lock for one
+    /// that ``claimCancellation()`` claimed.
     func finishClaimedCancellation() {}
     /// Whether the registration has ended.
     var isCancelled: Bool { true }

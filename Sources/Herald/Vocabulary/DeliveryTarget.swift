@@ -36,10 +36,6 @@ public struct DeliveryTarget: Sendable, Equatable, CustomStringConvertible {
 
     let kind: Kind
 
-    init(kind: Kind) {
-        self.kind = kind
-    }
-
     /// The posting thread: the handler runs synchronously inside `post`, before `post` returns.
     public static let posting = DeliveryTarget(kind: .posting)
 

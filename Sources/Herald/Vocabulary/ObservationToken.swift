@@ -84,19 +84,13 @@ public final class ObservationToken: Hashable, Sendable {
                 return (registration, claim)
             }
         }
-        switch claim {
-        case .ended, .alreadyCancelled:
-            withExtendedLifetime(claimed) {}  // the observer goes here, after the lock
-            return
-        case .claimed:
-            claimed?.finishClaimedCancellation()  // the observer goes at the end, after the lock
-            return
-        case .later:
-            break
+        guard claim == .later else {
+            if claim == .claimed { claimed?.finishClaimedCancellation() }
+            return  // the observer goes here, after the lock
         }
         guard let current = registration, !current.hasEnded else { return }
         current.cancel()
-        let ended = EndedRegistration.of(current)
+        let ended = EndedRegistration(ending: current)
         let replaced = StripedLocks.tokens.withLock(for: self) { () -> Cancellable? in
             guard state === current else { return nil }
             defer { state = ended }
@@ -178,17 +172,12 @@ private final class EndedRegistration: Cancellable, @unchecked Sendable {  // Im
     private let policy: NotificationBufferingPolicy
     private let counts: (replaced: Int, dropped: Int)
 
-    private init(policy: NotificationBufferingPolicy, counts: (replaced: Int, dropped: Int)) {
-        self.policy = policy
-        self.counts = counts
-    }
-
     /// What is left of `registration`, which has been cancelled; `nil` for an observation without
     /// a policy, whose counts are always 0.
-    static func of(_ registration: Cancellable) -> EndedRegistration? {
-        let policy = registration.bufferingPolicy
+    init?(ending registration: Cancellable) {
+        policy = registration.bufferingPolicy
         guard policy != .unbounded else { return nil }
-        return EndedRegistration(policy: policy, counts: registration.discardedCounts)
+        counts = registration.discardedCounts
     }
 
     override var hasEnded: Bool { true }
