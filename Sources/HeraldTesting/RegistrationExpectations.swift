@@ -440,7 +440,8 @@ public func expectUnregistersOnDeinit<N: TypedNotification, Component: AnyObject
     try checkUnregistersOnDeinit(type, in: hub, on: target, count: count, at: FailureSite(sourceLocation), make)
 }
 
-/// Runs ``unregistrationFailures(_:in:on:count:_:)`` and reports each failure at `site`.
+/// Checks ``expectUnregistersOnDeinit(_:in:on:count:fileID:filePath:line:column:_:)``'s steps and
+/// reports each failure at `site`, in order.
 func checkUnregistersOnDeinit<N: TypedNotification, Component: AnyObject>(
     _ type: N.Type,
     in hub: NotificationHub,
@@ -449,22 +450,6 @@ func checkUnregistersOnDeinit<N: TypedNotification, Component: AnyObject>(
     at site: FailureSite,
     _ make: () throws -> Component
 ) rethrows -> Bool {
-    let failures = try unregistrationFailures(type, in: hub, on: target, count: count, make)
-    hub.noteInStandInScope(checkingAt: site)
-    for failure in failures {
-        reportFailure(failure, at: site)
-    }
-    return failures.isEmpty
-}
-
-/// The failures of ``expectUnregistersOnDeinit(_:in:on:count:fileID:filePath:line:column:_:)``, in order.
-func unregistrationFailures<N: TypedNotification, Component: AnyObject>(
-    _ type: N.Type,
-    in hub: NotificationHub,
-    on target: DeliveryTarget?,
-    count: Int,
-    _ make: () throws -> Component
-) rethrows -> [String] {
     let before = hub.registrations(of: type, on: target).count
     var failures: [String] = []
     weak var released: Component?
@@ -484,5 +469,9 @@ func unregistrationFailures<N: TypedNotification, Component: AnyObject>(
     if let failure = hub.registrationFailure(type, on: target, count: before) {
         failures.append("after \(Component.self) was released, " + failure)
     }
-    return failures
+    hub.noteInStandInScope(checkingAt: site)
+    for failure in failures {
+        reportFailure(failure, at: site)
+    }
+    return failures.isEmpty
 }

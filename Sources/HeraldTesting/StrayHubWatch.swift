@@ -58,12 +58,6 @@ final class StrayHubWatch: Sendable {
             + "main-actor observers of \(listed)\(stray.count > 3 ? ", …" : "") have deliveries waiting there. "
             + "Call hub.useMainActorStandIn(main) before the first post"
     }
-
-    /// The stand-in of the calling task's ``withMainActorStandIn(name:fileID:filePath:line:column:_:)``
-    /// scope, if any.
-    static var currentStandIn: TestMainActor? {
-        (MainQueueExecutorScope.current as? StandIn)?.main
-    }
 }
 
 /// The hubs given a stand-in with `NotificationHub/useMainActorStandIn(_:)`, held weakly.
@@ -98,7 +92,8 @@ extension NotificationHub {
     /// also checks it now.
     func noteInStandInScope(checkingAt site: FailureSite? = nil) {
         if let site { reportRegistrationMisuses(at: site) }
-        guard let main = StrayHubWatch.currentStandIn else { return }
+        // The stand-in of the calling task's `withMainActorStandIn` scope, if any.
+        guard let main = (MainQueueExecutorScope.current as? StandIn)?.main else { return }
         main.strayHubs.note(self)
         if let site { main.strayHubs.check(main, at: site) }
     }
