@@ -40,12 +40,6 @@ public struct NotificationRecorderError: Error, Sendable, Equatable, CustomStrin
     /// How many notifications had been recorded, all already consumed by `next`.
     public let recordedCount: Int
 
-    private init(_ code: Code, notificationType: String, recordedCount: Int) {
-        self.code = code
-        self.notificationType = notificationType
-        self.recordedCount = recordedCount
-    }
-
     /// No notification arrived within the timeout.
     ///
     /// - Parameters:
@@ -54,7 +48,7 @@ public struct NotificationRecorderError: Error, Sendable, Equatable, CustomStrin
     ///   - recordedCount: How many notifications had been recorded.
     /// - Returns: The error.
     public static func timedOut(after timeout: Duration, notificationType: String, recordedCount: Int) -> Self {
-        Self(.timedOut(timeout), notificationType: notificationType, recordedCount: recordedCount)
+        Self(code: .timedOut(timeout), notificationType: notificationType, recordedCount: recordedCount)
     }
 
     /// The recorder was stopped while waiting, or before.
@@ -64,7 +58,7 @@ public struct NotificationRecorderError: Error, Sendable, Equatable, CustomStrin
     ///   - recordedCount: How many notifications had been recorded.
     /// - Returns: The error.
     public static func stopped(notificationType: String, recordedCount: Int) -> Self {
-        Self(.stopped, notificationType: notificationType, recordedCount: recordedCount)
+        Self(code: .stopped, notificationType: notificationType, recordedCount: recordedCount)
     }
 
     /// The waiting task was cancelled.
@@ -74,7 +68,7 @@ public struct NotificationRecorderError: Error, Sendable, Equatable, CustomStrin
     ///   - recordedCount: How many notifications had been recorded.
     /// - Returns: The error.
     public static func cancelled(notificationType: String, recordedCount: Int) -> Self {
-        Self(.cancelled, notificationType: notificationType, recordedCount: recordedCount)
+        Self(code: .cancelled, notificationType: notificationType, recordedCount: recordedCount)
     }
 
     /// Whether the wait ended because the timeout passed.

@@ -92,7 +92,7 @@ extension NotificationHub {
     func discardFailure<N: TypedNotification>(
         _ type: N.Type, on target: DeliveryTarget?, replaced: Int, dropped: Int
     ) -> String? {
-        let matching = registrations(of: type, on: target, bufferingPolicy: nil)
+        let matching = registrations(of: type, on: target)
         let found = (matching.reduce(0) { $0 + $1.replacedCount }, matching.reduce(0) { $0 + $1.droppedCount })
         guard found != (replaced, dropped) else { return nil }
         let place = target.map { " on \($0)" } ?? ""
@@ -135,13 +135,9 @@ extension NotificationHub {
             FailureSite(fileID: fileID, filePath: filePath, line: line, column: column))
     }
 
-    /// The registrations of `type`, on `target` and with `bufferingPolicy` if given.
-    func registrations<N: TypedNotification>(
-        of type: N.Type, on target: DeliveryTarget?, bufferingPolicy: NotificationBufferingPolicy? = nil
-    ) -> [Registration] {
-        registrations(of: type).filter {
-            (target == nil || $0.target == target) && (bufferingPolicy == nil || $0.bufferingPolicy == bufferingPolicy)
-        }
+    /// The registrations of `type`, on `target` if given.
+    func registrations<N: TypedNotification>(of type: N.Type, on target: DeliveryTarget?) -> [Registration] {
+        registrations(of: type).filter { target == nil || $0.target == target }
     }
 
     /// The failure message for a registration count, or `nil` if it matches.

@@ -36,11 +36,10 @@ final class StrayHubWatch: Sendable {
         let hubs = seen.withLock { seen in seen.values.compactMap { $0.isReported ? nil : $0.hub } }
         for hub in hubs {
             guard let message = Self.strayFailure(hub, main: main) else { continue }
-            let first = seen.withLock { seen -> Bool in
-                let id = ObjectIdentifier(hub)
-                guard seen[id]?.hub === hub, seen[id]?.isReported == false else { return false }
-                seen[id]?.isReported = true
-                return true
+            // `hub` is alive, so its entry is its own: `note` replaces only the entries of dead hubs.
+            let first = seen.withLock { seen in
+                defer { seen[ObjectIdentifier(hub)]?.isReported = true }
+                return seen[ObjectIdentifier(hub)]?.isReported == false
             }
             if first { reportFailure(message, at: site) }
         }

@@ -189,8 +189,7 @@ public final class TestDeliveryTarget: DeliveryExecutor, CustomStringConvertible
     /// - Returns: The number of jobs run.
     @discardableResult
     public func advance(by duration: Duration) -> Int {
-        let deadline = state.withLock { $0.now } + Swift.max(duration, .zero)
-        return advance(to: deadline)
+        advance(to: now + Swift.max(duration, .zero))
     }
 
     /// Moves the clock forward to `instant`, running every job due by then, as ``advance(by:)``

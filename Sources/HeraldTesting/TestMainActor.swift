@@ -238,7 +238,7 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
 
     @MainActor
     private func advance(by duration: Duration, site: FailureSite) async -> Int {
-        let instant = state.withLock { $0.queue.now } + Swift.max(duration, .zero)
+        let instant = now + Swift.max(duration, .zero)
         let count = await drive(until: instant, maxJobs: 100_000, site: site)
         state.withLock { $0.queue.advanceClock(to: instant) }
         return count + (await drive(until: nil, maxJobs: 100_000, site: site))
