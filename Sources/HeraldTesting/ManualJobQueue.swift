@@ -18,14 +18,12 @@ import Musl
 struct ManualJobQueue: Sendable {
     private struct Job {
         let due: Duration
-        let sequence: UInt64
         let work: @Sendable () -> Void
     }
 
     /// The time on the manual clock.
     private(set) var now: Duration = .zero
-    private var nextSequence: UInt64 = 0
-    /// Sorted by (due, sequence).
+    /// Sorted by due time, then by enqueue order.
     private var jobs: [Job] = []
     /// The threads running a job of this queue right now (a stack per nested run).
     private var runners: [UInt] = []
@@ -59,20 +57,10 @@ struct ManualJobQueue: Sendable {
     /// Queues `work`, due once the clock has advanced by `delay` (negative counts as zero).
     mutating func insert(_ work: @escaping @Sendable () -> Void, after delay: Duration = .zero) {
         let due = now + Swift.max(delay, .zero)
-        let job = Job(due: due, sequence: nextSequence, work: work)
-        nextSequence &+= 1
-        // Later sequence numbers go after every job with the same or an earlier due time.
-        var low = 0
-        var high = jobs.count
-        while low < high {
-            let middle = (low + high) / 2
-            if jobs[middle].due <= due {
-                low = middle + 1
-            } else {
-                high = middle
-            }
-        }
-        jobs.insert(job, at: low)
+        // After every job with the same or an earlier due time: searched from the end, where a job
+        // due now goes at once.
+        let index = jobs.lastIndex { $0.due <= due }.map { $0 + 1 } ?? 0
+        jobs.insert(Job(due: due, work: work), at: index)
     }
 
     /// Moves the clock to `instant`, if that is later than ``now``.

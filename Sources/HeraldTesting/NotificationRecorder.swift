@@ -40,12 +40,6 @@ public struct NotificationRecorderError: Error, Sendable, Equatable, CustomStrin
     /// How many notifications had been recorded, all already consumed by `next`.
     public let recordedCount: Int
 
-    private init(_ code: Code, notificationType: String, recordedCount: Int) {
-        self.code = code
-        self.notificationType = notificationType
-        self.recordedCount = recordedCount
-    }
-
     /// No notification arrived within the timeout.
     ///
     /// - Parameters:
@@ -54,7 +48,7 @@ public struct NotificationRecorderError: Error, Sendable, Equatable, CustomStrin
     ///   - recordedCount: How many notifications had been recorded.
     /// - Returns: The error.
     public static func timedOut(after timeout: Duration, notificationType: String, recordedCount: Int) -> Self {
-        Self(.timedOut(timeout), notificationType: notificationType, recordedCount: recordedCount)
+        Self(code: .timedOut(timeout), notificationType: notificationType, recordedCount: recordedCount)
     }
 
     /// The recorder was stopped while waiting, or before.
@@ -64,7 +58,7 @@ public struct NotificationRecorderError: Error, Sendable, Equatable, CustomStrin
     ///   - recordedCount: How many notifications had been recorded.
     /// - Returns: The error.
     public static func stopped(notificationType: String, recordedCount: Int) -> Self {
-        Self(.stopped, notificationType: notificationType, recordedCount: recordedCount)
+        Self(code: .stopped, notificationType: notificationType, recordedCount: recordedCount)
     }
 
     /// The waiting task was cancelled.
@@ -74,7 +68,7 @@ public struct NotificationRecorderError: Error, Sendable, Equatable, CustomStrin
     ///   - recordedCount: How many notifications had been recorded.
     /// - Returns: The error.
     public static func cancelled(notificationType: String, recordedCount: Int) -> Self {
-        Self(.cancelled, notificationType: notificationType, recordedCount: recordedCount)
+        Self(code: .cancelled, notificationType: notificationType, recordedCount: recordedCount)
     }
 
     /// Whether the wait ended because the timeout passed.
@@ -126,9 +120,8 @@ public final class NotificationRecorder<N: Sendable>: Sendable {
         var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
         /// Timeouts and cancellations that arrived while their waiter was not suspended.
         var interrupted: [UInt64: Interruption] = [:]
-        var observation: ObservationToken?
         /// The observation, kept after `stop()` so that its counts stay readable.
-        var counts: ObservationToken?
+        var observation: ObservationToken?
     }
 
     private enum Interruption {
@@ -151,17 +144,13 @@ public final class NotificationRecorder<N: Sendable>: Sendable {
     }
 
     func attach(_ observation: ObservationToken) {
-        state.withLock {
-            $0.observation = observation
-            $0.counts = observation
-        }
+        state.withLock { $0.observation = observation }
     }
 
-    func append(_ notification: N, context: DeliveryContext) {
+    func append(_ notification: N, subjectID: ObjectIdentifier?) {
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             guard !state.isStopped else { return [] }
-            state.records.append(
-                RecordedNotification(notification: notification, subjectID: context.subjectID, target: context.target))
+            state.records.append(RecordedNotification(notification: notification, subjectID: subjectID, target: target))
             defer { state.waiters = [:] }
             return Array(state.waiters.values)
         }
@@ -215,7 +204,7 @@ public final class NotificationRecorder<N: Sendable>: Sendable {
 
     /// The mailbox policy of the recorder's observer (see `ObservationToken.bufferingPolicy`).
     public var bufferingPolicy: NotificationBufferingPolicy {
-        state.withLock { $0.counts?.bufferingPolicy } ?? policy
+        state.withLock { $0.observation?.bufferingPolicy } ?? policy
     }
 
     /// The notifications that the recorder's mailbox policy replaced with newer ones before they
@@ -229,13 +218,13 @@ public final class NotificationRecorder<N: Sendable>: Sendable {
     /// #expect(recorder.replacedCount == 99)
     /// ```
     public var replacedCount: Int {
-        state.withLock { $0.counts?.replacedCount ?? 0 }
+        state.withLock { $0.observation?.replacedCount ?? 0 }
     }
 
     /// The notifications that the recorder's bounded mailbox policy dropped (see
     /// `ObservationToken.droppedCount`).
     public var droppedCount: Int {
-        state.withLock { $0.counts?.droppedCount ?? 0 }
+        state.withLock { $0.observation?.droppedCount ?? 0 }
     }
 
     /// Whether the recorder has stopped recording.
@@ -251,13 +240,10 @@ public final class NotificationRecorder<N: Sendable>: Sendable {
         let (observation, waiters) = state.withLock {
             state -> (ObservationToken?, [CheckedContinuation<Void, Never>]) in
             state.isStopped = true
-            defer {
-                state.observation = nil
-                state.waiters = [:]
-            }
+            defer { state.waiters = [:] }
             return (state.observation, Array(state.waiters.values))
         }
-        observation?.cancel()
+        observation?.cancel()  // calling it again does nothing
         for waiter in waiters {
             waiter.resume()
         }
@@ -333,17 +319,14 @@ public final class NotificationRecorder<N: Sendable>: Sendable {
                     return .success(state.records[state.cursor])
                 }
                 let type = String(describing: N.self)
+                let count = state.records.count
                 if state.isStopped {
-                    return .failure(.stopped(notificationType: type, recordedCount: state.records.count))
+                    return .failure(.stopped(notificationType: type, recordedCount: count))
                 }
                 switch state.interrupted[id] {
-                case .timedOut:
-                    return .failure(
-                        .timedOut(after: timeout, notificationType: type, recordedCount: state.records.count))
-                case .cancelled:
-                    return .failure(.cancelled(notificationType: type, recordedCount: state.records.count))
-                case nil:
-                    return nil
+                case .timedOut: return .failure(.timedOut(after: timeout, notificationType: type, recordedCount: count))
+                case .cancelled: return .failure(.cancelled(notificationType: type, recordedCount: count))
+                case nil: return nil
                 }
             }
             if let outcome {
@@ -465,23 +448,22 @@ public final class NotificationRecorder<N: Sendable>: Sendable {
         await checkNoFurtherNotifications(within: duration, comment, at: FailureSite(sourceLocation))
     }
 
-    func checkNoFurtherNotifications(_ comment: Comment?, at site: FailureSite) -> Bool {
-        reportIfFailed(furtherNotificationsFailure(), comment: comment, at: site)
-    }
-
     func checkNoFurtherNotifications(within duration: Duration, _ comment: Comment?, at site: FailureSite) async -> Bool
     {
         try? await Task.sleep(for: duration)
         return checkNoFurtherNotifications(comment, at: site)
     }
 
-    /// The failure message for unconsumed notifications, or `nil`.
-    func furtherNotificationsFailure() -> String? {
+    /// Reports the unconsumed notifications at `site`, if any.
+    func checkNoFurtherNotifications(_ comment: Comment?, at site: FailureSite) -> Bool {
         let extra = state.withLock { Array($0.records[$0.cursor...]) }
-        guard !extra.isEmpty else { return nil }
+        guard !extra.isEmpty else { return true }
         let listed = extra.prefix(5).map { String(describing: $0.notification) }.joined(separator: ", ")
-        return "NotificationRecorder<\(N.self)> expected no further notifications, found \(extra.count): \(listed)"
-            + (extra.count > 5 ? ", …" : "")
+        let more = extra.count > 5 ? ", …" : ""
+        reportFailure(
+            "NotificationRecorder<\(N.self)> expected no further notifications, found \(extra.count): \(listed)\(more)",
+            comment: comment, at: site)
+        return false
     }
 }
 
@@ -524,7 +506,8 @@ extension NotificationHub {
         makeRecorder(on: target, bufferingPolicy: bufferingPolicy) { record in
             observeWithContext(
                 type, from: subject, on: target, bufferingPolicy: bufferingPolicy, replayLatest: replayLatest,
-                fileID: fileID, line: line, record)
+                fileID: fileID, line: line
+            ) { record($0, $1.subjectID) }
         }
     }
 
@@ -558,8 +541,8 @@ extension NotificationHub {
     ) -> NotificationRecorder<Family> {
         makeRecorder(on: target, bufferingPolicy: bufferingPolicy) { record in
             observeWithContext(
-                every: family, from: subject, on: target, bufferingPolicy: bufferingPolicy, fileID: fileID, line: line,
-                record)
+                every: family, from: subject, on: target, bufferingPolicy: bufferingPolicy, fileID: fileID, line: line
+            ) { record($0, $1.subjectID) }
         }
     }
 
@@ -590,20 +573,21 @@ extension NotificationHub {
         line: UInt = #line
     ) -> NotificationRecorder<PostedNotification> {
         makeRecorder(on: target, bufferingPolicy: bufferingPolicy) { record in
-            observeAllWithContext(
-                from: subject, on: target, bufferingPolicy: bufferingPolicy, fileID: fileID, line: line, record)
+            observeAll(from: subject, on: target, bufferingPolicy: bufferingPolicy, fileID: fileID, line: line) {
+                record($0, $0.subjectID)
+            }
         }
     }
 
-    /// Makes a recorder on `target` that records through the observation `observe` makes with the
-    /// handler it is given; the recorder holds that observation, and the handler holds the recorder
-    /// weakly, so that letting go of the recorder ends the recording.
+    /// Makes a recorder on `target` that records, with the post's subject, through the observation
+    /// `observe` makes with the handler it is given; the recorder holds that observation, and the
+    /// handler holds the recorder weakly, so that letting go of the recorder ends the recording.
     private func makeRecorder<Value: Sendable>(
         on target: DeliveryTarget, bufferingPolicy: NotificationBufferingPolicy,
-        _ observe: (_ record: @escaping @Sendable (Value, DeliveryContext) -> Void) -> ObservationToken
+        _ observe: (_ record: @escaping @Sendable (Value, ObjectIdentifier?) -> Void) -> ObservationToken
     ) -> NotificationRecorder<Value> {
         let recorder = NotificationRecorder<Value>(target: target, bufferingPolicy: bufferingPolicy)
-        recorder.attach(observe { [weak recorder] value, context in recorder?.append(value, context: context) })
+        recorder.attach(observe { [weak recorder] value, subjectID in recorder?.append(value, subjectID: subjectID) })
         noteInStandInScope()
         return recorder
     }

@@ -92,7 +92,7 @@ extension NotificationHub {
     func discardFailure<N: TypedNotification>(
         _ type: N.Type, on target: DeliveryTarget?, replaced: Int, dropped: Int
     ) -> String? {
-        let matching = registrations(of: type, on: target, bufferingPolicy: nil)
+        let matching = registrations(of: type, on: target)
         let found = (matching.reduce(0) { $0 + $1.replacedCount }, matching.reduce(0) { $0 + $1.droppedCount })
         guard found != (replaced, dropped) else { return nil }
         let place = target.map { " on \($0)" } ?? ""
@@ -135,13 +135,9 @@ extension NotificationHub {
             FailureSite(fileID: fileID, filePath: filePath, line: line, column: column))
     }
 
-    /// The registrations of `type`, on `target` and with `bufferingPolicy` if given.
-    func registrations<N: TypedNotification>(
-        of type: N.Type, on target: DeliveryTarget?, bufferingPolicy: NotificationBufferingPolicy? = nil
-    ) -> [Registration] {
-        registrations(of: type).filter {
-            (target == nil || $0.target == target) && (bufferingPolicy == nil || $0.bufferingPolicy == bufferingPolicy)
-        }
+    /// The registrations of `type`, on `target` if given.
+    func registrations<N: TypedNotification>(of type: N.Type, on target: DeliveryTarget?) -> [Registration] {
+        registrations(of: type).filter { target == nil || $0.target == target }
     }
 
     /// The failure message for a registration count, or `nil` if it matches.
@@ -440,7 +436,8 @@ public func expectUnregistersOnDeinit<N: TypedNotification, Component: AnyObject
     try checkUnregistersOnDeinit(type, in: hub, on: target, count: count, at: FailureSite(sourceLocation), make)
 }
 
-/// Runs ``unregistrationFailures(_:in:on:count:_:)`` and reports each failure at `site`.
+/// Checks ``expectUnregistersOnDeinit(_:in:on:count:fileID:filePath:line:column:_:)``'s steps and
+/// reports each failure at `site`, in order.
 func checkUnregistersOnDeinit<N: TypedNotification, Component: AnyObject>(
     _ type: N.Type,
     in hub: NotificationHub,
@@ -449,22 +446,6 @@ func checkUnregistersOnDeinit<N: TypedNotification, Component: AnyObject>(
     at site: FailureSite,
     _ make: () throws -> Component
 ) rethrows -> Bool {
-    let failures = try unregistrationFailures(type, in: hub, on: target, count: count, make)
-    hub.noteInStandInScope(checkingAt: site)
-    for failure in failures {
-        reportFailure(failure, at: site)
-    }
-    return failures.isEmpty
-}
-
-/// The failures of ``expectUnregistersOnDeinit(_:in:on:count:fileID:filePath:line:column:_:)``, in order.
-func unregistrationFailures<N: TypedNotification, Component: AnyObject>(
-    _ type: N.Type,
-    in hub: NotificationHub,
-    on target: DeliveryTarget?,
-    count: Int,
-    _ make: () throws -> Component
-) rethrows -> [String] {
     let before = hub.registrations(of: type, on: target).count
     var failures: [String] = []
     weak var released: Component?
@@ -484,5 +465,9 @@ func unregistrationFailures<N: TypedNotification, Component: AnyObject>(
     if let failure = hub.registrationFailure(type, on: target, count: before) {
         failures.append("after \(Component.self) was released, " + failure)
     }
-    return failures
+    hub.noteInStandInScope(checkingAt: site)
+    for failure in failures {
+        reportFailure(failure, at: site)
+    }
+    return failures.isEmpty
 }

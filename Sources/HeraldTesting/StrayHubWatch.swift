@@ -36,11 +36,10 @@ final class StrayHubWatch: Sendable {
         let hubs = seen.withLock { seen in seen.values.compactMap { $0.isReported ? nil : $0.hub } }
         for hub in hubs {
             guard let message = Self.strayFailure(hub, main: main) else { continue }
-            let first = seen.withLock { seen -> Bool in
-                let id = ObjectIdentifier(hub)
-                guard seen[id]?.hub === hub, seen[id]?.isReported == false else { return false }
-                seen[id]?.isReported = true
-                return true
+            // `hub` is alive, so its entry is its own: `note` replaces only the entries of dead hubs.
+            let first = seen.withLock { seen in
+                defer { seen[ObjectIdentifier(hub)]?.isReported = true }
+                return seen[ObjectIdentifier(hub)]?.isReported == false
             }
             if first { reportFailure(message, at: site) }
         }
@@ -57,12 +56,6 @@ final class StrayHubWatch: Sendable {
         return "a hub that was not given \(main) delivers to the real main queue, which \(main) does not run: "
             + "main-actor observers of \(listed)\(stray.count > 3 ? ", …" : "") have deliveries waiting there. "
             + "Call hub.useMainActorStandIn(main) before the first post"
-    }
-
-    /// The stand-in of the calling task's ``withMainActorStandIn(name:fileID:filePath:line:column:_:)``
-    /// scope, if any.
-    static var currentStandIn: TestMainActor? {
-        (MainQueueExecutorScope.current as? StandIn)?.main
     }
 }
 
@@ -98,7 +91,8 @@ extension NotificationHub {
     /// also checks it now.
     func noteInStandInScope(checkingAt site: FailureSite? = nil) {
         if let site { reportRegistrationMisuses(at: site) }
-        guard let main = StrayHubWatch.currentStandIn else { return }
+        // The stand-in of the calling task's `withMainActorStandIn` scope, if any.
+        guard let main = (MainQueueExecutorScope.current as? StandIn)?.main else { return }
         main.strayHubs.note(self)
         if let site { main.strayHubs.check(main, at: site) }
     }

@@ -189,8 +189,7 @@ public final class TestDeliveryTarget: DeliveryExecutor, CustomStringConvertible
     /// - Returns: The number of jobs run.
     @discardableResult
     public func advance(by duration: Duration) -> Int {
-        let deadline = state.withLock { $0.now } + Swift.max(duration, .zero)
-        return advance(to: deadline)
+        advance(to: now + Swift.max(duration, .zero))
     }
 
     /// Moves the clock forward to `instant`, running every job due by then, as ``advance(by:)``
@@ -284,16 +283,13 @@ public final class TestDeliveryTarget: DeliveryExecutor, CustomStringConvertible
         checkNoPendingWork(comment, at: FailureSite(sourceLocation))
     }
 
+    /// Reports pending work at `site`, if any.
     func checkNoPendingWork(_ comment: Comment?, at site: FailureSite) -> Bool {
-        reportIfFailed(pendingWorkFailure(), comment: comment, at: site)
-    }
-
-    /// The failure message for pending work, or `nil` if nothing is pending.
-    func pendingWorkFailure() -> String? {
         let owner = description
-        return state.withLock { queue in
+        let failure = state.withLock { queue in
             queue.pendingCount == 0 ? nil : queue.pendingWorkMessage(of: owner, runCall: "runUntilIdle()")
         }
+        return reportIfFailed(failure, comment: comment, at: site)
     }
 
     // MARK: - Internals

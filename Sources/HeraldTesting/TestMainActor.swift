@@ -47,7 +47,7 @@ import Testing
 /// ``runNext()`` or ``advance(by:fileID:filePath:line:column:)``, never while the stand-in's lock is held.
 /// Work may be enqueued from any thread.
 public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
-    private struct State {
+    fileprivate struct State {
         /// The jobs, the manual clock, and the threads running a job of the stand-in right now.
         var queue = ManualJobQueue()
         /// Tasks of async handlers started by jobs that have not finished.
@@ -65,7 +65,7 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
 
     /// A name for failure messages, such as `"main"`.
     public let name: String
-    private let state = Locked(State())
+    fileprivate let state = Locked(State())
     /// The hubs seen in the stand-in's scope, checked for deliveries to the real main queue.
     let strayHubs = StrayHubWatch()
 
@@ -102,12 +102,6 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
     public var isCurrent: Bool {
         let me = ManualJobQueue.currentThread()
         return state.withLock { $0.queue.isRunning(on: me) }
-    }
-
-    /// Whether a test is inside ``runUntilIdle(maxJobs:fileID:filePath:line:column:)`` or
-    /// ``advance(by:fileID:filePath:line:column:)``.
-    var isRunning: Bool {
-        state.withLock { $0.drivers > 0 }
     }
 
     /// Starts the task of an async main-actor handler (or of ``run(maxJobs:fileID:filePath:line:column:_:)``'s
@@ -244,7 +238,7 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
 
     @MainActor
     private func advance(by duration: Duration, site: FailureSite) async -> Int {
-        let instant = state.withLock { $0.queue.now } + Swift.max(duration, .zero)
+        let instant = now + Swift.max(duration, .zero)
         let count = await drive(until: instant, maxJobs: 100_000, site: site)
         state.withLock { $0.queue.advanceClock(to: instant) }
         return count + (await drive(until: nil, maxJobs: 100_000, site: site))
@@ -366,56 +360,20 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
         checkNoPendingWork(comment, at: FailureSite(sourceLocation))
     }
 
+    /// Reports pending jobs and running async handlers at `site`, if any.
     func checkNoPendingWork(_ comment: Comment?, at site: FailureSite) -> Bool {
-        reportIfFailed(pendingWorkFailure(), comment: comment, at: site)
-    }
-
-    /// The failure message for pending jobs and running async handlers, or `nil` if none.
-    func pendingWorkFailure() -> String? {
         let owner = description
-        return state.withLock { state in
+        let failure = state.withLock { state -> String? in
             let tasks = state.taskCount
             guard state.queue.pendingCount > 0 || tasks > 0 else { return nil }
             var message = state.queue.pendingWorkMessage(of: owner, runCall: "await runUntilIdle()")
             if tasks > 0 { message += ", and \(tasks) async handler\(tasks == 1 ? "" : "s") still running" }
             return message
         }
+        return reportIfFailed(failure, comment: comment, at: site)
     }
 
     // MARK: - Waiting posts
-
-    /// Runs due jobs and waits for the tasks they start until `isDone`, or until nothing is left
-    /// (see `ManualMainQueueExecutor.runJobs(until:)`).
-    @MainActor
-    func runJobs(until isDone: @escaping @Sendable () -> Bool) async {
-        state.withLock { $0.drivers += 1 }
-        defer { state.withLock { $0.drivers -= 1 } }
-        while !isDone() {
-            if runJob(dueBy: nil) { continue }
-            let step = state.withLock { state -> Step in
-                if state.queue.hasJob(dueBy: nil) { return .ranJob }
-                return state.taskCount == 0 ? .idle : .wait(state.generation)
-            }
-            switch step {
-            case .ranJob: continue
-            case .idle: return
-            case .wait(let generation): await waitForChange(since: generation)
-            }
-        }
-    }
-
-    func hold(_ post: MainQueueWaitingPost) {
-        let isOver = state.withLock { state in
-            if !state.isScopeOver { state.heldPosts.append(post) }
-            return state.isScopeOver
-        }
-        // A post made after the scope ended: nothing will run the stand-in, so it ends at once.
-        if isOver { post.abandon() }
-    }
-
-    func release(_ post: MainQueueWaitingPost) {
-        state.withLock { state in state.heldPosts.removeAll { $0 === post } }
-    }
 
     /// Ends the waits of the `await postAndWait` calls still waiting for this stand-in's jobs,
     /// recording a test failure that names each: the stand-in's scope is over, so nothing will
@@ -444,37 +402,38 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
     }
 
     /// Runs jobs due by `deadline` (or by `now`), and waits for the async handlers they start,
-    /// until there is nothing left to run.
+    /// until there is nothing left to run, or until `isDone`. With a `site`, it reports runaway work
+    /// there after `maxJobs` jobs, and checks the stray hubs once idle; without one, it is the
+    /// stand-in's `ManualMainQueueExecutor.runJobs(until:)`.
     @MainActor
-    private func drive(until deadline: Duration?, maxJobs: Int, site: FailureSite) async -> Int {
+    fileprivate func drive(
+        until deadline: Duration?, maxJobs: Int = .max, site: FailureSite?, isDone: () -> Bool = { false }
+    ) async -> Int {
         state.withLock { $0.drivers += 1 }
         var count = 0
-        while true {
+        while !isDone() {
             if runJob(dueBy: deadline) {
                 count += 1
-                if count >= maxJobs {
-                    reportFailure("\(self) ran \(count) jobs and more may be due: work keeps enqueueing work", at: site)
-                    state.withLock { $0.drivers -= 1 }
-                    return count
-                }
-                continue
+                guard count >= maxJobs, let site else { continue }
+                reportFailure("\(self) ran \(count) jobs and more may be due: work keeps enqueueing work", at: site)
+                break
             }
             let step = state.withLock { state -> Step in
                 if state.queue.hasJob(dueBy: deadline) { return .ranJob }
-                if state.taskCount == 0 {
-                    state.drivers -= 1  // under the same lock as the check: a waiting post sees it
-                    return .idle
-                }
-                return .wait(state.generation)
+                if state.taskCount > 0 { return .wait(state.generation) }
+                state.drivers -= 1  // under the same lock as the check: a waiting post sees it
+                return .idle
             }
             switch step {
             case .ranJob: continue
             case .idle:
-                strayHubs.check(self, at: site)
+                if let site { strayHubs.check(self, at: site) }
                 return count
             case .wait(let generation): await waitForChange(since: generation)
             }
         }
+        state.withLock { $0.drivers -= 1 }
+        return count
     }
 
     /// Suspends until a job is enqueued or a task ends after `generation`.
@@ -608,7 +567,9 @@ final class StandIn: ManualMainQueueExecutor, CustomStringConvertible {
     }
 
     var description: String { main.description }
-    var isRunningJobs: Bool { main.isRunning }
+    /// Whether a test is inside ``TestMainActor/runUntilIdle(maxJobs:fileID:filePath:line:column:)``
+    /// or ``TestMainActor/advance(by:fileID:filePath:line:column:)``.
+    var isRunningJobs: Bool { main.state.withLock { $0.drivers > 0 } }
     var isCurrent: Bool { main.isCurrent }
 
     func noteMainQueueObserver(on hub: NotificationHub) {
@@ -631,16 +592,22 @@ final class StandIn: ManualMainQueueExecutor, CustomStringConvertible {
         main.startTask(work)
     }
 
+    /// Runs due jobs and waits for the tasks they start until `isDone`, or until nothing is left.
     @MainActor
     func runJobs(until isDone: @escaping @Sendable () -> Bool) async {
-        await main.runJobs(until: isDone)
+        _ = await main.drive(until: nil, site: nil, isDone: isDone)
     }
 
     func hold(_ post: MainQueueWaitingPost) {
-        main.hold(post)
+        let isOver = main.state.withLock { state in
+            if !state.isScopeOver { state.heldPosts.append(post) }
+            return state.isScopeOver
+        }
+        // A post made after the scope ended: nothing will run the stand-in, so it ends at once.
+        if isOver { post.abandon() }
     }
 
     func release(_ post: MainQueueWaitingPost) {
-        main.release(post)
+        main.state.withLock { state in state.heldPosts.removeAll { $0 === post } }
     }
 }

@@ -98,30 +98,4 @@ extension NotificationHub {
     public var registryMembershipUpdates: Int {
         core.registry.membershipUpdates
     }
-
-    /// Taps every notification (see `observeAll(from:on:priority:bufferingPolicy:fileID:line:_:)`)
-    /// with a handler that also learns the delivery target.
-    ///
-    /// - Parameters:
-    ///   - subject: If not `nil`, only posts with this object as subject are delivered (held weakly).
-    ///   - target: Where the handler runs.
-    ///   - bufferingPolicy: What the tap's mailbox keeps. See ``NotificationBufferingPolicy``.
-    ///   - fileID: The file that registers; leave the default.
-    ///   - line: The line that registers; leave the default.
-    ///   - handler: The handler, given the notification and its ``DeliveryContext``.
-    /// - Returns: The observation.
-    @_spi(Testing)
-    public func observeAllWithContext(
-        from subject: AnyObject? = nil,
-        on target: DeliveryTarget = .posting,
-        bufferingPolicy: NotificationBufferingPolicy = .unbounded,
-        fileID: StaticString = #fileID,
-        line: UInt = #line,
-        _ handler: @escaping @Sendable (PostedNotification, DeliveryContext) throws -> Void
-    ) -> ObservationToken {
-        registerTap(
-            target: target, subject: subject, owner: nil, priority: 0,
-            bufferingPolicy: bufferingPolicy, fileID: fileID, line: line,
-            handler: .contextual(handler))
-    }
 }
