@@ -51,7 +51,7 @@ extension DeliveryTarget {
         case .main: DispatchQueue.main.async(execute: job)
         case .queue(let queue, _): queue.async(execute: job)
         case .operationQueue(let queue): queue.addOperation(job)
-        case .thread(let thread): thread.submit(job)
+        case .thread(let thread): thread.perform(job)
         case .executor(let executor): executor.enqueue(job)
         case .actor(let actor): Task.detached { await runIsolated(to: actor, job) }
         }
@@ -81,7 +81,7 @@ extension DeliveryTarget {
         case .operationQueue(let queue):
             DispatchQueue.global().asyncAfter(deadline: delay.deadlineFromNow) { queue.addOperation(job) }
         case .thread(let thread):
-            thread.submit(after: delay, job)
+            thread.perform(after: delay, job)
         case .executor(let executor):
             executor.enqueue(after: delay, job)
         case .actor(let actor):
