@@ -54,21 +54,13 @@ enum QueueIdentity {
 final class QueueToken: Sendable {}
 
 extension Duration {
-    /// The duration in whole nanoseconds, clamped to `0...Int64.max`.
-    var clampedNanoseconds: Int64 {
-        let (seconds, attoseconds) = components
-        if seconds < 0 || (seconds == 0 && attoseconds <= 0) { return 0 }
-        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        if overflow { return .max }
-        let (total, overflow2) = whole.addingReportingOverflow(attoseconds / 1_000_000_000)
-        return overflow2 ? .max : total
-    }
-
-    /// The dispatch time `self` from now; very long durations become `.distantFuture`.
+    /// The dispatch time `self` from now, in whole nanoseconds; zero and negative durations are
+    /// now, very long ones `.distantFuture`.
     var deadlineFromNow: DispatchTime {
-        let nanoseconds = clampedNanoseconds
         // About 100 years: anything longer is "never" for a dispatch deadline.
-        if nanoseconds >= 3_153_600_000_000_000_000 { return .distantFuture }
-        return .now() + .nanoseconds(Int(nanoseconds))
+        if self >= .seconds(3_153_600_000) { return .distantFuture }
+        if self <= .zero { return .now() }
+        let (seconds, attoseconds) = components
+        return .now() + .nanoseconds(Int(seconds * 1_000_000_000 + attoseconds / 1_000_000_000))
     }
 }

@@ -38,24 +38,22 @@ struct SiteTable: @unchecked Sendable {  // Lives behind a lock; `StaticString` 
     /// Index + 1 into `locations`, or 0 for an empty slot.
     private var slots = [UInt32](repeating: 0, count: 64)
 
-    private func key(_ location: SourceLocation) -> UInt {
-        UInt(bitPattern: location.fileID.utf8Start) &+ UInt(location.line) &* 0x1_0000_0001
-    }
-
-    private func firstSlot(_ location: SourceLocation) -> Int {
+    /// The slot that holds `location`, or the empty slot where it belongs: the first of the two
+    /// on the probe sequence that starts at the hash of the literal's address and line.
+    private func probe(_ location: SourceLocation) -> Int {
+        let key = UInt(bitPattern: location.fileID.utf8Start) &+ UInt(location.line) &* 0x1_0000_0001
         let shift = UInt(UInt.bitWidth - slots.count.trailingZeroBitCount)
-        return Int(truncatingIfNeeded: (key(location) &* 0x9E37_79B9_7F4A_7C15) >> shift)
+        var slot = Int(truncatingIfNeeded: (key &* 0x9E37_79B9_7F4A_7C15) >> shift)
+        while slots[slot] != 0 && locations[Int(slots[slot] - 1)] != location {
+            slot = (slot + 1) & (slots.count - 1)
+        }
+        return slot
     }
 
     /// The index of `location`, numbered now if it is new.
     mutating func index(of location: SourceLocation) -> UInt32 {
-        let mask = slots.count - 1
-        var slot = firstSlot(location)
-        while slots[slot] != 0 {
-            let index = slots[slot] - 1
-            if locations[Int(index)] == location { return index }
-            slot = (slot + 1) & mask
-        }
+        let slot = probe(location)
+        if slots[slot] != 0 { return slots[slot] - 1 }
         let index = UInt32(locations.count)
         locations.append(location)
         if locations.count * 2 > slots.count {
@@ -68,11 +66,8 @@ struct SiteTable: @unchecked Sendable {  // Lives behind a lock; `StaticString` 
 
     private mutating func rehash() {
         slots = [UInt32](repeating: 0, count: slots.count * 2)
-        let mask = slots.count - 1
         for (index, location) in locations.enumerated() {
-            var slot = firstSlot(location)
-            while slots[slot] != 0 { slot = (slot + 1) & mask }
-            slots[slot] = UInt32(index) + 1
+            slots[probe(location)] = UInt32(index) + 1
         }
     }
 }

@@ -51,7 +51,7 @@ extension DeliveryTarget {
         case .main: DispatchQueue.main.async(execute: job)
         case .queue(let queue, _): queue.async(execute: job)
         case .operationQueue(let queue): queue.addOperation(job)
-        case .thread(let thread): thread.submit(job)
+        case .thread(let thread): thread.perform(job)
         case .executor(let executor): executor.enqueue(job)
         case .actor(let actor): Task.detached { await runIsolated(to: actor, job) }
         }
@@ -74,7 +74,7 @@ extension DeliveryTarget {
         switch kind {
         case .main: DispatchQueue.main.asyncAfter(deadline: delay.deadlineFromNow, execute: job)
         case .queue(let queue, _): queue.asyncAfter(deadline: delay.deadlineFromNow, execute: job)
-        case .thread(let thread): thread.submit(after: delay, job)
+        case .thread(let thread): thread.perform(after: delay, job)
         case .executor(let executor): executor.enqueue(after: delay, job)
         case .posting, .operationQueue, .actor:
             // No timer of their own: a global queue waits, then schedules the job.

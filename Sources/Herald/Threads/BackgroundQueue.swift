@@ -150,9 +150,8 @@ public final class BackgroundQueue: Sendable {
             (upstream as? any TaskOperating)?.dependents.keep(BackgroundTaskHandle(operation: operation))
             operation.addDependency(upstream)
         }
-        let task = BackgroundTask(operation: operation)
         operations.addOperation(operation)
-        return task
+        return BackgroundTask(operation: operation)
     }
 
     /// Queues `work`, then suspends until it has finished, and returns its value.
@@ -258,10 +257,9 @@ struct SharedSlot<Value: Sendable>: Sendable {
     /// Returns the value, creating it with `make` if nobody set it.
     mutating func use(orMake make: () -> Value) -> Value {
         wasUsed = true
-        if let value { return value }
-        let made = make()
-        value = made
-        return made
+        let used = value ?? make()
+        value = used
+        return used
     }
 
     /// Sets the value, if it has not been used or replaced yet.

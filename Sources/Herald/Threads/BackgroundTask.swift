@@ -27,10 +27,6 @@ public final class BackgroundTask<Value: Sendable>: BackgroundTaskDependency, Ha
         self.operation = operation
     }
 
-    private var core: BackgroundTaskCore<Value> {
-        operation.core
-    }
-
     /// The task as a dependency of later work.
     public var dependencyHandle: BackgroundTaskHandle {
         BackgroundTaskHandle(operation: operation)
@@ -51,23 +47,23 @@ public final class BackgroundTask<Value: Sendable>: BackgroundTaskDependency, Ha
         // Only the task's own state: the operation still runs, finds the task cancelled, and
         // finishes at once. `Operation.cancel()` is avoided because swift-corelibs-foundation's
         // OperationQueue can crash when operations are cancelled while it schedules them.
-        core.cancel()
+        operation.core.cancel()
     }
 
     /// Whether ``cancel()`` has been called.
     public var isCancelled: Bool {
-        core.isCancelled
+        operation.core.cancellation.isSet
     }
 
     /// Whether the task has finished: its work returned or threw, or it was cancelled before it
     /// started.
     public var isFinished: Bool {
-        core.outcome != nil
+        operation.core.outcome != nil
     }
 
     /// The outcome, if the task has finished; `nil` while it is queued or running.
     public var result: Result<Value, any Error>? {
-        core.outcome
+        operation.core.outcome
     }
 
     /// The value the work returned, once the task has finished.
@@ -85,7 +81,7 @@ public final class BackgroundTask<Value: Sendable>: BackgroundTaskDependency, Ha
     ///   error the work threw.
     public var value: Value {
         get async throws {
-            try await core.outcome().get()
+            try await operation.core.outcome().get()
         }
     }
 
@@ -106,7 +102,7 @@ public final class BackgroundTask<Value: Sendable>: BackgroundTaskDependency, Ha
     ///   error the work threw.
     @available(*, noasync, message: "wait() blocks the calling thread; use `await task.value`")
     public func wait() throws -> Value {
-        try core.waitForOutcome().get()
+        try operation.core.waitForOutcome().get()
     }
 
     /// Two handles are equal when they are the same task.
@@ -245,11 +241,7 @@ final class DependentsKeeper: Sendable {
 
     /// Lets the dependents go, outside the lock; later ``keep(_:)`` calls keep nothing.
     func releaseAll() {
-        let released = dependents.withLock { dependents in
-            defer { dependents = nil }
-            return dependents
-        }
-        withExtendedLifetime(released) {}
+        withExtendedLifetime(dependents.exchange(nil)) {}
     }
 }
 
@@ -274,10 +266,6 @@ final class BackgroundTaskCore<Value: Sendable>: Sendable {
     init(work: @escaping @Sendable () throws -> Value) {
         state = Lock(State(phase: .pending(work)), rank: .backgroundTask)
         done.enter()
-    }
-
-    var isCancelled: Bool {
-        cancellation.isSet
     }
 
     var outcome: Result<Value, any Error>? {

@@ -35,20 +35,17 @@ final class BlockingCall<T, E: Error>: Sendable {
         self.work = HandOver(work)
     }
 
-    /// Runs the work, at most once, on the calling thread, and keeps its outcome for ``result()``.
-    func run() {
+    /// Runs the work on the calling thread, on behalf of `waiter`, keeps its outcome for
+    /// ``result()`` and wakes `waiter`; does nothing if the work was taken before, so that it runs
+    /// once, whoever gets to it first: the target or a helping waiter.
+    private func run(for waiter: Waiter) {
         guard let work = work.take() else { return }
-        let result: Result<T, E>
-        do throws(E) {
-            result = .success(try work())
-        } catch {
-            result = .failure(error)
-        }
-        let box = HandOver(result)
+        let box = HandOver(Waiter.chain.withValue(waiter) { Result(catching: work) })
         outcome.withLock { $0 = box }
+        waiter.finish()
     }
 
-    /// Hands ``run()`` to `target` with `submit`, and blocks the calling thread until it has run:
+    /// Hands the work to `target` with `submit`, and blocks the calling thread until it has run:
     /// the one way every `performAndWait` waits. Read the outcome with ``result()`` afterwards.
     ///
     /// While it blocks, the thread serves help requests (see ``Waiter``), and the waiters up its
@@ -65,16 +62,13 @@ final class BlockingCall<T, E: Error>: Sendable {
         submittingWith submit: (_ job: @escaping @Sendable () -> Void) throws -> Void
     ) rethrows {
         let waiter = Waiter(isolation: isolation)
-        let job = OnceJob {
-            Waiter.chain.withValue(waiter) { self.run() }
-            waiter.finish()
-        }
-        try submit(job.run)
-        Waiter.askChainForHelp { HelpRequest(target: target, work: job.run) }
+        let job: @Sendable () -> Void = { self.run(for: waiter) }
+        try submit(job)
+        Waiter.askChainForHelp { HelpRequest(target: target, work: job) }
         _ = waiter.wait()
     }
 
-    /// The outcome of ``run()``, which must have finished.
+    /// The outcome of the work, which must have run.
     func result() throws(E) -> sending T {
         switch outcome.withLock({ $0 })?.take() {
         case .success(let value): return value

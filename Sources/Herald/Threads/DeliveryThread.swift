@@ -95,12 +95,12 @@ public final class DeliveryThread: SerialExecutor, CustomStringConvertible {
 
     /// Whether the thread still accepts new work, that is, ``shutdown()`` has not been called.
     public var isAcceptingWork: Bool {
-        core.isAcceptingWork
+        core.phase == .running
     }
 
     /// Whether the OS thread has finished: it was shut down and all queued work has run.
     public var isStopped: Bool {
-        core.isStopped
+        core.phase == .stopped
     }
 
     /// `DeliveryThread(name)`, for logs and test failures.
@@ -123,7 +123,7 @@ public final class DeliveryThread: SerialExecutor, CustomStringConvertible {
     /// - Parameter work: The work to run on this thread.
     /// - Complexity: Amortised O(1).
     public func perform(_ work: @escaping @Sendable () -> Void) {
-        submit(work)
+        reportUnlessAccepted(core.submit(.block(work)))
     }
 
     /// Runs `work` on this thread once `delay` has passed, never earlier.
@@ -144,7 +144,7 @@ public final class DeliveryThread: SerialExecutor, CustomStringConvertible {
     ///   - work: The work to run on this thread.
     /// - Complexity: O(*t*) in the number of delayed items pending.
     public func perform(after delay: Duration, _ work: @escaping @Sendable () -> Void) {
-        submit(after: delay, work)
+        reportUnlessAccepted(core.submit(after: delay, work))
     }
 
     /// Runs `work` on this thread and waits for its result.
@@ -187,7 +187,7 @@ public final class DeliveryThread: SerialExecutor, CustomStringConvertible {
         }
         let call = BlockingCall(work)
         try call.runWaiting(for: .thread(self), isolation: isolation) { job in
-            guard core.submit(.block(job)) else { throw DeliveryThreadError(code: .shutDown, threadName: name) }
+            if let error = trySubmit(job) { throw error }
         }
         return try call.result()
     }
@@ -253,11 +253,6 @@ public final class DeliveryThread: SerialExecutor, CustomStringConvertible {
 
     // MARK: - Submitting work (the delivery target's side)
 
-    /// Schedules `job` to run later on this thread; rejected work goes to the `rejectionHandler`.
-    func submit(_ job: @escaping @Sendable () -> Void) {
-        reportUnlessAccepted(core.submit(.block(job)))
-    }
-
     /// Schedules `job` to run later on this thread, or returns the error if the thread was shut down.
     ///
     /// Herald uses this for notification deliveries: when the thread has been shut down, the
@@ -268,17 +263,11 @@ public final class DeliveryThread: SerialExecutor, CustomStringConvertible {
         core.submit(.block(job)) ? nil : DeliveryThreadError(code: .shutDown, threadName: name)
     }
 
-    /// Schedules `job` to run on this thread once `delay` has passed. The thread keeps its own
-    /// timers: no dispatch queue or run loop is involved.
-    func submit(after delay: Duration, _ job: @escaping @Sendable () -> Void) {
-        reportUnlessAccepted(core.submit(after: delay, job))
-    }
-
     /// Reports work that the core refused, because the thread was shut down, to the
     /// `rejectionHandler`.
     private func reportUnlessAccepted(_ accepted: Bool) {
         if !accepted {
-            core.reject(DeliveryThreadError(code: .shutDown, threadName: name))
+            core.rejectionHandler(DeliveryThreadError(code: .shutDown, threadName: name))
         }
     }
 

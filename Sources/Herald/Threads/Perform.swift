@@ -128,14 +128,8 @@ extension MainActor {
     ) throws(E) -> T {
         // A `@MainActor` closure is `Sendable`, so it may go to the main queue as it is.
         let outcome = withoutActuallyEscaping(work) { work in
-            DeliveryTarget.mainQueue.performAndWait(isolation: isolation) { () -> Result<T, E> in
-                MainActor.assumeIsolated { () -> Result<T, E> in
-                    do throws(E) {
-                        return .success(try work())
-                    } catch {
-                        return .failure(error)
-                    }
-                }
+            DeliveryTarget.mainQueue.performAndWait(isolation: isolation) {
+                MainActor.assumeIsolated { Result { () throws(E) -> T in try work() } }
             }
         }
         return try outcome.get()

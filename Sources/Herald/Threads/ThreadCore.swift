@@ -17,7 +17,7 @@ final class ThreadCore: Sendable {
         let work: @Sendable () -> Void
     }
 
-    private enum Phase {
+    enum Phase {
         case running, stopping, stopped
     }
 
@@ -38,7 +38,8 @@ final class ThreadCore: Sendable {
     let stopped = DispatchGroup()
     /// Signalled once `Thread.start()` has returned on the creating thread.
     let started = DispatchSemaphore(value: 0)
-    private let rejectionHandler: @Sendable (DeliveryThreadError) -> Void
+    /// Receives the work the thread rejects (see ``DeliveryThread/init(name:qualityOfService:rejectionHandler:)``).
+    let rejectionHandler: @Sendable (DeliveryThreadError) -> Void
     private let state = Lock(State(), rank: .thread)
     private let wakeUp = DispatchSemaphore(value: 0)
 
@@ -48,12 +49,8 @@ final class ThreadCore: Sendable {
         stopped.enter()
     }
 
-    var isAcceptingWork: Bool {
-        state.withLock { $0.phase == .running }
-    }
-
-    var isStopped: Bool {
-        state.withLock { $0.phase == .stopped }
+    var phase: Phase {
+        state.withLock { $0.phase }
     }
 
     /// Queues `item`; returns `false` if the thread no longer accepts work.
@@ -70,9 +67,7 @@ final class ThreadCore: Sendable {
     /// Queues `work` to become ready after `delay`; returns `false` if the thread no longer accepts
     /// work.
     func submit(after delay: Duration, _ work: @escaping @Sendable () -> Void) -> Bool {
-        let now = DispatchTime.now().uptimeNanoseconds
-        let (deadline, overflow) = now.addingReportingOverflow(UInt64(delay.clampedNanoseconds))
-        let timer = DelayedWork(deadline: overflow ? .max : deadline, work: work)
+        let timer = DelayedWork(deadline: delay.deadlineFromNow.uptimeNanoseconds, work: work)
         let (accepted, mustWake) = state.withLock { state -> (Bool, Bool) in
             guard state.phase == .running else { return (false, false) }
             let index = state.timers.firstIndex { $0.deadline > timer.deadline } ?? state.timers.endIndex
@@ -91,18 +86,12 @@ final class ThreadCore: Sendable {
         if mustWake { wakeUp.signal() }
     }
 
-    func reject(_ error: DeliveryThreadError) {
-        rejectionHandler(error)
-    }
-
     /// `name`, cut to the 15 bytes that Linux allows for a thread name, on a character boundary.
     static func osThreadName(_ name: String) -> String {
         #if os(Linux)
         var result = ""
-        var length = 0
         for character in name {
-            length += character.utf8.count
-            guard length <= 15 else { break }
+            guard result.utf8.count + character.utf8.count <= 15 else { break }
             result.append(character)
         }
         return result
@@ -173,7 +162,7 @@ final class ThreadCore: Sendable {
                     state.withLock { $0.isSleeping = false }
                 case .exit(let rejectedTimers):
                     for _ in 0..<rejectedTimers {
-                        reject(DeliveryThreadError(code: .shutDownBeforeDelayEnded, threadName: name))
+                        rejectionHandler(DeliveryThreadError(code: .shutDownBeforeDelayEnded, threadName: name))
                     }
                     rejected.removeAll()  // released here, outside the lock, before anyone learns it stopped
                     stopped.leave()

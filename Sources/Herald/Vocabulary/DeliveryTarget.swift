@@ -125,9 +125,9 @@ protocol SerialThread: AnyObject, Sendable {
     var isCurrent: Bool { get }
     /// Runs `job` later on the thread (or reports it to the thread's rejection handler once the
     /// thread is shut down).
-    func submit(_ job: @escaping @Sendable () -> Void)
+    func perform(_ job: @escaping @Sendable () -> Void)
     /// Runs `job` later on the thread, or returns why the thread never will.
     func trySubmit(_ job: @escaping @Sendable () -> Void) -> (any Error)?
     /// Runs `job` on the thread once `delay` has passed.
-    func submit(after delay: Duration, _ job: @escaping @Sendable () -> Void)
+    func perform(after delay: Duration, _ job: @escaping @Sendable () -> Void)
 }

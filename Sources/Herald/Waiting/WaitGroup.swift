@@ -7,11 +7,8 @@ final class WaitGroup: Sendable {
         var remaining = 1  // one for the poster itself, released by `arrive()` after enqueueing
         /// Whether the poster has released its own hold (`arrive()`).
         var hasArrived = false
-        var delivered = 0
-        var skipped = 0
-        var replaced = 0
-        var dropped = 0
-        var failures: [ObserverFailure] = []
+        /// The outcomes recorded so far.
+        var report = DeliveryReport()
         var continuation: CheckedContinuation<Bool, Never>?
         var isComplete = false
         /// Set by ``abandon(_:)``: later outcomes are not recorded.
@@ -53,12 +50,10 @@ final class WaitGroup: Sendable {
     ///
     /// A relay is made and held by one mailbox item only; it counts nothing itself.
     init(relaying primary: WaitGroup?, replaced: WaitGroup) {
-        var groups: [WaitGroup] = []
+        var groups = [replaced]
         if let relay = replaced.relay {
             groups = relay.replaced
             if let older = relay.primary { groups.append(older) }
-        } else {
-            groups = [replaced]
         }
         self.relay = Relay(primary: primary, replaced: groups)
         self.waiter = primary?.waiter ?? groups.lazy.compactMap(\.waiter).first
@@ -88,16 +83,16 @@ final class WaitGroup: Sendable {
         let isComplete = state.withLock { state -> Bool in
             if state.isAbandoned { return false }
             switch outcome {
-            case .delivered: state.delivered += 1
-            case .skipped: state.skipped += 1
+            case .delivered: state.report.deliveredCount += 1
+            case .skipped: state.report.skippedCount += 1
             case .failed(let failure):
-                state.delivered += 1
-                state.failures.append(failure)
+                state.report.deliveredCount += 1
+                state.report.failures.append(failure)
             case .refused(let failure):
-                state.skipped += 1
-                state.failures.append(failure)
-            case .replaced: state.replaced += 1
-            case .dropped: state.dropped += 1
+                state.report.skippedCount += 1
+                state.report.failures.append(failure)
+            case .replaced: state.report.replacedCount += 1
+            case .dropped: state.report.droppedCount += 1
             }
             return Self.release(&state)
         }
@@ -114,8 +109,8 @@ final class WaitGroup: Sendable {
             // The poster's own hold, if it has not arrived yet, is no delivery: it is not failed.
             let outstanding = state.remaining - (state.hasArrived ? 0 : 1)
             let failures = (0..<max(outstanding, 0)).map { _ in makeFailure() }
-            state.skipped += failures.count
-            state.failures += failures
+            state.report.skippedCount += failures.count
+            state.report.failures += failures
             state.remaining = 0
             state.isComplete = true
             state.isAbandoned = true
@@ -162,31 +157,15 @@ final class WaitGroup: Sendable {
         }
     }
 
-    /// The report so far.
-    var report: DeliveryReport {
-        state.withLock { Self.report($0) }
-    }
-
     /// The report so far and the number of deliveries still outstanding, read at once: a waiter
     /// that has just woken reads the group's state, which the delivering thread wrote, only once.
     var outcome: (report: DeliveryReport, pendingCount: Int) {
-        state.withLock { (Self.report($0), $0.isComplete ? 0 : $0.remaining) }
-    }
-
-    private static func report(_ state: State) -> DeliveryReport {
-        DeliveryReport(
-            deliveredCount: state.delivered, skippedCount: state.skipped, replacedCount: state.replaced,
-            droppedCount: state.dropped, failures: state.failures)
+        state.withLock { ($0.report, $0.isComplete ? 0 : $0.remaining) }
     }
 
     /// Whether every delivery has been recorded.
     var isComplete: Bool {
         state.withLock { $0.isComplete }
-    }
-
-    /// The number of deliveries still outstanding.
-    var pendingCount: Int {
-        state.withLock { $0.isComplete ? 0 : $0.remaining }
     }
 
     /// Decrements the count.

@@ -56,23 +56,15 @@ final class Waiter: Sendable {
 
     /// The waiters up the calling thread's chain, which `waiter` (made on this thread) runs for.
     static func chainAbove(_ waiter: Waiter) -> [Waiter] {
-        var chain: [Waiter] = []
-        var next = waiter.parent
-        while let current = next {
-            chain.append(current)
-            next = current.parent
-        }
-        return chain
+        Array(sequence(first: waiter, next: \.parent).dropFirst())
     }
 
     /// Offers `request` to every waiter up the calling thread's chain.
     static func askChainForHelp(_ makeRequest: () -> HelpRequest) {
-        var waiter = chain.current
-        guard waiter != nil else { return }
+        guard let first = chain.current else { return }
         let request = makeRequest()
-        while let current = waiter {
-            current.offer(request)
-            waiter = current.parent
+        for waiter in sequence(first: first, next: \.parent) {
+            waiter.offer(request)
         }
     }
 
@@ -84,26 +76,21 @@ final class Waiter: Sendable {
     ///
     /// - Returns: `true` if the wait completed, `false` if the deadline passed first.
     func wait(until deadline: DispatchTime = .distantFuture, for group: WaitGroup? = nil) -> Bool {
+        // However the wait ends, no more help is offered to it.
+        defer { state.withLock { $0.isDone = true } }
         while true {
             let (isDone, requests) = state.withLock { state in
                 defer { state.requests.removeAll() }
                 return (state.isDone, state.requests)
             }
-            for request in requests {
-                request.runIfCurrent(isolation: isolation)
+            for request in requests where request.target.isCurrent(isolation: isolation) {
+                request.work()
             }
-            if isDone || group?.isComplete == true { return finished() }
+            if isDone || group?.isComplete == true { return true }
             if !requests.isEmpty { continue }
             if semaphore.wait(timeout: deadline) == .timedOut {
-                let isDone = state.withLock { $0.isDone } || group?.isComplete == true
-                return isDone && finished()
+                return state.withLock { $0.isDone } || group?.isComplete == true
             }
         }
-    }
-
-    /// Marks the completed wait as done, so that no more help is offered to it.
-    private func finished() -> Bool {
-        state.withLock { $0.isDone = true }
-        return true
     }
 }
