@@ -110,7 +110,8 @@ public struct UserInfoDecoder: Sendable {
 
 /// A coding key for user-info paths: a string key, or an array index.
 ///
-/// Only array positions have an `intValue`, so that a key path prints `[2]` rather than `["2"]`.
+/// The coder makes keys with an `intValue` only for array positions, which a key path prints as
+/// `[2]` rather than `["2"]`.
 struct UserInfoCodingKey: CodingKey, Sendable {
     let stringValue: String
     let intValue: Int?
@@ -134,12 +135,8 @@ private protocol UserInfoOptionalValue {
 }
 
 extension Optional: UserInfoOptionalValue {
-    fileprivate var userInfoWrapped: Any? {
-        switch self {
-        case .some(let wrapped): wrapped
-        case .none: nil
-        }
-    }
+    /// The wrapped value, one level of `Optional` removed; `nil` for `.none`.
+    fileprivate var userInfoWrapped: Any? { self }
 }
 
 /// Helpers that look at an untyped user-info value.
@@ -158,8 +155,7 @@ enum UserInfoValue {
 
     /// Whether the value is absent: `nil`, `Optional.none` or `NSNull`.
     static func isNull(_ value: Any?) -> Bool {
-        guard let value = flatten(value) else { return true }
-        return value is NSNull
+        flatten(value).map { $0 is NSNull } ?? true
     }
 
     /// The value as a dictionary with string keys; keys of other types are dropped.
@@ -276,7 +272,7 @@ extension DecodingError {
     /// carrying it as its underlying error.
     ///
     /// - Parameter type: The type reported for a value that is missing or of another type.
-    init(_ error: UserInfoDecodingError, type: Any.Type) {
+    init(_ error: UserInfoDecodingError, type: Any.Type = Any.self) {
         var codingPath = error.codingPath
         let key = error.code == .keyNotFound ? codingPath.popLast() : nil
         let context = Context(codingPath: codingPath, debugDescription: error.description, underlyingError: error)
@@ -324,10 +320,7 @@ private struct UserInfoDecoderImplementation: Decoder, SingleValueDecodingContai
     }
 
     /// The value as `read` reads it, for a container of the given type.
-    private func containerValue<Container>(
-        _ type: Container.Type,
-        _ read: (Any) -> Container?
-    ) throws -> Container {
+    private func containerValue<Container>(_ type: Container.Type, _ read: (Any) -> Container?) throws -> Container {
         do {
             return try self.read(read)
         } catch {
@@ -520,8 +513,7 @@ private struct UserInfoKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingCont
     }
 
     func decodeNil(forKey key: Key) throws -> Bool {
-        guard let value = dictionary[key.stringValue] else { return true }
-        return UserInfoValue.isNull(value)
+        UserInfoValue.isNull(dictionary[key.stringValue])
     }
 
     /// Also the witness of the primitive requirements (`Bool`, `String`, `Int` and the others) but
@@ -564,7 +556,7 @@ private struct UserInfoKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingCont
     private func decoder(forKey key: Key, expected: String) throws -> UserInfoDecoderImplementation {
         let keyPath = path + [.key(key.stringValue)]
         guard let value = dictionary[key.stringValue] else {
-            throw DecodingError(.keyNotFound(at: keyPath, expected: expected), type: Any.self)
+            throw DecodingError(.keyNotFound(at: keyPath, expected: expected))
         }
         return UserInfoDecoderImplementation(value: value, path: keyPath, expected: expected, userInfo: userInfo)
     }
@@ -634,7 +626,6 @@ private struct UserInfoUnkeyedDecodingContainer: UnkeyedDecodingContainer {
         throw DecodingError(
             .keyNotFound(
                 at: path + [.index(currentIndex)], expected: expected,
-                detail: "the array has only \(count) \(count == 1 ? "element" : "elements")"),
-            type: Any.self)
+                detail: "the array has only \(count) \(count == 1 ? "element" : "elements")"))
     }
 }
