@@ -99,7 +99,10 @@ public struct UserInfoDecoder: Sendable {
         fromValue value: Any,
         at path: [UserInfoDecodingError.PathComponent]
     ) throws(UserInfoDecodingError) -> T {
-        try UserInfoUnboxer.unbox(type, from: value, at: path, userInfo: userInfo.mapValues { $0 as Any })
+        let decoder = UserInfoDecoderImplementation(
+            value: value, path: path, expected: UserInfoDecodingError.typeName(type),
+            userInfo: userInfo.mapValues { $0 as Any })
+        return try decoder.unbox(type)
     }
 }
 
@@ -107,7 +110,8 @@ public struct UserInfoDecoder: Sendable {
 
 /// A coding key for user-info paths: a string key, or an array index.
 ///
-/// Only array positions have an `intValue`, so that a key path prints `[2]` rather than `["2"]`.
+/// The coder makes keys with an `intValue` only for array positions, which a key path prints as
+/// `[2]` rather than `["2"]`.
 struct UserInfoCodingKey: CodingKey, Sendable {
     let stringValue: String
     let intValue: Int?
@@ -131,12 +135,8 @@ private protocol UserInfoOptionalValue {
 }
 
 extension Optional: UserInfoOptionalValue {
-    fileprivate var userInfoWrapped: Any? {
-        switch self {
-        case .some(let wrapped): wrapped
-        case .none: nil
-        }
-    }
+    /// The wrapped value, one level of `Optional` removed; `nil` for `.none`.
+    fileprivate var userInfoWrapped: Any? { self }
 }
 
 /// Helpers that look at an untyped user-info value.
@@ -155,8 +155,7 @@ enum UserInfoValue {
 
     /// Whether the value is absent: `nil`, `Optional.none` or `NSNull`.
     static func isNull(_ value: Any?) -> Bool {
-        guard let value = flatten(value) else { return true }
-        return value is NSNull
+        flatten(value).map { $0 is NSNull } ?? true
     }
 
     /// The value as a dictionary with string keys; keys of other types are dropped.
@@ -268,266 +267,51 @@ extension DecodingError {
             nil
         }
     }
-}
 
-/// The decoding algorithm: turns one untyped value into a typed one.
-enum UserInfoUnboxer {
-    typealias Path = [UserInfoDecodingError.PathComponent]
-
-    /// Dictionaries and arrays nested deeper than this fail instead of exhausting the stack.
-    static let maximumDepth = 128
-
-    static func unbox<T: Decodable>(
-        _ type: T.Type,
-        from value: Any,
-        at path: Path,
-        userInfo: [CodingUserInfoKey: Any]
-    ) throws(UserInfoDecodingError) -> T {
-        if let special = try unboxSpecial(type, from: value, at: path) {
-            return special
-        }
-        if path.count > maximumDepth {
-            throw .invalidValue(
-                at: path, expected: typeName(type), found: value,
-                detail: "nested more than \(maximumDepth) levels deep")
-        }
-        // A value stored natively, for example a struct put in the dictionary as it is.
-        // An instance of a Decodable class (or subclass) is accepted as it is too.
-        if let flat = UserInfoValue.flatten(value),
-            Swift.type(of: flat) == type || type is AnyClass,
-            let direct = flat as? T
-        {
-            return direct
-        }
-        let decoder = UserInfoDecoderImplementation(
-            value: value, path: path, expected: typeName(type), userInfo: userInfo)
-        do {
-            return try T(from: decoder)
-        } catch {
-            throw userInfoDecodingError(from: error, at: path, expected: type, found: value)
-        }
-    }
-
-    /// Decodes the types that the user-info representation stores natively, or returns `nil`.
-    private static func unboxSpecial<T>(
-        _ type: T.Type,
-        from value: Any,
-        at path: Path
-    ) throws(UserInfoDecodingError) -> T? {
-        let result: Any
-        // swift-format-ignore
-        switch type {
-        case let integer as any FixedWidthInteger.Type where UserInfoNumber.isNative(type):
-            result = try unboxInteger(integer, value, at: path)
-        case let floatingPoint as any BinaryFloatingPoint.Type where UserInfoNumber.isNative(type):
-            result = try unboxFloatingPoint(floatingPoint, value, at: path)
-        case is Bool.Type: result = try unboxBool(value, at: path)
-        case is String.Type: result = try unboxCast(String.self, value, at: path)
-        case is Date.Type: result = try unboxCast(Date.self, value, at: path)
-        case is Data.Type: result = try unboxCast(Data.self, value, at: path)
-        case is URL.Type: result = try unboxParsed(value, at: path, detail: "not a valid URL") { URL(string: $0) }
-        case is UUID.Type:
-            result = try unboxParsed(value, at: path, detail: "not a valid UUID string") { UUID(uuidString: $0) }
-        default: return nil
-        }
-        guard let typed = result as? T else {
-            // Unreachable: each branch returns the type it matched.
-            throw .typeMismatch(at: path, expected: typeName(type), found: result)
-        }
-        return typed
-    }
-
-    /// Returns the present, non-null value, or throws `valueNotFound`.
-    static func present(_ value: Any, at path: Path, expected: String) throws(UserInfoDecodingError) -> Any {
-        guard let flat = UserInfoValue.flatten(value), !(flat is NSNull) else {
-            throw .valueNotFound(at: path, expected: expected, found: value)
-        }
-        return flat
-    }
-
-    private static func unboxBool(_ value: Any, at path: Path) throws(UserInfoDecodingError) -> Bool {
-        let flat = try present(value, at: path, expected: "Bool")
-        if case .bool(let bool)? = UserInfoNumber(flat)?.storage {
-            return bool
-        }
-        throw .typeMismatch(at: path, expected: "Bool", found: flat)
-    }
-
-    /// The number in `value`, for a numeric `type`.
-    private static func number(
-        _ value: Any,
-        _ type: Any.Type,
-        at path: Path
-    ) throws(UserInfoDecodingError) -> (storage: UserInfoNumber.Storage, found: Any) {
-        let flat = try present(value, at: path, expected: typeName(type))
-        guard let number = UserInfoNumber(flat) else {
-            throw .typeMismatch(at: path, expected: typeName(type), found: flat)
-        }
-        return (number.storage, flat)
-    }
-
-    private static func unboxInteger<I: FixedWidthInteger>(
-        _ type: I.Type,
-        _ value: Any,
-        at path: Path
-    ) throws(UserInfoDecodingError) -> I {
-        let (storage, flat) = try number(value, type, at: path)
-        switch storage {
-        case .bool:
-            throw .typeMismatch(at: path, expected: typeName(type), found: flat)
-        case .signed(let integer):
-            if let exact = I(exactly: integer) { return exact }
-        case .unsigned(let integer):
-            if let exact = I(exactly: integer) { return exact }
-        case .floating(let double):
-            if double.isNaN || (double.isFinite && double.rounded(.towardZero) != double) {
-                throw .numberNotExact(at: path, expected: typeName(type), found: flat)
-            }
-            if let exact = I(exactly: double) { return exact }
-        }
-        throw .numberOutOfRange(at: path, expected: typeName(type), found: flat)
-    }
-
-    private static func unboxFloatingPoint<F: BinaryFloatingPoint>(
-        _ type: F.Type,
-        _ value: Any,
-        at path: Path
-    ) throws(UserInfoDecodingError) -> F {
-        let (storage, flat) = try number(value, type, at: path)
-        switch storage {
-        case .bool:
-            throw .typeMismatch(at: path, expected: typeName(type), found: flat)
-        case .signed(let integer):
-            if let exact = F(exactly: integer) { return exact }
-        case .unsigned(let integer):
-            if let exact = F(exactly: integer) { return exact }
-        case .floating(let double):
-            let converted = F(double)
-            if double.isFinite && !converted.isFinite {
-                throw .numberOutOfRange(at: path, expected: typeName(type), found: flat)
-            }
-            return converted
-        }
-        throw .numberNotExact(at: path, expected: typeName(type), found: flat)
-    }
-
-    /// A value stored as itself (a `String`, a `Date`, `Data`).
-    private static func unboxCast<T>(_ type: T.Type, _ value: Any, at path: Path) throws(UserInfoDecodingError) -> T {
-        let flat = try present(value, at: path, expected: typeName(type))
-        guard let typed = flat as? T else {
-            throw .typeMismatch(at: path, expected: typeName(type), found: flat)
-        }
-        return typed
-    }
-
-    /// A value stored either as itself or as a string that `parse` reads (a `URL`, a `UUID`).
-    private static func unboxParsed<T>(
-        _ value: Any,
-        at path: Path,
-        detail: String,
-        parse: (String) -> T?
-    ) throws(UserInfoDecodingError) -> T {
-        let flat = try present(value, at: path, expected: typeName(T.self))
-        if let typed = flat as? T {
-            return typed
-        }
-        guard let string = flat as? String else {
-            throw .typeMismatch(at: path, expected: typeName(T.self), found: flat)
-        }
-        guard let parsed = parse(string) else {
-            throw .invalidValue(at: path, expected: typeName(T.self), found: flat, detail: detail)
-        }
-        return parsed
-    }
-
-    static func typeName(_ type: Any.Type) -> String {
-        UserInfoDecodingError.typeName(type)
-    }
-
-    /// Turns a ``UserInfoDecodingError`` into the `DecodingError` that Codable code expects,
-    /// carrying the original as its underlying error.
-    static func wrap(_ error: UserInfoDecodingError, type: Any.Type) -> DecodingError {
-        func context(_ codingPath: [any CodingKey]) -> DecodingError.Context {
-            DecodingError.Context(codingPath: codingPath, debugDescription: error.description, underlyingError: error)
-        }
-        var codingPath = error.codingPath
-        if error.code == .keyNotFound, let key = codingPath.popLast() {
-            return .keyNotFound(key, context(codingPath))
-        }
-        switch error.code {
-        case .valueNotFound: return .valueNotFound(type, context(codingPath))
-        case .typeMismatch: return .typeMismatch(type, context(codingPath))
-        default: return .dataCorrupted(context(codingPath))
-        }
-    }
-
-    /// Converts whatever a type's own `init(from:)` threw into a ``UserInfoDecodingError``.
+    /// The `DecodingError` that Codable code expects for a failure of the user-info decoder,
+    /// carrying it as its underlying error.
     ///
-    /// - Parameters:
-    ///   - path: Where the failing step started.
-    ///   - expected: The type that step was decoding.
-    ///   - found: The value that step was decoding.
-    static func userInfoDecodingError(
-        from error: any Error,
-        at path: Path,
-        expected type: Any.Type,
-        found value: Any
-    ) -> UserInfoDecodingError {
-        if let error = error as? UserInfoDecodingError {
-            return error
+    /// - Parameter type: The type reported for a value that is missing or of another type.
+    init(_ error: UserInfoDecodingError, type: Any.Type = Any.self) {
+        var codingPath = error.codingPath
+        let key = error.code == .keyNotFound ? codingPath.popLast() : nil
+        let context = Context(codingPath: codingPath, debugDescription: error.description, underlyingError: error)
+        switch (error.code, key) {
+        case (_, let key?): self = .keyNotFound(key, context)
+        case (.valueNotFound, _): self = .valueNotFound(type, context)
+        case (.typeMismatch, _): self = .typeMismatch(type, context)
+        default: self = .dataCorrupted(context)
         }
-        guard let decodingError = error as? DecodingError, let context = decodingError.context else {
-            return .decodingFailed(at: path, expected: typeName(type), found: value, error: error)
-        }
-        if let carried = context.underlyingError as? UserInfoDecodingError {
-            return carried
-        }
-        // A DecodingError made by the type's own init(from:). When it is about the value this step
-        // decodes, the error describes that value.
-        let errorPath = context.codingPath.map(UserInfoDecodingError.PathComponent.init)
-        if case .keyNotFound(let key, _) = decodingError {
-            return .keyNotFound(at: errorPath + [.init(key)], expected: "a value", detail: context.debugDescription)
-        }
-        let isThisValue = errorPath == path
-        let (code, expected): (UserInfoDecodingError.Code, String) =
-            switch decodingError {
-            case .valueNotFound(let valueType, _): (.valueNotFound, typeName(valueType))
-            case .typeMismatch(let valueType, _): (.typeMismatch, typeName(valueType))
-            default: (.invalidValue, isThisValue ? typeName(type) : "a valid value")
-            }
-        return UserInfoDecodingError(
-            code: code, path: errorPath, expected: expected,
-            found: isThisValue ? UserInfoDecodingError.describeFound(value) : "an invalid value",
-            detail: context.debugDescription)
     }
 }
 
 // MARK: - Decoder and containers
 
-/// The decoder of one value, and its single-value container.
+/// Decodes one value: the decoding algorithm, which turns an untyped value into a typed one; the
+/// `Decoder` handed to the types that decode themselves; and its single-value container.
 private struct UserInfoDecoderImplementation: Decoder, SingleValueDecodingContainer {
+    typealias Path = [UserInfoDecodingError.PathComponent]
+
+    /// Dictionaries and arrays nested deeper than this fail instead of exhausting the stack.
+    static let maximumDepth = 128
+
     let value: Any
-    let path: UserInfoUnboxer.Path
+    /// Where the value is, from the top of the user-info dictionary.
+    let path: Path
+    /// What the value should be, as errors name it: a type, or `a dictionary` for a nested container.
     let expected: String
     let userInfo: [CodingUserInfoKey: Any]
 
     var codingPath: [any CodingKey] { path.map(\.codingKey) }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
-        let flat = try present()
-        guard let dictionary = UserInfoValue.dictionary(flat) else {
-            throw UserInfoUnboxer.wrap(
-                .typeMismatch(at: path, expected: expected, found: flat), type: [String: Any].self)
-        }
+        let dictionary = try containerValue([String: Any].self, UserInfoValue.dictionary)
         return KeyedDecodingContainer(
             UserInfoKeyedDecodingContainer<Key>(dictionary: dictionary, path: path, userInfo: userInfo))
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
-        let flat = try present()
-        guard let array = flat as? [Any] else {
-            throw UserInfoUnboxer.wrap(.typeMismatch(at: path, expected: expected, found: flat), type: [Any].self)
-        }
+        let array = try containerValue([Any].self) { $0 as? [Any] }
         return UserInfoUnkeyedDecodingContainer(array: array, path: path, userInfo: userInfo)
     }
 
@@ -535,11 +319,13 @@ private struct UserInfoDecoderImplementation: Decoder, SingleValueDecodingContai
         self
     }
 
-    private func present() throws -> Any {
+    /// The value as `read` reads it, for a container of the given type.
+    private func containerValue<Container>(_ type: Container.Type, _ read: (Any) -> Container?) throws -> Container {
         do {
-            return try UserInfoUnboxer.present(value, at: path, expected: expected)
+            return try self.read(read)
         } catch {
-            throw UserInfoUnboxer.wrap(error, type: Any.self)
+            // A missing value is reported as `Any`, a value of another kind as the container's type.
+            throw DecodingError(error, type: error.code == .valueNotFound ? Any.self : type)
         }
     }
 
@@ -551,25 +337,169 @@ private struct UserInfoDecoderImplementation: Decoder, SingleValueDecodingContai
     /// and the other primitives, which the standard library does not implement; it implements the
     /// 128-bit integers with a default that throws, so those two are spelled out.
     func decode<T: Decodable>(_ type: T.Type) throws -> T {
-        try unbox(type)
+        try decodeValue(type)
     }
 
-    func decode(_ type: Int128.Type) throws -> Int128 { try unbox(type) }
-    func decode(_ type: UInt128.Type) throws -> UInt128 { try unbox(type) }
+    func decode(_ type: Int128.Type) throws -> Int128 { try decodeValue(type) }
+    func decode(_ type: UInt128.Type) throws -> UInt128 { try decodeValue(type) }
 
-    /// Decodes the value this decoder stands for as a `T`.
-    func unbox<T: Decodable>(_ type: T.Type) throws -> T {
+    /// Decodes the value as a `T`, failing with the `DecodingError` that Codable code expects.
+    func decodeValue<T: Decodable>(_ type: T.Type) throws -> T {
+        let decoder = Self(value: value, path: path, expected: UserInfoDecodingError.typeName(type), userInfo: userInfo)
         do {
-            return try UserInfoUnboxer.unbox(type, from: value, at: path, userInfo: userInfo)
+            return try decoder.unbox(type)
         } catch {
-            throw UserInfoUnboxer.wrap(error, type: type)
+            throw DecodingError(error, type: type)
         }
+    }
+
+    /// Decodes the value as a `T`, the type that ``expected`` names.
+    func unbox<T: Decodable>(_ type: T.Type) throws(UserInfoDecodingError) -> T {
+        if let special = try unboxSpecial(type) {
+            return special
+        }
+        if path.count > Self.maximumDepth {
+            throw .invalidValue(
+                at: path, expected: expected, found: value, detail: "nested more than \(Self.maximumDepth) levels deep")
+        }
+        // A value stored natively, for example a struct put in the dictionary as it is.
+        // An instance of a Decodable class (or subclass) is accepted as it is too.
+        if let flat = UserInfoValue.flatten(value),
+            Swift.type(of: flat) == type || type is AnyClass,
+            let direct = flat as? T
+        {
+            return direct
+        }
+        do {
+            return try T(from: self)
+        } catch {
+            throw userInfoDecodingError(from: error)
+        }
+    }
+
+    /// Decodes the types that the user-info representation stores natively, or returns `nil`.
+    private func unboxSpecial<T>(_ type: T.Type) throws(UserInfoDecodingError) -> T? {
+        let result: Any
+        // swift-format-ignore
+        switch type {
+        case let integer as any FixedWidthInteger.Type where UserInfoNumber.isNative(type):
+            result = try unboxInteger(integer)
+        case let floatingPoint as any BinaryFloatingPoint.Type where UserInfoNumber.isNative(type):
+            result = try unboxFloatingPoint(floatingPoint)
+        case is Bool.Type: result = try unboxBool()
+        case is String.Type: result = try read { $0 as? String }
+        case is Date.Type: result = try read { $0 as? Date }
+        case is Data.Type: result = try read { $0 as? Data }
+        case is URL.Type: result = try unboxParsed(detail: "not a valid URL") { URL(string: $0) }
+        case is UUID.Type: result = try unboxParsed(detail: "not a valid UUID string") { UUID(uuidString: $0) }
+        default: return nil
+        }
+        guard let typed = result as? T else {
+            // Unreachable: each branch returns the type it matched.
+            throw .typeMismatch(at: path, expected: expected, found: result)
+        }
+        return typed
+    }
+
+    /// The present, non-null value as `read` reads it, or a `valueNotFound` or `typeMismatch` error.
+    private func read<Result>(_ read: (Any) -> Result?) throws(UserInfoDecodingError) -> Result {
+        guard let flat = UserInfoValue.flatten(value), !(flat is NSNull) else {
+            throw .valueNotFound(at: path, expected: expected, found: value)
+        }
+        guard let result = read(flat) else {
+            throw .typeMismatch(at: path, expected: expected, found: value)
+        }
+        return result
+    }
+
+    private func unboxBool() throws(UserInfoDecodingError) -> Bool {
+        try read { flat in
+            guard case .bool(let bool)? = UserInfoNumber(flat)?.storage else { return nil }
+            return bool
+        }
+    }
+
+    private func unboxInteger<I: FixedWidthInteger>(_ type: I.Type) throws(UserInfoDecodingError) -> I {
+        switch try read(UserInfoNumber.init).storage {
+        case .bool:
+            throw .typeMismatch(at: path, expected: expected, found: value)
+        case .signed(let integer):
+            if let exact = I(exactly: integer) { return exact }
+        case .unsigned(let integer):
+            if let exact = I(exactly: integer) { return exact }
+        case .floating(let double):
+            if double.isNaN || (double.isFinite && double.rounded(.towardZero) != double) {
+                throw .numberNotExact(at: path, expected: expected, found: value)
+            }
+            if let exact = I(exactly: double) { return exact }
+        }
+        throw .numberOutOfRange(at: path, expected: expected, found: value)
+    }
+
+    private func unboxFloatingPoint<F: BinaryFloatingPoint>(_ type: F.Type) throws(UserInfoDecodingError) -> F {
+        switch try read(UserInfoNumber.init).storage {
+        case .bool:
+            throw .typeMismatch(at: path, expected: expected, found: value)
+        case .signed(let integer):
+            if let exact = F(exactly: integer) { return exact }
+        case .unsigned(let integer):
+            if let exact = F(exactly: integer) { return exact }
+        case .floating(let double):
+            let converted = F(double)
+            if double.isFinite && !converted.isFinite {
+                throw .numberOutOfRange(at: path, expected: expected, found: value)
+            }
+            return converted
+        }
+        throw .numberNotExact(at: path, expected: expected, found: value)
+    }
+
+    /// A value stored either as itself or as a string that `parse` reads (a `URL`, a `UUID`).
+    private func unboxParsed<T>(detail: String, parse: (String) -> T?) throws(UserInfoDecodingError) -> T {
+        let flat = try read { $0 is T || $0 is String ? $0 : nil }
+        if let typed = flat as? T {
+            return typed
+        }
+        guard let string = flat as? String, let parsed = parse(string) else {
+            throw .invalidValue(at: path, expected: expected, found: value, detail: detail)
+        }
+        return parsed
+    }
+
+    /// Converts whatever the type's own `init(from:)` threw into a ``UserInfoDecodingError``.
+    private func userInfoDecodingError(from error: any Error) -> UserInfoDecodingError {
+        if let error = error as? UserInfoDecodingError {
+            return error
+        }
+        guard let decodingError = error as? DecodingError, let context = decodingError.context else {
+            return .decodingFailed(at: path, expected: expected, found: value, error: error)
+        }
+        if let carried = context.underlyingError as? UserInfoDecodingError {
+            return carried
+        }
+        // A DecodingError made by the type's own init(from:). When it is about this value, the error
+        // describes it.
+        let errorPath = context.codingPath.map(UserInfoDecodingError.PathComponent.init)
+        if case .keyNotFound(let key, _) = decodingError {
+            return .keyNotFound(at: errorPath + [.init(key)], expected: "a value", detail: context.debugDescription)
+        }
+        let isThisValue = errorPath == path
+        let (code, expectation): (UserInfoDecodingError.Code, String) =
+            switch decodingError {
+            case .valueNotFound(let valueType, _): (.valueNotFound, UserInfoDecodingError.typeName(valueType))
+            case .typeMismatch(let valueType, _): (.typeMismatch, UserInfoDecodingError.typeName(valueType))
+            default: (.invalidValue, isThisValue ? expected : "a valid value")
+            }
+        return UserInfoDecodingError(
+            code: code, path: errorPath, expected: expectation,
+            found: isThisValue ? UserInfoDecodingError.describeFound(value) : "an invalid value",
+            detail: context.debugDescription)
     }
 }
 
 private struct UserInfoKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     let dictionary: [String: Any]
-    let path: UserInfoUnboxer.Path
+    let path: UserInfoDecoderImplementation.Path
     let userInfo: [CodingUserInfoKey: Any]
 
     var codingPath: [any CodingKey] { path.map(\.codingKey) }
@@ -583,8 +513,7 @@ private struct UserInfoKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingCont
     }
 
     func decodeNil(forKey key: Key) throws -> Bool {
-        guard let value = dictionary[key.stringValue] else { return true }
-        return UserInfoValue.isNull(value)
+        UserInfoValue.isNull(dictionary[key.stringValue])
     }
 
     /// Also the witness of the primitive requirements (`Bool`, `String`, `Int` and the others) but
@@ -597,7 +526,7 @@ private struct UserInfoKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingCont
     func decode(_ type: UInt128.Type, forKey key: Key) throws -> UInt128 { try decodeValue(type, forKey: key) }
 
     private func decodeValue<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
-        try decoder(forKey: key, expected: UserInfoUnboxer.typeName(type)).unbox(type)
+        try decoder(forKey: key, expected: UserInfoDecodingError.typeName(type)).decodeValue(type)
     }
 
     func nestedContainer<NestedKey: CodingKey>(
@@ -627,7 +556,7 @@ private struct UserInfoKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingCont
     private func decoder(forKey key: Key, expected: String) throws -> UserInfoDecoderImplementation {
         let keyPath = path + [.key(key.stringValue)]
         guard let value = dictionary[key.stringValue] else {
-            throw UserInfoUnboxer.wrap(.keyNotFound(at: keyPath, expected: expected), type: Any.self)
+            throw DecodingError(.keyNotFound(at: keyPath, expected: expected))
         }
         return UserInfoDecoderImplementation(value: value, path: keyPath, expected: expected, userInfo: userInfo)
     }
@@ -635,7 +564,7 @@ private struct UserInfoKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingCont
 
 private struct UserInfoUnkeyedDecodingContainer: UnkeyedDecodingContainer {
     let array: [Any]
-    let path: UserInfoUnboxer.Path
+    let path: UserInfoDecoderImplementation.Path
     let userInfo: [CodingUserInfoKey: Any]
     var currentIndex = 0
 
@@ -662,7 +591,7 @@ private struct UserInfoUnkeyedDecodingContainer: UnkeyedDecodingContainer {
     mutating func decode(_ type: UInt128.Type) throws -> UInt128 { try decodeValue(type) }
 
     private mutating func decodeValue<T: Decodable>(_ type: T.Type) throws -> T {
-        try advancing(past: nextDecoder(expected: UserInfoUnboxer.typeName(type)).unbox(type))
+        try advancing(past: nextDecoder(expected: UserInfoDecodingError.typeName(type)).decodeValue(type))
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(
@@ -694,10 +623,9 @@ private struct UserInfoUnkeyedDecodingContainer: UnkeyedDecodingContainer {
     private func checkNotAtEnd(expected: String) throws {
         guard isAtEnd else { return }
         let count = array.count
-        throw UserInfoUnboxer.wrap(
+        throw DecodingError(
             .keyNotFound(
                 at: path + [.index(currentIndex)], expected: expected,
-                detail: "the array has only \(count) \(count == 1 ? "element" : "elements")"),
-            type: Any.self)
+                detail: "the array has only \(count) \(count == 1 ? "element" : "elements")"))
     }
 }

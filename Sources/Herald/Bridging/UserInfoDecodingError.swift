@@ -134,11 +134,8 @@ public struct UserInfoDecodingError: Error, CustomStringConvertible, Sendable {
 
     /// A one-line message: `userInfo["profile"]["age"]: expected Int, found String "forty"`.
     public var description: String {
-        var message = "\(keyPath): expected \(expected), found \(found)"
-        if let detail {
-            message += " (\(detail))"
-        }
-        return message
+        let message = "\(keyPath): expected \(expected), found \(found)"
+        return detail.map { "\(message) (\($0))" } ?? message
     }
 }
 
@@ -207,9 +204,7 @@ extension UserInfoDecodingError {
 
     static func keyNotFound(
         at path: [PathComponent], expected: String, detail: String = "no value for this key"
-    )
-        -> Self
-    {
+    ) -> Self {
         Self(code: .keyNotFound, path: path, expected: expected, found: "nothing", detail: detail)
     }
 

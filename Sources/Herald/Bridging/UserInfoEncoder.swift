@@ -201,14 +201,10 @@ final class UserInfoEncodingNode {
     /// The finished value: dictionaries, arrays and leaves.
     func materialize() -> Any {
         switch kind {
-        case .empty:
-            return [String: Any]()
-        case .value:
-            return value
-        case .keyed:
-            return keyed.mapValues { $0.materialize() }
-        case .unkeyed:
-            return unkeyed.map { $0.materialize() }
+        case .empty: [String: Any]()
+        case .value: value
+        case .keyed: keyed.mapValues { $0.materialize() }
+        case .unkeyed: unkeyed.map { $0.materialize() }
         }
     }
 }
@@ -226,9 +222,7 @@ final class UserInfoEncodingState {
     }
 
     func record(_ error: EncodingError) {
-        if firstError == nil {
-            firstError = error
-        }
+        firstError = firstError ?? error
     }
 
     func box<T: Encodable>(_ value: T, into node: UserInfoEncodingNode, at path: [any CodingKey]) throws {
