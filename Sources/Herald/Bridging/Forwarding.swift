@@ -140,7 +140,7 @@ extension NotificationHub {
     func reportForwardingFailure(_ error: any Error, of type: any Any.Type, fileID: StaticString, line: UInt) {
         let failure = ObserverFailure(
             error: error, notificationType: String(describing: type), fileID: "\(fileID)", line: Int(line))
-        core.report(failure)
+        core.environment.report(failure)
     }
 }
 

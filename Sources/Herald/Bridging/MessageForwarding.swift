@@ -483,38 +483,28 @@ extension MessageSubjectMismatch {
 /// queue (after any work still waiting), otherwise from one main-queue block (``MainActor/perform(_:)``)
 /// for all the work submitted until that block runs.
 final class MainQueueLane: Sendable {
-    private struct State {
-        var waiting: [@MainActor @Sendable () -> Void] = []
-        var isScheduled = false
-    }
-
-    private let state = Lock(State(), rank: .mainQueueLane)
+    /// The work not run yet. Whenever there is some, a drain is due: a main-queue block scheduled
+    /// by the submission that found nothing waiting, or the main-queue submission that added it.
+    private let waiting = Lock<[@MainActor @Sendable () -> Void]>([], rank: .mainQueueLane)
 
     func submit(_ work: @escaping @MainActor @Sendable () -> Void) {
-        let schedules = state.withLock { state in
-            state.waiting.append(work)
-            defer { state.isScheduled = true }
-            return !state.isScheduled
+        let isFirst = waiting.withLock { waiting in
+            waiting.append(work)
+            return waiting.count == 1
         }
         if QueueIdentity.isMain {
             // Work submitted earlier from other threads goes first: a post that happened before
             // this one reaches the center before it. A main-queue block already scheduled finds
             // nothing left, or only work submitted after this.
             MainActor.assumeIsolated { drain() }
-        } else if schedules {
+        } else if isFirst {
             MainActor.perform { self.drain() }
         }
     }
 
     @MainActor
     private func drain() {
-        let work = state.withLock { state in
-            defer {
-                state.waiting = []
-                state.isScheduled = false
-            }
-            return state.waiting
-        }
+        let work = waiting.exchange([])
         for item in work { item() }
     }
 }

@@ -25,23 +25,6 @@ final class HubCore: Sendable {
         environment.mainQueueExecutor as? any ManualMainQueueExecutor
     }
 
-    /// What every registered observer still has to do, in no particular order.
-    func pendingDeliveries() -> [PendingDelivery] {
-        let (snapshots, families) = registry.allObservers()
-        var pending: [PendingDelivery] = families.compactMap(\.pendingDelivery)
-        for snapshot in snapshots {
-            snapshot.withObservers { queued, _ in
-                // A family observer's members are listed once, by the family observer.
-                for observer in queued where observer.takeUnretainedValue().familyObserver == nil {
-                    if let delivery = observer.takeUnretainedValue().pendingDelivery {
-                        pending.append(delivery)
-                    }
-                }
-            }
-        }
-        return pending
-    }
-
     // MARK: Registry
 
     /// Delivers a fire-and-forget post: the registry's snapshot of `type`'s observers scans it
@@ -129,10 +112,6 @@ final class HubCore: Sendable {
     }
 
     // MARK: Errors and diagnostics
-
-    func report(_ failure: ObserverFailure) {
-        environment.report(failure)
-    }
 
     func noteUnobserved(_ type: any Any.Type, hadSubject: Bool) {
         unobservedCount.add(1, ordering: .relaxed)

@@ -108,7 +108,7 @@ public final class MainQueueWaitingPost: Sendable, CustomStringConvertible {
                 error: error, notificationType: notificationType, fileID: site?.fileString ?? "",
                 line: Int(site?.line ?? 0))
         }
-        for failure in failures { core.report(failure) }
+        for failure in failures { core.environment.report(failure) }
     }
 }
 

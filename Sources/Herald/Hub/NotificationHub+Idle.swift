@@ -57,19 +57,31 @@ extension NotificationHub {
     /// - Returns: One entry per observer with queued notifications, a delivery job with its
     ///   target, or an `async` handler that has not finished.
     public var pendingDeliveries: [PendingDelivery] {
-        core.pendingDeliveries()
+        let (snapshots, families) = core.registry.allObservers()
+        var pending: [PendingDelivery] = families.compactMap(\.pendingDelivery)
+        for snapshot in snapshots {
+            snapshot.withObservers { queued, _ in
+                // A family observer's members are listed once, by the family observer.
+                for observer in queued where observer.takeUnretainedValue().familyObserver == nil {
+                    if let delivery = observer.takeUnretainedValue().pendingDelivery {
+                        pending.append(delivery)
+                    }
+                }
+            }
+        }
+        return pending
     }
 
     private func waitUntilIdle(
         deadline: DispatchTime, timeout: Duration?, isolation: isolated (any Actor)? = #isolation
     ) async throws(PendingWorkError) {
-        let core = self.core
-        let result: PendingWorkError? = await core.environment.idleWatch.watching {
+        let idleWatch = core.environment.idleWatch
+        let result: PendingWorkError? = await idleWatch.watching {
             while true {
-                let generation = core.environment.idleWatch.generation
-                let pending = core.pendingDeliveries()
+                let generation = idleWatch.generation
+                let pending = self.pendingDeliveries
                 if pending.isEmpty { return nil }
-                if let executor = core.manualMainQueue, !executor.isRunningJobs,
+                if let executor = self.core.manualMainQueue, !executor.isRunningJobs,
                     pending.allSatisfy({ $0.target == .mainQueue && $0.waitsForTarget })
                 {
                     return .waitsForManualExecutor(String(describing: executor), pending: pending)
@@ -77,7 +89,7 @@ extension NotificationHub {
                 if let timeout, DispatchTime.now() >= deadline {
                     return .timedOut(after: timeout, pending: pending)
                 }
-                await core.environment.idleWatch.wait(since: generation, until: deadline)
+                await idleWatch.wait(since: generation, until: deadline)
             }
         }
         if let result { throw result }

@@ -5,7 +5,7 @@ extension NotificationHub {
         guard let mismatch = FamilyMismatch.of(type) else { return false }
         let misuse = RegistrationMisuse(mismatch: mismatch, fileID: "\(fileID)", line: Int(line))
         core.misuses.withLock { $0.append(misuse) }
-        core.report(
+        core.environment.report(
             ObserverFailure(
                 error: mismatch, notificationType: "every \(mismatch.family)", fileID: misuse.fileID, line: misuse.line)
         )
