@@ -48,7 +48,7 @@ final class StrayHubWatch: Sendable {
     /// The failure message for `hub`'s main-queue deliveries, or `nil` if it has the stand-in or
     /// nothing waits on the main queue.
     static func strayFailure(_ hub: NotificationHub, main: TestMainActor) -> String? {
-        guard !GivenHubs.contains(hub) else { return nil }
+        guard hub._mainQueueExecutor == nil else { return nil }
         let stray = hub.pendingDeliveries.filter { $0.target == .mainQueue }
         guard !stray.isEmpty else { return nil }
         let listed = stray.prefix(3).map { "\($0.notificationType) (observed at \($0.fileID):\($0.line))" }
@@ -56,26 +56,6 @@ final class StrayHubWatch: Sendable {
         return "a hub that was not given \(main) delivers to the real main queue, which \(main) does not run: "
             + "main-actor observers of \(listed)\(stray.count > 3 ? ", …" : "") have deliveries waiting there. "
             + "Call hub.useMainActorStandIn(main) before the first post"
-    }
-}
-
-/// The hubs given a stand-in with `NotificationHub/useMainActorStandIn(_:)`, held weakly.
-enum GivenHubs {
-    private struct Given: Sendable {
-        weak var hub: NotificationHub?
-    }
-
-    private static let hubs = Locked<[ObjectIdentifier: Given]>([:])
-
-    static func insert(_ hub: NotificationHub) {
-        hubs.withLock { hubs in
-            hubs = hubs.filter { $0.value.hub != nil }
-            hubs[ObjectIdentifier(hub)] = Given(hub: hub)
-        }
-    }
-
-    static func contains(_ hub: NotificationHub) -> Bool {
-        hubs.withLock { $0[ObjectIdentifier(hub)]?.hub === hub }
     }
 }
 

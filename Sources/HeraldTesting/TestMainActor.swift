@@ -551,7 +551,6 @@ extension NotificationHub {
     ///
     /// - Parameter main: The stand-in.
     public func useMainActorStandIn(_ main: TestMainActor) {
-        GivenHubs.insert(self)
         _useMainQueueExecutor(StandIn(main))
     }
 }

@@ -74,6 +74,15 @@ extension NotificationHub {
             handler: .contextual(handler))
     }
 
+    /// The main-queue executor this hub was given with `_useMainQueueExecutor(_:)`, if any.
+    ///
+    /// `HeraldTesting` reads it to tell a hub that delivers to the real main queue from one given a
+    /// `TestMainActor`.
+    @_spi(Testing)
+    public var _mainQueueExecutor: (any ManualMainQueueExecutor)? {
+        core.manualMainQueue
+    }
+
     /// The per-type registry entries that registrations and cancellations on this hub have
     /// touched so far, in all.
     ///
