@@ -480,8 +480,7 @@ struct MailboxStateMachine: Sendable {
             return takeInlineBatch(from: queue, on: thread, pending: .none)
         case .scheduled(let queue, let pending):
             return takeInlineBatch(from: queue, on: thread, pending: pending)
-        case let other:
-            state = other
+        case .draining, .suspended, .awaitingItems, .closed:
             return .stop
         }
     }

@@ -5,8 +5,8 @@
 /// handler has started always finds the task and cancels it before returning.
 final class AsyncCallSlot: Sendable {
     private struct State: Sendable {
+        /// The running call's task, once ``launch(_:)`` has stored it: the call is then armed.
         var task: Task<Void, Never>?
-        var isArmed = false
         var waiter: CheckedContinuation<Void, Never>?
         var isCancelled = false
     }
@@ -19,7 +19,6 @@ final class AsyncCallSlot: Sendable {
         let task = makeTask()
         let (waiter, cancelled) = state.withLock { state in
             state.task = task
-            state.isArmed = true
             return (state.waiter.take(), state.isCancelled)
         }
         if cancelled { task.cancel() }
@@ -28,10 +27,10 @@ final class AsyncCallSlot: Sendable {
 
     /// Returns once ``launch(_:)`` has stored the task that calls it.
     func armed() async {
-        if state.withLock({ $0.isArmed }) { return }
+        if state.withLock({ $0.task != nil }) { return }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let isArmed = state.withLock { state in
-                if state.isArmed { return true }
+                if state.task != nil { return true }
                 state.waiter = continuation
                 return false
             }
@@ -41,10 +40,7 @@ final class AsyncCallSlot: Sendable {
 
     /// The call has returned: the next one gets a task of its own.
     func finished() {
-        state.withLock { state in
-            state.task = nil
-            state.isArmed = false
-        }
+        state.withLock { $0.task = nil }
     }
 
     /// The observation ended: cancels the running task, if any, and every later one.
