@@ -60,8 +60,7 @@ struct Bucket: Sendable {
     ///   not registered.
     /// - Complexity: O(1), amortised.
     mutating func remove(_ observer: AnyObserver) -> (AnyObserver, ObserverSnapshot?)? {
-        let removed = observer.isPosting ? posting.remove(observer) : queued.remove(observer)
-        guard let removed else { return nil }
+        guard let removed = observer.isPosting ? posting.remove(observer) : queued.remove(observer) else { return nil }
         if removed.priority != 0 { prioritizedCount -= 1 }
         return (removed, unpublish())
     }

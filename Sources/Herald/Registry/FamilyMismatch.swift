@@ -24,41 +24,27 @@ public struct FamilyMismatch: Error, Sendable, Hashable, CustomStringConvertible
     static func of<Family>(_ type: Family.Type) -> FamilyMismatch? {
         // The kind is one load; the conformance check, a runtime look-up, runs only for the kinds
         // that can be refused (a protocol's existential, the common family, never reaches it).
-        guard let kind = TypeKind(of: type)?.name,
-            !(type is any TypedNotification.Type)
-        else { return nil }
+        guard let kind = kindWithoutSubtypes(type), !(type is any TypedNotification.Type) else { return nil }
         return FamilyMismatch(family: String(describing: type), kind: kind)
     }
 }
 
-/// The kinds of type that have no subtypes, read from the type's runtime metadata.
+/// What kind of type `type` is, such as "a struct", if it is a kind of type that has no
+/// subtypes; `nil` for a protocol's existential or a class.
 ///
 /// The first word of a type's metadata is its kind, a value fixed by the Swift ABI
 /// (`swift/ABI/MetadataKind.def`): 0x200 and up for value types, 0x300 and up for the runtime's
 /// own kinds; a class's first word is 0 or a pointer. Reading it is the one way to tell a struct
 /// from a protocol's existential without an instance.
-private enum TypeKind: Int {
-    case `struct` = 0x200
-    case `enum` = 0x201
-    case tuple = 0x301
-    case function = 0x302
-    case metatype = 0x304
-    case existentialMetatype = 0x306
-
-    init?(of type: Any.Type) {
-        // `Any.Type` is a pointer to the type's metadata, whose first word is always readable.
-        let metadata = unsafeBitCast(type, to: UnsafeRawPointer.self)
-        self.init(rawValue: metadata.load(as: Int.self))
-    }
-
-    var name: String {
-        switch self {
-        case .struct: "a struct"
-        case .enum: "an enum"
-        case .tuple: "a tuple"
-        case .function: "a function type"
-        case .metatype, .existentialMetatype: "a metatype"
-        }
+private func kindWithoutSubtypes(_ type: Any.Type) -> String? {
+    // `Any.Type` is a pointer to the type's metadata, whose first word is always readable.
+    switch unsafeBitCast(type, to: UnsafeRawPointer.self).load(as: Int.self) {
+    case 0x200: "a struct"
+    case 0x201: "an enum"
+    case 0x301: "a tuple"
+    case 0x302: "a function type"
+    case 0x304, 0x306: "a metatype"  // a metatype, an existential metatype
+    default: nil
     }
 }
 

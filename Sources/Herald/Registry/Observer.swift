@@ -356,9 +356,7 @@ final class Observer<N: TypedNotification>: AnyObserver, MailboxOwner, @unchecke
     }
 
     override func release(hold: UInt) {
-        if let mailbox, mailbox.release(hold: hold) {
-            scheduleDrain()
-        }
+        if mailbox?.release(hold: hold) == true { scheduleDrain() }
     }
 
     /// Puts replayed values into the mailbox or stream of an observer that posts cannot see yet.

@@ -161,7 +161,7 @@ final class Registry: DeliveryHost, @unchecked Sendable {  // `shardRefs` is imm
             guard let removed = state.families.remove(observer) else { return ([], []) }
             var released: [any Sendable] = [removed]
             var changes: [RegistryChange] = []
-            for key in state.takeMemberTypes(of: observer) {
+            for key in state.memberTypes.removeValue(forKey: ObjectIdentifier(observer)) ?? [] {
                 guard let index = state.bucket(key), case let dropped = state.buckets[index].dropMembers(of: observer),
                     !dropped.isEmpty
                 else { continue }
@@ -195,7 +195,9 @@ final class Registry: DeliveryHost, @unchecked Sendable {  // `shardRefs` is imm
     /// after the locks.
     func removeAll() {
         let released = state.withLock { $0.removeAll() }
-        clearShards()
+        for shard in shards {
+            withExtendedLifetime(shard.table.exchange(SnapshotTable())) {}  // released after the shard's lock
+        }
         withExtendedLifetime(released) {}  // released here, outside the locks
     }
 
@@ -224,8 +226,9 @@ final class Registry: DeliveryHost, @unchecked Sendable {  // `shardRefs` is imm
         let (snapshot, released, members) = withUnsafePointer(to: value) { sample in
             state.withLock { state -> (ObserverSnapshot?, (any Sendable)?, [any Sendable]) in
                 let bucket = state.bucket(creating: N.self)
-                let sequence = state.nextRetainSequence()
-                let released = state.buckets[bucket].retainedValues.store(value, subject: subject, sequence: sequence)
+                state.retainSequence += 1
+                let released = state.buckets[bucket].retainedValues.store(
+                    value, subject: subject, sequence: state.retainSequence)
                 let (index, members) = state.bucket(key, type: N.self, sample: sample)
                 return (index.flatMap { state.buckets[$0].snapshot() }, released, members)
             }
@@ -238,7 +241,7 @@ final class Registry: DeliveryHost, @unchecked Sendable {  // `shardRefs` is imm
     func retainedValue<N: TypedNotification>(of type: N.Type, subject: AnyObject?) -> N? {
         state.withLock { state in
             state.bucket(ObjectIdentifier(type)).flatMap {
-                state.buckets[$0].retainedValues.value(of: type, for: subject)
+                state.buckets[$0].retainedValues.entry(for: subject)?.value as? N
             }
         }
     }
@@ -248,7 +251,7 @@ final class Registry: DeliveryHost, @unchecked Sendable {  // `shardRefs` is imm
     func removeRetainedValue<N: TypedNotification>(of type: N.Type, subject: AnyObject?) -> N? {
         let (value, released) = state.withLock { state -> (N?, (any Sendable)?) in
             guard let index = state.bucket(ObjectIdentifier(type)) else { return (nil, nil) }
-            let value = state.buckets[index].retainedValues.value(of: type, for: subject)
+            let value = state.buckets[index].retainedValues.entry(for: subject)?.value as? N
             return (value, state.buckets[index].retainedValues.removeEntry(for: subject))
         }
         withExtendedLifetime(released) {}  // released here, outside the lock
@@ -380,7 +383,10 @@ final class Registry: DeliveryHost, @unchecked Sendable {  // `shardRefs` is imm
     @inline(__always)
     func snapshot(of type: any TypedNotification.Type, payload: UnsafeRawPointer) -> ObserverSnapshot? {
         let key = ObjectIdentifier(type)
-        let index = Self.shardIndex()
+        // The calling thread's shard: threads take the shards in turn, in the order they first
+        // post, so threads that start posting about the same time use different shards. Two threads
+        // share one only when a multiple of `shardCount` threads first posted between them.
+        let index = Int(truncatingIfNeeded: Self.threadNumbers.current & UInt(Self.shardCount - 1))
         // Relaxed is enough: the snapshot itself is published under the shard's lock, and the
         // loads of one atomic never go back (a thread's later load sees at least what its earlier
         // load, or a registration that happened before it, stored). So once one of a thread's posts
@@ -436,21 +442,6 @@ final class Registry: DeliveryHost, @unchecked Sendable {  // `shardRefs` is imm
         }
     }
 
-    /// Clears every shard (the hub is going away). Call without holding a lock.
-    private func clearShards() {
-        for shard in shards {
-            withExtendedLifetime(shard.table.exchange(SnapshotTable())) {}  // released after the lock
-        }
-    }
-
     /// The numbers of the posting threads, shared by every hub.
     private static let threadNumbers = ThreadNumbers()
-
-    /// The shard of the calling thread: threads take the shards in turn, in the order they first
-    /// post, so threads that start posting about the same time use different shards. Two threads
-    /// share one only when a multiple of `shardCount` threads first posted between them.
-    @inline(__always)
-    private static func shardIndex() -> Int {
-        Int(truncatingIfNeeded: threadNumbers.current & UInt(shardCount - 1))
-    }
 }

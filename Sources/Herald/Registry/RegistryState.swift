@@ -23,7 +23,7 @@ struct RegistryState: Sendable {
     var familyGeneration: UInt64 = 0
     /// Per family observer: the types whose buckets hold a member of it, so that its
     /// cancellation visits those and no other.
-    private var memberTypes: [ObjectIdentifier: [ObjectIdentifier]] = [:]
+    var memberTypes: [ObjectIdentifier: [ObjectIdentifier]] = [:]
     /// The per-type entries whose observers registrations and cancellations have changed, in
     /// all (see `NotificationHub.registryEntriesTouched`).
     private(set) var entriesTouched = 0
@@ -32,15 +32,9 @@ struct RegistryState: Sendable {
     /// The sequence number of the latest registration.
     private var lastSequence: UInt64 = 0
 
-    /// The number of the latest retaining post, of any type.
-    private(set) var retainSequence: UInt64 = 0
-
-    /// The number of a new retaining post: one sequence for every type (see
-    /// ``RetainedValues/lastSequence``).
-    mutating func nextRetainSequence() -> UInt64 {
-        retainSequence += 1
-        return retainSequence
-    }
+    /// The number of the latest retaining post, of any type: one sequence for every type (see
+    /// ``RetainedValues``), incremented by each retaining post.
+    var retainSequence: UInt64 = 0
 
     /// The retained values that `observer` replays, retained after the post numbered `sequence`,
     /// oldest first: those of its type, or of every type of its family.
@@ -121,14 +115,6 @@ struct RegistryState: Sendable {
             families: families, generation: familyGeneration, sample: sample, joined: &joined)
         for observer in joined { memberTypes[ObjectIdentifier(observer), default: []].append(key) }
         return (index, released)
-    }
-
-    /// Forgets the types that hold a member of `observer`, a family observer whose
-    /// registration ends.
-    ///
-    /// - Returns: Those types.
-    mutating func takeMemberTypes(of observer: AnyObserver) -> [ObjectIdentifier] {
-        memberTypes.removeValue(forKey: ObjectIdentifier(observer)) ?? []
     }
 
     /// Numbers a change of `key`'s observers; the registry clears the shards it names once the

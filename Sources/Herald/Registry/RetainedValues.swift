@@ -35,7 +35,7 @@ struct RetainedValues: Sendable {
     private var entries: [ObjectIdentifier?: Entry] = [:]
     /// The sequence number of the latest retaining post of this type; 0 before the first. The
     /// registry numbers the retaining posts of every type in one sequence (see
-    /// ``RegistryState/nextRetainSequence()``), so that a family observer replays the values of
+    /// ``RegistryState/retainSequence``), so that a family observer replays the values of
     /// its types in the order they were retained.
     private var lastSequence: UInt64 = 0
     /// Entry count above which a retaining post first sweeps entries of dead subjects.
@@ -71,11 +71,6 @@ struct RetainedValues: Sendable {
         // The entry of a dead subject at the same address never matches.
         guard entry.hasSubject == (subject != nil), entry.subject === subject else { return nil }
         return entry
-    }
-
-    /// The value of type `N` retained for `subject`, if any. The caller keeps `subject` alive.
-    func value<N>(of type: N.Type, for subject: AnyObject?) -> N? {
-        entry(for: subject)?.value as? N
     }
 
     /// Removes the entry of `subject`.

@@ -84,8 +84,7 @@ public struct DeliveryTarget: Sendable, Equatable, CustomStringConvertible {
 
     /// Whether work is delivered synchronously on the posting thread.
     public var isPosting: Bool {
-        if case .posting = kind { return true }
-        return false
+        if case .posting = kind { true } else { false }
     }
 
     /// A short name for the target, spelled as in code, for example `mainQueue` or

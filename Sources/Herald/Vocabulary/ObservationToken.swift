@@ -202,8 +202,7 @@ private final class ClosureRegistration: Cancellable, @unchecked Sendable {  // 
     }
 
     override func cancel() {
-        let work = onCancel.exchange(nil)
-        work?.run()
+        onCancel.exchange(nil)?.run()  // after the lock
     }
 
     override var isCancelled: Bool {

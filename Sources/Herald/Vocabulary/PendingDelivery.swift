@@ -65,15 +65,13 @@ public struct PendingWorkError: Error, Sendable, Equatable, CustomStringConverti
 
     /// Whether the wait ended because its timeout passed.
     public var isTimeout: Bool {
-        if case .timedOut = code { return true }
-        return false
+        if case .timedOut = code { true } else { false }
     }
 
     /// Whether the wait ended at once because only the test could run what it waited for: the jobs
     /// of a manual executor (see ``waitsForManualExecutor(_:pending:)``).
     public var waitsForManualExecutor: Bool {
-        if case .waitsForManualExecutor = code { return true }
-        return false
+        if case .waitsForManualExecutor = code { true } else { false }
     }
 
     /// A message that says what the wait expected and what it found still pending.
