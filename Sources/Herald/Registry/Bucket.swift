@@ -65,12 +65,12 @@ struct Bucket: Sendable {
         return (removed, unpublish())
     }
 
+    /// Drops the published snapshot, which a change outdated.
+    ///
+    /// - Returns: It, to release once the lock is no longer held.
     private mutating func unpublish() -> ObserverSnapshot? {
-        defer {
-            published = nil
-            publishedInShard = false
-        }
-        return published
+        publishedInShard = false
+        return published.take()
     }
 
     /// The snapshot of the current observers, built if a change outdated the last one; `nil` if
