@@ -297,21 +297,13 @@ final class Registry: DeliveryHost, @unchecked Sendable {  // `shardRefs` is imm
     /// Removes every retained value of `type`, or of every type when `type` is `nil`, and returns
     /// how many belonged to live subjects (or to none). The values are released after the lock.
     func removeAllRetainedValues(of type: (any TypedNotification.Type)?) -> Int {
-        let (count, released) = state.withLock { state -> (Int, [any Sendable]) in
+        let removals = state.withLock { state in
             let indices =
                 type.map { state.bucket(ObjectIdentifier($0)).map { [$0] } ?? [] }
                 ?? Array(state.buckets.indices)
-            var count = 0
-            var released: [any Sendable] = []
-            for index in indices {
-                let (removed, values) = state.buckets[index].retainedValues.removeAll()
-                count += removed
-                released.append(values)
-            }
-            return (count, released)
+            return indices.map { state.buckets[$0].retainedValues.removeAll() }
         }
-        withExtendedLifetime(released) {}  // released here, outside the lock
-        return count
+        return removals.reduce(0) { $0 + $1.count }  // the values go with `removals`, outside the lock
     }
 
     /// Registers `observer`, which has a mailbox or a stream, with the retained values it matches

@@ -67,9 +67,9 @@ struct RetainedValues: Sendable {
     /// stores a greater number, so a caller that compares the value outside the lock can tell,
     /// once it locks again, whether the entry is still the one it compared.
     func entry(for subject: AnyObject?) -> Entry? {
-        guard let entry = entries[subject.map(ObjectIdentifier.init)] else { return nil }
-        // The entry of a dead subject at the same address never matches.
-        guard entry.hasSubject == (subject != nil), entry.subject === subject else { return nil }
+        // The entry of a dead subject at the same address never matches. (An entry's key is its
+        // subject's identity, so the entry of no subject is the one whose key is `nil`.)
+        guard let entry = entries[subject.map(ObjectIdentifier.init)], entry.subject === subject else { return nil }
         return entry
     }
 
