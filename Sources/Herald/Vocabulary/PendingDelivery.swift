@@ -77,14 +77,13 @@ public struct PendingWorkError: Error, Sendable, Equatable, CustomStringConverti
     /// A message that says what the wait expected and what it found still pending.
     public var description: String {
         let list = pending.map(\.description).joined(separator: "; ")
-        switch code {
+        let observers = "\(pending.count) observer\(pending.count == 1 ? "" : "s")"
+        return switch code {
         case .timedOut(let timeout):
-            return "expected every delivery to finish within \(timeout), found \(pending.count) observer"
-                + "\(pending.count == 1 ? "" : "s") with work pending: \(list)"
+            "expected every delivery to finish within \(timeout), found \(observers) with work pending: \(list)"
         case .waitsForManualExecutor(let executor):
-            return "expected deliveries that can finish while this task waits, found \(pending.count) observer"
-                + "\(pending.count == 1 ? "" : "s") whose jobs only the test can run on \(executor): \(list); "
-                + "run them first (await runUntilIdle()) or post without waiting"
+            "expected deliveries that can finish while this task waits, found \(observers) whose jobs only the test "
+                + "can run on \(executor): \(list); run them first (await runUntilIdle()) or post without waiting"
         }
     }
 }
