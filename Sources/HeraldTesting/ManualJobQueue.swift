@@ -26,7 +26,7 @@ struct ManualJobQueue: Sendable {
     /// Sorted by due time, then by enqueue order.
     private var jobs: [Job] = []
     /// The threads running a job of this queue right now (a stack per nested run).
-    private var runners: [UInt] = []
+    private(set) var runners: [UInt] = []
     /// The number of jobs run so far.
     private(set) var executedCount = 0
 
@@ -45,11 +45,6 @@ struct ManualJobQueue: Sendable {
     func hasJob(dueBy deadline: Duration?) -> Bool {
         guard let first = jobs.first else { return false }
         return first.due <= Swift.max(deadline ?? now, now)
-    }
-
-    /// Whether `thread` is running a job of this queue right now.
-    func isRunning(on thread: UInt) -> Bool {
-        runners.contains(thread)
     }
 
     // MARK: - Changing
@@ -103,15 +98,18 @@ struct ManualJobQueue: Sendable {
         return true
     }
 
-    /// What is queued, for a failure message: "`owner` expected no pending work, found N jobs:
-    /// D due now (run them with `runCall`)", and when the first job due later is due.
-    func pendingWorkMessage(of owner: String, runCall: String) -> String {
+    /// What is queued, and how many async handlers the owner still runs, for a failure message:
+    /// "`owner` expected no pending work, found N jobs: D due now (run them with `runCall`)", when
+    /// the first job due later is due, and the tasks; `nil` if there is neither a job nor a task.
+    func pendingWorkFailure(of owner: String, runCall: String, runningTasks tasks: Int = 0) -> String? {
+        guard !jobs.isEmpty || tasks > 0 else { return nil }
         let later = jobs.filter { $0.due > now }.map(\.due)
         var message = "\(owner) expected no pending work, found \(jobs.count) job\(jobs.count == 1 ? "" : "s")"
         message += ": \(dueCount) due now (run them with \(runCall))"
         if let first = later.first {
             message += ", \(later.count) due later, the first at \(first) (clock at \(now); use advance(by:))"
         }
+        if tasks > 0 { message += ", and \(tasks) async handler\(tasks == 1 ? "" : "s") still running" }
         return message
     }
 

@@ -111,17 +111,40 @@ public struct NotificationRecorderError: Error, Sendable, Equatable, CustomStrin
 /// properties and methods may be used from any thread. ``values`` and ``records`` list everything
 /// recorded; ``next(timeout:)`` consumes them one at a time, in that order.
 public final class NotificationRecorder<N: Sendable>: Sendable {
+    private typealias Outcome = Result<RecordedNotification<N>, NotificationRecorderError>
+    /// A suspended `next` call, resumed with `nil` to look again.
+    private typealias Waiter = CheckedContinuation<Outcome?, Never>
+
     private struct State {
         var records: [RecordedNotification<N>] = []
         /// The index of the next record `next` returns.
         var cursor = 0
         var isStopped = false
         var nextWaiterID: UInt64 = 0
-        var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+        var waiters: [UInt64: Waiter] = [:]
         /// Timeouts and cancellations that arrived while their waiter was not suspended.
         var interrupted: [UInt64: Interruption] = [:]
         /// The observation, kept after `stop()` so that its counts stay readable.
         var observation: ObservationToken?
+
+        /// What the `next` call `id` returns now: the next record, or why it ends without one;
+        /// `nil` if it must wait.
+        mutating func outcome(for id: UInt64, timeout: Duration) -> Outcome? {
+            if cursor < records.count {
+                defer { cursor += 1 }
+                return .success(records[cursor])
+            }
+            let type = String(describing: N.self)
+            let count = records.count
+            if isStopped {
+                return .failure(.stopped(notificationType: type, recordedCount: count))
+            }
+            switch interrupted[id] {
+            case .timedOut: return .failure(.timedOut(after: timeout, notificationType: type, recordedCount: count))
+            case .cancelled: return .failure(.cancelled(notificationType: type, recordedCount: count))
+            case nil: return nil
+            }
+        }
     }
 
     private enum Interruption {
@@ -148,14 +171,14 @@ public final class NotificationRecorder<N: Sendable>: Sendable {
     }
 
     func append(_ notification: N, subjectID: ObjectIdentifier?) {
-        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+        let waiters = state.withLock { state -> [Waiter] in
             guard !state.isStopped else { return [] }
             state.records.append(RecordedNotification(notification: notification, subjectID: subjectID, target: target))
             defer { state.waiters = [:] }
             return Array(state.waiters.values)
         }
         for waiter in waiters {
-            waiter.resume()
+            waiter.resume(returning: nil)
         }
     }
 
@@ -237,15 +260,14 @@ public final class NotificationRecorder<N: Sendable>: Sendable {
     ///
     /// Callable from any thread, any number of times. The recorder also stops when deallocated.
     public func stop() {
-        let (observation, waiters) = state.withLock {
-            state -> (ObservationToken?, [CheckedContinuation<Void, Never>]) in
+        let (observation, waiters) = state.withLock { state in
             state.isStopped = true
             defer { state.waiters = [:] }
             return (state.observation, Array(state.waiters.values))
         }
         observation?.cancel()  // calling it again does nothing
         for waiter in waiters {
-            waiter.resume()
+            waiter.resume(returning: nil)
         }
     }
 
@@ -301,11 +323,8 @@ public final class NotificationRecorder<N: Sendable>: Sendable {
             return state.nextWaiterID
         }
         let timer = Task { [weak self] in
-            do {
-                try await Task.sleep(for: timeout)
-            } catch {
-                return  // the wait ended first
-            }
+            // The sleep throws when the wait ended first and cancelled it.
+            guard (try? await Task.sleep(for: timeout)) != nil else { return }
             self?.interrupt(id, .timedOut)
         }
         defer {
@@ -313,48 +332,30 @@ public final class NotificationRecorder<N: Sendable>: Sendable {
             state.withLock { $0.interrupted[id] = nil }
         }
         while true {
-            let outcome = state.withLock { state -> Result<RecordedNotification<N>, NotificationRecorderError>? in
-                if state.cursor < state.records.count {
-                    defer { state.cursor += 1 }
-                    return .success(state.records[state.cursor])
-                }
-                let type = String(describing: N.self)
-                let count = state.records.count
-                if state.isStopped {
-                    return .failure(.stopped(notificationType: type, recordedCount: count))
-                }
-                switch state.interrupted[id] {
-                case .timedOut: return .failure(.timedOut(after: timeout, notificationType: type, recordedCount: count))
-                case .cancelled: return .failure(.cancelled(notificationType: type, recordedCount: count))
-                case nil: return nil
-                }
-            }
-            if let outcome {
-                return try outcome.get()
-            }
-            await withTaskCancellationHandler {
-                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                    let resumeNow = state.withLock { state -> Bool in
-                        if state.cursor < state.records.count || state.isStopped || state.interrupted[id] != nil {
-                            return true
-                        }
-                        state.waiters[id] = continuation
-                        return false
+            let outcome = await withTaskCancellationHandler {
+                await withCheckedContinuation { (continuation: Waiter) in
+                    let outcome = state.withLock { state in
+                        let outcome = state.outcome(for: id, timeout: timeout)
+                        if outcome == nil { state.waiters[id] = continuation }
+                        return outcome
                     }
-                    if resumeNow { continuation.resume() }
+                    if let outcome { continuation.resume(returning: outcome) }
                 }
             } onCancel: {
                 interrupt(id, .cancelled)
+            }
+            if let outcome {
+                return try outcome.get()
             }
         }
     }
 
     private func interrupt(_ id: UInt64, _ interruption: Interruption) {
-        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+        let waiter = state.withLock { state in
             state.interrupted[id] = interruption
             return state.waiters.removeValue(forKey: id)
         }
-        waiter?.resume()
+        waiter?.resume(returning: nil)
     }
 
     // MARK: - Checking

@@ -28,13 +28,11 @@ final class StrayHubWatch: Sendable {
         }
     }
 
-    /// Reports each remembered hub that delivers main-actor work to the real main queue, once.
+    /// Reports the registrations each remembered hub refused, and, once, each remembered hub that
+    /// delivers main-actor work to the real main queue.
     func check(_ main: TestMainActor, at site: FailureSite) {
         for hub in seen.withLock({ seen in seen.values.compactMap(\.hub) }) {
             hub.reportRegistrationMisuses(at: site)
-        }
-        let hubs = seen.withLock { seen in seen.values.compactMap { $0.isReported ? nil : $0.hub } }
-        for hub in hubs {
             guard let message = Self.strayFailure(hub, main: main) else { continue }
             // `hub` is alive, so its entry is its own: `note` replaces only the entries of dead hubs.
             let first = seen.withLock { seen in

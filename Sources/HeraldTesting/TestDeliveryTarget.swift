@@ -87,7 +87,7 @@ public final class TestDeliveryTarget: DeliveryExecutor, CustomStringConvertible
     /// Whether the calling thread is running a job of this target right now.
     public var isCurrent: Bool {
         let me = ManualJobQueue.currentThread()
-        return state.withLock { $0.isRunning(on: me) }
+        return state.withLock { $0.runners.contains(me) }
     }
 
     // MARK: - Inspecting
@@ -131,7 +131,7 @@ public final class TestDeliveryTarget: DeliveryExecutor, CustomStringConvertible
     /// - Returns: `true` if a job ran, `false` if nothing was due.
     @discardableResult
     public func runNext() -> Bool {
-        run(until: nil)
+        ManualJobQueue.run(dueBy: nil, in: state, \.self)
     }
 
     /// Runs due jobs on the calling thread until none is due, including jobs that those jobs
@@ -162,7 +162,7 @@ public final class TestDeliveryTarget: DeliveryExecutor, CustomStringConvertible
     ) -> Int {
         let site = FailureSite(fileID: fileID, filePath: filePath, line: line, column: column)
         var count = 0
-        while run(until: nil) {
+        while ManualJobQueue.run(dueBy: nil, in: state, \.self) {
             count += 1
             if count >= maxJobs && dueCount > 0 {
                 reportFailure("\(self) ran \(count) jobs and more are still due: work keeps enqueueing work", at: site)
@@ -200,7 +200,7 @@ public final class TestDeliveryTarget: DeliveryExecutor, CustomStringConvertible
     @discardableResult
     public func advance(to instant: Duration) -> Int {
         var count = 0
-        while run(until: instant) {
+        while ManualJobQueue.run(dueBy: instant, in: state, \.self) {
             count += 1
         }
         state.withLock { $0.advanceClock(to: instant) }
@@ -286,16 +286,7 @@ public final class TestDeliveryTarget: DeliveryExecutor, CustomStringConvertible
     /// Reports pending work at `site`, if any.
     func checkNoPendingWork(_ comment: Comment?, at site: FailureSite) -> Bool {
         let owner = description
-        let failure = state.withLock { queue in
-            queue.pendingCount == 0 ? nil : queue.pendingWorkMessage(of: owner, runCall: "runUntilIdle()")
-        }
+        let failure = state.withLock { $0.pendingWorkFailure(of: owner, runCall: "runUntilIdle()") }
         return reportIfFailed(failure, comment: comment, at: site)
-    }
-
-    // MARK: - Internals
-
-    /// Runs the first job due by `deadline` (or by `now` when `nil`), moving the clock to it.
-    private func run(until deadline: Duration?) -> Bool {
-        ManualJobQueue.run(dueBy: deadline, in: state, \.self)
     }
 }

@@ -54,13 +54,11 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
         var taskCount = 0
         /// The number of `runUntilIdle` / `advance` calls in progress.
         var drivers = 0
-        /// Bumped by every enqueue and every finished task.
-        var generation: UInt64 = 0
-        var wakeUp: CheckedContinuation<Void, Never>?
-        /// `await postAndWait` calls made off the main actor that wait for this stand-in's jobs.
-        var heldPosts: [MainQueueWaitingPost] = []
-        /// Set when ``withMainActorStandIn(name:fileID:filePath:line:column:_:)``'s scope ends.
-        var isScopeOver = false
+        /// The drive waiting for a job to be enqueued or a task to end; resumed with `false`.
+        var wakeUp: CheckedContinuation<Bool, Never>?
+        /// `await postAndWait` calls made off the main actor that wait for this stand-in's jobs;
+        /// `nil` once ``withMainActorStandIn(name:fileID:filePath:line:column:_:)``'s scope ended.
+        var heldPosts: [MainQueueWaitingPost]? = []
     }
 
     /// A name for failure messages, such as `"main"`.
@@ -101,7 +99,7 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
     /// Whether the calling thread is running a job of the stand-in right now.
     public var isCurrent: Bool {
         let me = ManualJobQueue.currentThread()
-        return state.withLock { $0.queue.isRunning(on: me) }
+        return state.withLock { $0.queue.runners.contains(me) }
     }
 
     /// Starts the task of an async main-actor handler (or of ``run(maxJobs:fileID:filePath:line:column:_:)``'s
@@ -145,7 +143,7 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
     @MainActor
     @discardableResult
     public func runNext() -> Bool {
-        runJob(dueBy: nil)
+        ManualJobQueue.run(dueBy: nil, in: state, \.queue)
     }
 
     /// Runs due jobs on the main actor until none is due and every async handler they started
@@ -363,12 +361,8 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
     /// Reports pending jobs and running async handlers at `site`, if any.
     func checkNoPendingWork(_ comment: Comment?, at site: FailureSite) -> Bool {
         let owner = description
-        let failure = state.withLock { state -> String? in
-            let tasks = state.taskCount
-            guard state.queue.pendingCount > 0 || tasks > 0 else { return nil }
-            var message = state.queue.pendingWorkMessage(of: owner, runCall: "await runUntilIdle()")
-            if tasks > 0 { message += ", and \(tasks) async handler\(tasks == 1 ? "" : "s") still running" }
-            return message
+        let failure = state.withLock { state in
+            state.queue.pendingWorkFailure(of: owner, runCall: "await runUntilIdle()", runningTasks: state.taskCount)
         }
         return reportIfFailed(failure, comment: comment, at: site)
     }
@@ -380,9 +374,8 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
     /// run them.
     func abandonHeldPosts(at site: FailureSite) {
         let posts = state.withLock { state in
-            state.isScopeOver = true
-            defer { state.heldPosts = [] }
-            return state.heldPosts
+            defer { state.heldPosts = nil }
+            return state.heldPosts ?? []
         }
         for post in posts where !post.isComplete {
             reportFailure(
@@ -395,12 +388,6 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
 
     // MARK: - Internals
 
-    private enum Step {
-        case ranJob
-        case idle
-        case wait(UInt64)
-    }
-
     /// Runs jobs due by `deadline` (or by `now`), and waits for the async handlers they start,
     /// until there is nothing left to run, or until `isDone`. With a `site`, it reports runaway work
     /// there after `maxJobs` jobs, and checks the stray hubs once idle; without one, it is the
@@ -412,59 +399,44 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
         state.withLock { $0.drivers += 1 }
         var count = 0
         while !isDone() {
-            if runJob(dueBy: deadline) {
+            if ManualJobQueue.run(dueBy: deadline, in: state, \.queue) {
                 count += 1
                 guard count >= maxJobs, let site else { continue }
                 reportFailure("\(self) ran \(count) jobs and more may be due: work keeps enqueueing work", at: site)
                 break
             }
-            let step = state.withLock { state -> Step in
-                if state.queue.hasJob(dueBy: deadline) { return .ranJob }
-                if state.taskCount > 0 { return .wait(state.generation) }
-                state.drivers -= 1  // under the same lock as the check: a waiting post sees it
-                return .idle
+            // Under one lock: a job came due meanwhile (`false` at once), or tasks still run (it
+            // waits until `changeAndWake` resumes it with `false`), or the stand-in is idle.
+            let isIdle = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+                let isIdle = state.withLock { state -> Bool? in
+                    if state.queue.hasJob(dueBy: deadline) { return false }
+                    if state.taskCount > 0 {
+                        state.wakeUp = continuation
+                        return nil
+                    }
+                    state.drivers -= 1  // under the same lock as the check: a waiting post sees it
+                    return true
+                }
+                if let isIdle { continuation.resume(returning: isIdle) }
             }
-            switch step {
-            case .ranJob: continue
-            case .idle:
+            if isIdle {
                 if let site { strayHubs.check(self, at: site) }
                 return count
-            case .wait(let generation): await waitForChange(since: generation)
             }
         }
         state.withLock { $0.drivers -= 1 }
         return count
     }
 
-    /// Suspends until a job is enqueued or a task ends after `generation`.
-    @MainActor
-    private func waitForChange(since generation: UInt64) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let resumeNow = state.withLock { state -> Bool in
-                if state.generation != generation { return true }
-                state.wakeUp = continuation
-                return false
-            }
-            if resumeNow { continuation.resume() }
-        }
-    }
-
-    /// Runs the first job due by `deadline` (or by `now` when `nil`), moving the clock to it.
-    @MainActor
-    private func runJob(dueBy deadline: Duration?) -> Bool {
-        ManualJobQueue.run(dueBy: deadline, in: state, \.queue)
-    }
-
-    /// Makes `change` (an enqueue, or a task's end) under the lock, bumping the generation, and
-    /// wakes the drive waiting for a change, if any.
+    /// Makes `change` (an enqueue, or a task's end) under the lock, and wakes the drive waiting
+    /// for a change, if any.
     private func changeAndWake(_ change: (inout State) -> Void) {
         let wakeUp = state.withLock { state in
             change(&state)
-            state.generation &+= 1
             defer { state.wakeUp = nil }
             return state.wakeUp
         }
-        wakeUp?.resume()
+        wakeUp?.resume(returning: false)
     }
 }
 
@@ -599,14 +571,14 @@ final class StandIn: ManualMainQueueExecutor, CustomStringConvertible {
 
     func hold(_ post: MainQueueWaitingPost) {
         let isOver = main.state.withLock { state in
-            if !state.isScopeOver { state.heldPosts.append(post) }
-            return state.isScopeOver
+            state.heldPosts?.append(post)
+            return state.heldPosts == nil
         }
         // A post made after the scope ended: nothing will run the stand-in, so it ends at once.
         if isOver { post.abandon() }
     }
 
     func release(_ post: MainQueueWaitingPost) {
-        main.state.withLock { state in state.heldPosts.removeAll { $0 === post } }
+        main.state.withLock { state in state.heldPosts?.removeAll { $0 === post } }
     }
 }

@@ -43,7 +43,8 @@ final class HubCore: Sendable {
     /// replaying the remainder after it became visible.
     static let maxReplayRounds = 8
 
-    /// Registers `observer` and replays the retained values it matches, before any live post.
+    /// Makes `observer` visible to posts, for every type at once if it observes a family; with
+    /// `replayLatest`, it first gets the retained values it matches, before any live post:
     ///
     /// - An observer with a mailbox or a stream gets the replayed values in its mailbox or buffer before
     ///   it becomes visible to posts, in the same critical section, so they come first.
@@ -54,15 +55,18 @@ final class HubCore: Sendable {
     ///   skipped: only the latest per subject is stored). After ``maxReplayRounds`` rounds of
     ///   constant retaining posts, it becomes visible together with the last values to replay,
     ///   which then may overlap a live post made on another thread.
-    func addReplaying<N: TypedNotification>(_ observer: Observer<N>) {
+    func add<N: TypedNotification>(_ observer: Observer<N>, replayLatest: Bool) {
+        guard replayLatest else {
+            registry.add(observer)
+            return
+        }
         if !observer.isPosting {
             if registry.addPreloaded(observer) { observer.scheduleDrain() }
             return
         }
 
         var seen: UInt64 = 0
-        var round = 0
-        while true {
+        for round in 0... {
             let (replays, latest, added) = registry.replayRound(
                 observer, after: seen, force: round >= Self.maxReplayRounds)
             // No one else holds the observer yet, so only `isCancelledFlag` may be read here:
@@ -74,17 +78,6 @@ final class HubCore: Sendable {
             }
             if added { return }
             seen = latest
-            round += 1
-        }
-    }
-
-    /// Makes `observer` visible to posts: after replaying the retained values to it if
-    /// `replayLatest` (see ``addReplaying(_:)``), and for every type at once if it observes a family.
-    func add<N: TypedNotification>(_ observer: Observer<N>, replayLatest: Bool) {
-        if replayLatest {
-            addReplaying(observer)
-        } else {
-            registry.add(observer)
         }
     }
 
@@ -93,13 +86,10 @@ final class HubCore: Sendable {
     func observers<N: TypedNotification>(of type: N.Type) -> [Observer<N>] {
         guard let snapshot = registry.snapshot(of: type) else { return [] }
         let all = snapshot.withObservers { queued, posting in
-            (Array(posting) + Array(queued)).compactMap { unmanaged -> Observer<N>? in
-                let observer = unmanaged.takeUnretainedValue()
-                // Family observers' members are not registrations of this type.
-                return observer.familyObserver == nil ? unsafeDowncast(observer, to: Observer<N>.self) : nil
-            }
+            // Family observers' members are not registrations of this type.
+            (Array(posting) + Array(queued)).map { $0.takeUnretainedValue() }.filter { $0.familyObserver == nil }
         }
-        return all.filter { !$0.isCancelled }
+        return all.map { unsafeDowncast($0, to: Observer<N>.self) }.filter { !$0.isCancelled }
     }
 
     /// The live family observers with the family `key` (every family when `nil`) that are taps

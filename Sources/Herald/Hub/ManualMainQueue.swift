@@ -54,16 +54,6 @@ extension ManualMainQueueExecutor {
     public func noteRefusedRegistration(on hub: NotificationHub) {}
 }
 
-extension NotificationHub {
-    /// Tells the main-queue executor of the registering task, if any, about a main-actor observer
-    /// on this hub when the hub itself has none (see
-    /// ``ManualMainQueueExecutor/noteMainQueueObserver(on:)``).
-    func noteMainActorRegistration(on target: DeliveryTarget) {
-        guard case .main = target.kind, core.manualMainQueue == nil else { return }
-        MainQueueExecutorScope.current?.noteMainQueueObserver(on: self)
-    }
-}
-
 /// An `await postAndWait` made off the main actor that waits for deliveries held by a manual
 /// main-queue executor (see ``ManualMainQueueExecutor/hold(_:)``).
 @_spi(Testing)

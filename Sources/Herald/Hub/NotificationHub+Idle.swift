@@ -62,11 +62,8 @@ extension NotificationHub {
         for snapshot in snapshots {
             snapshot.withObservers { queued, _ in
                 // A family observer's members are listed once, by the family observer.
-                for observer in queued where observer.takeUnretainedValue().familyObserver == nil {
-                    if let delivery = observer.takeUnretainedValue().pendingDelivery {
-                        pending.append(delivery)
-                    }
-                }
+                pending += queued.map { $0.takeUnretainedValue() }.filter { $0.familyObserver == nil }
+                    .compactMap(\.pendingDelivery)
             }
         }
         return pending

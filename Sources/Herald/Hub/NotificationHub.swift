@@ -61,7 +61,11 @@ public final class NotificationHub: Sendable {
             bufferingPolicy: bufferingPolicy, priority: priority, family: family
         )
         core.add(observer, replayLatest: replayLatest)
-        noteMainActorRegistration(on: target)
+        // The main-queue executor of the registering task, if any, hears of a main-actor observer
+        // on a hub that has none (`ManualMainQueueExecutor.noteMainQueueObserver(on:)`).
+        if case .main = target.kind, core.manualMainQueue == nil {
+            MainQueueExecutorScope.current?.noteMainQueueObserver(on: self)
+        }
         return ObservationToken(registration: observer, cancelsOnDeinit: owner == nil)
     }
 

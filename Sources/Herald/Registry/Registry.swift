@@ -213,7 +213,7 @@ final class Registry: DeliveryHost, @unchecked Sendable {  // `shardRefs` is imm
     // its value and takes its observer snapshot in one critical section (`retain`), and a
     // replaying registration reads the retained values and becomes visible in one critical
     // section (`addPreloaded`; or, on the posting thread, `replayRound`, whose final round checks
-    // that nothing was retained in between: see `HubCore.addReplaying`). So every retaining post
+    // that nothing was retained in between: see `HubCore.add`). So every retaining post
     // reaches a replaying observer exactly once: through the replay if it came first, live if it
     // came after. Values that are replaced or removed are released after the lock, never under
     // it: their `deinit` may observe, cancel, post or remove retained values on the same hub.
