@@ -60,16 +60,14 @@ extension NotificationHub {
             guard let self, !isCancelled.isSet else { return }
             // Our own forwarding of a hub post to this center: already delivered in the hub.
             guard !ForwardingFrame.isActive(link, direction: .toCenter) else { return }
-            let value: N
             do {
-                value = try N(notification: notification)
+                let value = try N(notification: notification)
+                let subject = ForwardingFrame.subject(of: notification.object)
+                ForwardingFrame.run(link, direction: .fromCenter) {
+                    self.post(value, from: subject)
+                }
             } catch {
                 self.reportForwardingFailure(error, of: N.self, fileID: fileID, line: line)
-                return
-            }
-            let subject = ForwardingFrame.subject(of: notification.object)
-            ForwardingFrame.run(link, direction: .fromCenter) {
-                self.post(value, from: subject)
             }
         }
         return ObservationToken {

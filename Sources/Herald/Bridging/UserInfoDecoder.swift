@@ -176,8 +176,7 @@ enum UserInfoValue {
 struct UserInfoNumber: CustomStringConvertible {
     enum Storage {
         case bool(Bool)
-        case signed(Int128)
-        case unsigned(UInt128)
+        case integer(any BinaryInteger)
         case floating(Double)
     }
 
@@ -222,7 +221,7 @@ struct UserInfoNumber: CustomStringConvertible {
         case let bool as Bool where type == Bool.self:
             .bool(bool)
         case let integer as any BinaryInteger where isNative(type):
-            Swift.type(of: integer).isSigned ? .signed(Int128(integer)) : .unsigned(UInt128(integer))
+            .integer(integer)
         case let floating as any BinaryFloatingPoint where isNative(type) || type == CGFloat.self:
             .floating(Double(floating))
         default:
@@ -236,9 +235,9 @@ struct UserInfoNumber: CustomStringConvertible {
         }
         switch UInt8(bitPattern: number.objCType.pointee) {
         case UInt8(ascii: "c"), UInt8(ascii: "s"), UInt8(ascii: "i"), UInt8(ascii: "l"), UInt8(ascii: "q"):
-            return .signed(Int128(number.int64Value))
+            return .integer(number.int64Value)
         case UInt8(ascii: "C"), UInt8(ascii: "S"), UInt8(ascii: "I"), UInt8(ascii: "L"), UInt8(ascii: "Q"):
-            return .unsigned(UInt128(number.uint64Value))
+            return .integer(number.uint64Value)
         case UInt8(ascii: "f"), UInt8(ascii: "d"):
             return .floating(number.doubleValue)
         default:
@@ -249,8 +248,7 @@ struct UserInfoNumber: CustomStringConvertible {
     var description: String {
         switch storage {
         case .bool(let value): "\(typeName) \(value)"
-        case .signed(let value): "\(typeName) \(value)"
-        case .unsigned(let value): "\(typeName) \(value)"
+        case .integer(let value): "\(typeName) \(value)"
         case .floating(let value): "\(typeName) \(value)"
         }
     }
@@ -423,9 +421,7 @@ private struct UserInfoDecoderImplementation: Decoder, SingleValueDecodingContai
         switch try read(UserInfoNumber.init).storage {
         case .bool:
             throw .typeMismatch(at: path, expected: expected, found: value)
-        case .signed(let integer):
-            if let exact = I(exactly: integer) { return exact }
-        case .unsigned(let integer):
+        case .integer(let integer):
             if let exact = I(exactly: integer) { return exact }
         case .floating(let double):
             if double.isNaN || (double.isFinite && double.rounded(.towardZero) != double) {
@@ -440,9 +436,7 @@ private struct UserInfoDecoderImplementation: Decoder, SingleValueDecodingContai
         switch try read(UserInfoNumber.init).storage {
         case .bool:
             throw .typeMismatch(at: path, expected: expected, found: value)
-        case .signed(let integer):
-            if let exact = F(exactly: integer) { return exact }
-        case .unsigned(let integer):
+        case .integer(let integer):
             if let exact = F(exactly: integer) { return exact }
         case .floating(let double):
             let converted = F(double)

@@ -143,15 +143,10 @@ extension Optional where Wrapped == [AnyHashable: Any] {
     /// - Returns: The value as a `V`, or `nil` if the dictionary or the key is missing or the value is
     ///   of another type.
     public subscript<V>(key: UserInfoKey<V>) -> V? {
-        get {
-            guard let dictionary = self else { return nil }
-            return dictionary[key]
-        }
+        get { self?[key] }
         set {
-            guard self != nil || newValue != nil else { return }
-            var dictionary = self ?? [:]
-            dictionary[key] = newValue
-            self = dictionary
+            if self == nil, newValue != nil { self = [:] }
+            self?[key] = newValue
         }
     }
 
