@@ -191,15 +191,9 @@ struct UserInfoNumber: CustomStringConvertible {
     /// and on Apple platforms (an `NSNumber` 1 is a `Bool` on one and not on the other).
     init?(_ value: Any) {
         let dynamicType = type(of: value)
-        if dynamicType is NSNumber.Type {
-            guard let number = value as? NSNumber, let storage = Self.storage(of: number) else { return nil }
-            self.storage = storage
-            self.typeName = "NSNumber"
-        } else {
-            guard let storage = Self.storage(of: value, type: dynamicType) else { return nil }
-            self.storage = storage
-            self.typeName = String(describing: dynamicType)
-        }
+        guard let storage = Self.storage(of: value, type: dynamicType) else { return nil }
+        self.storage = storage
+        self.typeName = dynamicType is NSNumber.Type ? "NSNumber" : String(describing: dynamicType)
     }
 
     /// The numeric types that the user-info representation stores as numbers, and converts between:
@@ -218,6 +212,8 @@ struct UserInfoNumber: CustomStringConvertible {
 
     private static func storage(of value: Any, type: Any.Type) -> Storage? {
         switch value {
+        case let number as NSNumber where type is NSNumber.Type:
+            storage(of: number)
         case let bool as Bool where type == Bool.self:
             .bool(bool)
         case let integer as any BinaryInteger where isNative(type):
