@@ -502,8 +502,7 @@ final class MainQueueLane: Sendable {
 
     @MainActor
     private func drain() {
-        let work = waiting.exchange([])
-        for item in work { item() }
+        for work in waiting.exchange([]) { work() }
     }
 }
 

@@ -49,12 +49,10 @@ public struct UserInfoDecoder: Sendable {
     /// Contextual information handed to the decoded types through `Decoder.userInfo`.
     ///
     /// Not to be confused with the notification's user info, which is the data being decoded.
-    public var userInfo: [CodingUserInfoKey: any Sendable]
+    public var userInfo: [CodingUserInfoKey: any Sendable] = [:]
 
     /// Makes a decoder.
-    public init() {
-        self.userInfo = [:]
-    }
+    public init() {}
 
     /// Decodes a value of the given type from a user-info dictionary.
     ///
@@ -388,11 +386,8 @@ private struct UserInfoDecoderImplementation: Decoder, SingleValueDecodingContai
         case is UUID.Type: result = try unboxParsed(detail: "not a valid UUID string") { UUID(uuidString: $0) }
         default: return nil
         }
-        guard let typed = result as? T else {
-            // Unreachable: each branch returns the type it matched.
-            throw .typeMismatch(at: path, expected: expected, found: result)
-        }
-        return typed
+        // Each branch made the type it matched.
+        return result as? T
     }
 
     /// The present, non-null value as `read` reads it, or a `valueNotFound` or `typeMismatch` error.
@@ -564,11 +559,8 @@ private struct UserInfoUnkeyedDecodingContainer: UnkeyedDecodingContainer {
 
     mutating func decodeNil() throws -> Bool {
         try checkNotAtEnd(expected: "nil")
-        if UserInfoValue.isNull(array[currentIndex]) {
-            currentIndex += 1
-            return true
-        }
-        return false
+        guard UserInfoValue.isNull(array[currentIndex]) else { return false }
+        return advancing(past: true)
     }
 
     /// Also the witness of the primitive requirements (`Bool`, `String`, `Int` and the others) but

@@ -78,23 +78,19 @@ public struct UserInfoEncoder: Sendable {
     }
 
     /// How `URL` values are stored. The default is ``URLEncodingStrategy/url``.
-    public var urlEncodingStrategy: URLEncodingStrategy
+    public var urlEncodingStrategy: URLEncodingStrategy = .url
 
     /// How `UUID` values are stored. The default is ``UUIDEncodingStrategy/uuid``.
-    public var uuidEncodingStrategy: UUIDEncodingStrategy
+    public var uuidEncodingStrategy: UUIDEncodingStrategy = .uuid
 
     /// Contextual information handed to the encoded types through `Encoder.userInfo`.
     ///
     /// Not to be confused with the notification's user info, which is the encoder's output.
-    public var userInfo: [CodingUserInfoKey: any Sendable]
+    public var userInfo: [CodingUserInfoKey: any Sendable] = [:]
 
     /// Makes an encoder with the default strategies, which store `URL` and `UUID` values as
     /// themselves, the objects legacy observers read.
-    public init() {
-        self.urlEncodingStrategy = .url
-        self.uuidEncodingStrategy = .uuid
-        self.userInfo = [:]
-    }
+    public init() {}
 
     /// Makes an encoder whose output holds only property-list values: `URL` values as their
     /// `absoluteString`, `UUID` values as their `uuidString`.

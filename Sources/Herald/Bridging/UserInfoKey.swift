@@ -88,10 +88,7 @@ public struct UserInfoKey<Value>: Hashable, Sendable, CustomStringConvertible {
 
     /// Writes the entry for this key, or removes it for `nil`.
     func write(_ value: Value?, in userInfo: inout [AnyHashable: Any]) {
-        guard let value, let flat = UserInfoValue.flatten(value) else {
-            userInfo[AnyHashable(name)] = nil
-            return
-        }
+        let flat = UserInfoValue.flatten(value)
         let encoded = (flat as? any Encodable).flatMap { try? UserInfoEncoder().encodeValue($0) }
         userInfo[AnyHashable(name)] = encoded ?? flat
     }
