@@ -60,16 +60,15 @@ extension NotificationHub {
             guard let self, !isCancelled.isSet else { return }
             // Our own forwarding of a hub post to this center: already delivered in the hub.
             guard !ForwardingFrame.isActive(link, direction: .toCenter) else { return }
-            let value: N
             do {
-                value = try N(notification: notification)
+                let value = try N(notification: notification)
+                // A class instance becomes the post's subject, matched by identity.
+                let subject = notification.object.flatMap { Swift.type(of: $0) is AnyClass ? $0 as AnyObject : nil }
+                ForwardingFrame.run(link, direction: .fromCenter) {
+                    self.post(value, from: subject)
+                }
             } catch {
                 self.reportForwardingFailure(error, of: N.self, fileID: fileID, line: line)
-                return
-            }
-            let subject = ForwardingFrame.subject(of: notification.object)
-            ForwardingFrame.run(link, direction: .fromCenter) {
-                self.post(value, from: subject)
             }
         }
         return ObservationToken {
@@ -194,12 +193,6 @@ final class ForwardingFrame: Sendable {
     static func isActive(_ link: ForwardingLink, direction: Direction) -> Bool {
         guard let innermost = current.current else { return false }
         return sequence(first: innermost, next: \.parent).contains { $0.link == link && $0.direction == direction }
-    }
-
-    /// A notification's object as a hub subject: class instances only, matched by identity.
-    static func subject(of object: Any?) -> AnyObject? {
-        guard let object, type(of: object) is AnyClass else { return nil }
-        return object as AnyObject
     }
 }
 

@@ -111,15 +111,13 @@ extension NotificationHub {
             let from = weakSubject.object
             // A new object at a dead subject's address: not the subject forwarding was set up for.
             if weakSubject.hadObject && from == nil { return }
-            let value: N
             do {
-                value = try convert(message)
+                let value = try convert(message)
+                ForwardingFrame.run(link, direction: .fromCenter) {
+                    self.post(value, from: from)
+                }
             } catch {
                 self.reportForwardingFailure(error, of: M.self, fileID: fileID, line: line)
-                return
-            }
-            ForwardingFrame.run(link, direction: .fromCenter) {
-                self.post(value, from: from)
             }
         }
         return ObservationToken(onCancel: {
@@ -504,25 +502,23 @@ final class MainQueueLane: Sendable {
 
     @MainActor
     private func drain() {
-        let work = waiting.exchange([])
-        for item in work { item() }
+        for work in waiting.exchange([]) { work() }
     }
 }
 
 /// The hub posts that forwards to a center made of one `AsyncMessage` type, which one forward from
 /// that center will receive back on Foundation's own task and must not post into the hub again.
 final class EchoLedger<M: Sendable>: Sendable {
-    private struct Entry: Sendable {
-        let id: UInt64
+    /// One expected message; a reference, so that `consume(_:)` removes the entry it matched.
+    private final class Entry: Sendable {
         let matches: @Sendable (M) -> Bool
+
+        init(_ matches: @escaping @Sendable (M) -> Bool) {
+            self.matches = matches
+        }
     }
 
-    private struct State {
-        var entries: [Entry] = []
-        var nextID: UInt64 = 0
-    }
-
-    private let state = Lock(State(), rank: .echoLedger)
+    private let entries = Lock<[Entry]>([], rank: .echoLedger)
     private let subject: WeakSubject
 
     init(subject: AnyObject?) {
@@ -532,16 +528,12 @@ final class EchoLedger<M: Sendable>: Sendable {
     /// Whether a message posted with `postSubject` reaches this forward's center observer.
     func receives(_ postSubject: AnyObject?) -> Bool {
         guard subject.hadObject else { return true }
-        guard let postSubject, let own = subject.object else { return false }
-        return own === postSubject
+        return subject.object.map { $0 === postSubject } ?? false
     }
 
     /// Records that a message for which `matches` holds will come back once.
     func expect(_ matches: @escaping @Sendable (M) -> Bool) {
-        state.withLock { state in
-            state.entries.append(Entry(id: state.nextID, matches: matches))
-            state.nextID &+= 1
-        }
+        entries.withLock { $0.append(Entry(matches)) }
     }
 
     /// Whether `message` is one that was expected back; if so, it is expected no more.
@@ -549,11 +541,10 @@ final class EchoLedger<M: Sendable>: Sendable {
     /// The comparison is user code, so it runs on a copy of the entries, outside the lock.
     func consume(_ message: M) -> Bool {
         while true {
-            let entries = state.withLock { $0.entries }
-            guard let match = entries.first(where: { $0.matches(message) }) else { return false }
-            let removed = state.withLock { state -> Entry? in
-                guard let index = state.entries.firstIndex(where: { $0.id == match.id }) else { return nil }
-                return state.entries.remove(at: index)
+            let copy = entries.withLock { $0 }
+            guard let match = copy.first(where: { $0.matches(message) }) else { return false }
+            let removed = entries.withLock { entries in
+                entries.firstIndex { $0 === match }.map { entries.remove(at: $0) }
             }
             // Another delivery took that entry in the meantime: look again.
             if removed != nil { return true }

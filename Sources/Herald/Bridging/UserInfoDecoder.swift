@@ -49,12 +49,10 @@ public struct UserInfoDecoder: Sendable {
     /// Contextual information handed to the decoded types through `Decoder.userInfo`.
     ///
     /// Not to be confused with the notification's user info, which is the data being decoded.
-    public var userInfo: [CodingUserInfoKey: any Sendable]
+    public var userInfo: [CodingUserInfoKey: any Sendable] = [:]
 
     /// Makes a decoder.
-    public init() {
-        self.userInfo = [:]
-    }
+    public init() {}
 
     /// Decodes a value of the given type from a user-info dictionary.
     ///
@@ -176,8 +174,7 @@ enum UserInfoValue {
 struct UserInfoNumber: CustomStringConvertible {
     enum Storage {
         case bool(Bool)
-        case signed(Int128)
-        case unsigned(UInt128)
+        case integer(any BinaryInteger)
         case floating(Double)
     }
 
@@ -192,15 +189,9 @@ struct UserInfoNumber: CustomStringConvertible {
     /// and on Apple platforms (an `NSNumber` 1 is a `Bool` on one and not on the other).
     init?(_ value: Any) {
         let dynamicType = type(of: value)
-        if dynamicType is NSNumber.Type {
-            guard let number = value as? NSNumber, let storage = Self.storage(of: number) else { return nil }
-            self.storage = storage
-            self.typeName = "NSNumber"
-        } else {
-            guard let storage = Self.storage(of: value, type: dynamicType) else { return nil }
-            self.storage = storage
-            self.typeName = String(describing: dynamicType)
-        }
+        guard let storage = Self.storage(of: value, type: dynamicType) else { return nil }
+        self.storage = storage
+        self.typeName = dynamicType is NSNumber.Type ? "NSNumber" : String(describing: dynamicType)
     }
 
     /// The numeric types that the user-info representation stores as numbers, and converts between:
@@ -219,10 +210,12 @@ struct UserInfoNumber: CustomStringConvertible {
 
     private static func storage(of value: Any, type: Any.Type) -> Storage? {
         switch value {
+        case let number as NSNumber where type is NSNumber.Type:
+            storage(of: number)
         case let bool as Bool where type == Bool.self:
             .bool(bool)
         case let integer as any BinaryInteger where isNative(type):
-            Swift.type(of: integer).isSigned ? .signed(Int128(integer)) : .unsigned(UInt128(integer))
+            .integer(integer)
         case let floating as any BinaryFloatingPoint where isNative(type) || type == CGFloat.self:
             .floating(Double(floating))
         default:
@@ -236,9 +229,9 @@ struct UserInfoNumber: CustomStringConvertible {
         }
         switch UInt8(bitPattern: number.objCType.pointee) {
         case UInt8(ascii: "c"), UInt8(ascii: "s"), UInt8(ascii: "i"), UInt8(ascii: "l"), UInt8(ascii: "q"):
-            return .signed(Int128(number.int64Value))
+            return .integer(number.int64Value)
         case UInt8(ascii: "C"), UInt8(ascii: "S"), UInt8(ascii: "I"), UInt8(ascii: "L"), UInt8(ascii: "Q"):
-            return .unsigned(UInt128(number.uint64Value))
+            return .integer(number.uint64Value)
         case UInt8(ascii: "f"), UInt8(ascii: "d"):
             return .floating(number.doubleValue)
         default:
@@ -249,8 +242,7 @@ struct UserInfoNumber: CustomStringConvertible {
     var description: String {
         switch storage {
         case .bool(let value): "\(typeName) \(value)"
-        case .signed(let value): "\(typeName) \(value)"
-        case .unsigned(let value): "\(typeName) \(value)"
+        case .integer(let value): "\(typeName) \(value)"
         case .floating(let value): "\(typeName) \(value)"
         }
     }
@@ -394,11 +386,8 @@ private struct UserInfoDecoderImplementation: Decoder, SingleValueDecodingContai
         case is UUID.Type: result = try unboxParsed(detail: "not a valid UUID string") { UUID(uuidString: $0) }
         default: return nil
         }
-        guard let typed = result as? T else {
-            // Unreachable: each branch returns the type it matched.
-            throw .typeMismatch(at: path, expected: expected, found: result)
-        }
-        return typed
+        // Each branch made the type it matched.
+        return result as? T
     }
 
     /// The present, non-null value as `read` reads it, or a `valueNotFound` or `typeMismatch` error.
@@ -423,9 +412,7 @@ private struct UserInfoDecoderImplementation: Decoder, SingleValueDecodingContai
         switch try read(UserInfoNumber.init).storage {
         case .bool:
             throw .typeMismatch(at: path, expected: expected, found: value)
-        case .signed(let integer):
-            if let exact = I(exactly: integer) { return exact }
-        case .unsigned(let integer):
+        case .integer(let integer):
             if let exact = I(exactly: integer) { return exact }
         case .floating(let double):
             if double.isNaN || (double.isFinite && double.rounded(.towardZero) != double) {
@@ -440,9 +427,7 @@ private struct UserInfoDecoderImplementation: Decoder, SingleValueDecodingContai
         switch try read(UserInfoNumber.init).storage {
         case .bool:
             throw .typeMismatch(at: path, expected: expected, found: value)
-        case .signed(let integer):
-            if let exact = F(exactly: integer) { return exact }
-        case .unsigned(let integer):
+        case .integer(let integer):
             if let exact = F(exactly: integer) { return exact }
         case .floating(let double):
             let converted = F(double)
@@ -574,11 +559,8 @@ private struct UserInfoUnkeyedDecodingContainer: UnkeyedDecodingContainer {
 
     mutating func decodeNil() throws -> Bool {
         try checkNotAtEnd(expected: "nil")
-        if UserInfoValue.isNull(array[currentIndex]) {
-            currentIndex += 1
-            return true
-        }
-        return false
+        guard UserInfoValue.isNull(array[currentIndex]) else { return false }
+        return advancing(past: true)
     }
 
     /// Also the witness of the primitive requirements (`Bool`, `String`, `Int` and the others) but

@@ -64,12 +64,9 @@ public struct UserInfoDecodingError: Error, CustomStringConvertible, Sendable {
             }
         }
 
+        /// An index for the coder's own index keys, else the key's string.
         init(_ key: any CodingKey) {
-            if let key = key as? UserInfoCodingKey, let index = key.intValue {
-                self = .index(index)
-            } else {
-                self = .key(key.stringValue)
-            }
+            self = (key as? UserInfoCodingKey)?.intValue.map(Self.index) ?? .key(key.stringValue)
         }
     }
 

@@ -78,23 +78,19 @@ public struct UserInfoEncoder: Sendable {
     }
 
     /// How `URL` values are stored. The default is ``URLEncodingStrategy/url``.
-    public var urlEncodingStrategy: URLEncodingStrategy
+    public var urlEncodingStrategy: URLEncodingStrategy = .url
 
     /// How `UUID` values are stored. The default is ``UUIDEncodingStrategy/uuid``.
-    public var uuidEncodingStrategy: UUIDEncodingStrategy
+    public var uuidEncodingStrategy: UUIDEncodingStrategy = .uuid
 
     /// Contextual information handed to the encoded types through `Encoder.userInfo`.
     ///
     /// Not to be confused with the notification's user info, which is the encoder's output.
-    public var userInfo: [CodingUserInfoKey: any Sendable]
+    public var userInfo: [CodingUserInfoKey: any Sendable] = [:]
 
     /// Makes an encoder with the default strategies, which store `URL` and `UUID` values as
     /// themselves, the objects legacy observers read.
-    public init() {
-        self.urlEncodingStrategy = .url
-        self.uuidEncodingStrategy = .uuid
-        self.userInfo = [:]
-    }
+    public init() {}
 
     /// Makes an encoder whose output holds only property-list values: `URL` values as their
     /// `absoluteString`, `UUID` values as their `uuidString`.
@@ -144,7 +140,7 @@ public struct UserInfoEncoder: Sendable {
     private func encodeNode<T: Encodable>(_ value: T) throws -> UserInfoEncodingNode {
         let state = UserInfoEncodingState(encoder: self)
         let root = UserInfoEncodingNode()
-        try state.box(value, into: root, at: [])
+        try UserInfoEncoderImplementation(node: root, codingPath: [], state: state).box(value)
         if let error = state.firstError {
             throw error
         }
@@ -169,13 +165,6 @@ final class UserInfoEncodingNode {
     var keyed: [String: UserInfoEncodingNode] = [:]
     /// The children of an unkeyed container.
     var unkeyed: [UserInfoEncodingNode] = []
-
-    init() {}
-
-    init(value: Any) {
-        self.kind = .value
-        self.value = value
-    }
 
     func setValue(_ newValue: Any) {
         clear(as: .value)
@@ -225,16 +214,8 @@ final class UserInfoEncodingState {
         firstError = firstError ?? error
     }
 
-    func box<T: Encodable>(_ value: T, into node: UserInfoEncodingNode, at path: [any CodingKey]) throws {
-        if let leaf = leaf(value) {
-            node.setValue(leaf)
-            return
-        }
-        try value.encode(to: UserInfoEncoderImplementation(node: node, codingPath: path, state: self))
-    }
-
     /// The stored form of values that the user-info representation keeps as leaves, or `nil`.
-    private func leaf<T: Encodable>(_ value: T) -> Any? {
+    func leaf<T: Encodable>(_ value: T) -> Any? {
         // swift-format-ignore
         switch value {
         case let value as String where T.self == String.self: return value
@@ -258,7 +239,9 @@ final class UserInfoEncodingState {
     }
 }
 
-private struct UserInfoEncoderImplementation: Encoder {
+/// Encodes one value into its node: the `Encoder` handed to the types that encode themselves, and
+/// its single-value container.
+private struct UserInfoEncoderImplementation: Encoder, SingleValueEncodingContainer {
     let node: UserInfoEncodingNode
     let codingPath: [any CodingKey]
     let state: UserInfoEncodingState
@@ -281,11 +264,34 @@ private struct UserInfoEncoderImplementation: Encoder {
     }
 
     func singleValueContainer() -> any SingleValueEncodingContainer {
-        UserInfoSingleValueEncodingContainer(node: node, codingPath: codingPath, state: state)
+        self
     }
 
     private func misuse(_ message: String) -> EncodingError {
         .invalidValue(NSNull(), EncodingError.Context(codingPath: codingPath, debugDescription: message))
+    }
+
+    func encodeNil() {
+        node.setValue(NSNull())
+    }
+
+    /// Also the witness of the primitive requirements (`Bool`, `String`, `Int` and the others): the
+    /// standard library implements only the 128-bit integers, with a default that throws, so those
+    /// two are spelled out.
+    func encode<T: Encodable>(_ value: T) throws {
+        try box(value)
+    }
+
+    func encode(_ value: Int128) throws { try box(value) }
+    func encode(_ value: UInt128) throws { try box(value) }
+
+    /// Stores the value in the node: a leaf as it is stored, anything else as it encodes itself.
+    func box<T: Encodable>(_ value: T) throws {
+        if let leaf = state.leaf(value) {
+            node.setValue(leaf)
+        } else {
+            try value.encode(to: self)
+        }
     }
 }
 
@@ -295,12 +301,11 @@ private struct UserInfoKeyedEncodingContainer<Key: CodingKey>: KeyedEncodingCont
     let state: UserInfoEncodingState
 
     mutating func encodeNil(forKey key: Key) throws {
-        node.keyed[key.stringValue] = UserInfoEncodingNode(value: NSNull())
+        childEncoder(forKey: key).encodeNil()
     }
 
-    /// Also the witness of the primitive requirements (`Bool`, `String`, `Int` and the others): the
-    /// standard library implements only the 128-bit integers, with a default that throws, so those
-    /// two are spelled out.
+    /// Also the witness of the primitive requirements but the 128-bit integers, as in
+    /// `UserInfoEncoderImplementation.encode(_:)`.
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
         try encodeValue(value, forKey: key)
     }
@@ -310,7 +315,7 @@ private struct UserInfoKeyedEncodingContainer<Key: CodingKey>: KeyedEncodingCont
 
     private func encodeValue<T: Encodable>(_ value: T, forKey key: Key) throws {
         let child = UserInfoEncodingNode()
-        try state.box(value, into: child, at: codingPath + [key])
+        try UserInfoEncoderImplementation(node: child, codingPath: codingPath + [key], state: state).box(value)
         node.keyed[key.stringValue] = child
     }
 
@@ -350,11 +355,11 @@ private struct UserInfoUnkeyedEncodingContainer: UnkeyedEncodingContainer {
     private var nextKey: any CodingKey { UserInfoCodingKey(intValue: node.unkeyed.count) }
 
     mutating func encodeNil() throws {
-        node.unkeyed.append(UserInfoEncodingNode(value: NSNull()))
+        nextEncoder().encodeNil()
     }
 
     /// Also the witness of the primitive requirements but the 128-bit integers, as in
-    /// `UserInfoKeyedEncodingContainer.encode(_:forKey:)`.
+    /// `UserInfoEncoderImplementation.encode(_:)`.
     mutating func encode<T: Encodable>(_ value: T) throws {
         try encodeValue(value)
     }
@@ -364,7 +369,7 @@ private struct UserInfoUnkeyedEncodingContainer: UnkeyedEncodingContainer {
 
     private func encodeValue<T: Encodable>(_ value: T) throws {
         let child = UserInfoEncodingNode()
-        try state.box(value, into: child, at: codingPath + [nextKey])
+        try UserInfoEncoderImplementation(node: child, codingPath: codingPath + [nextKey], state: state).box(value)
         node.unkeyed.append(child)
     }
 
@@ -388,23 +393,4 @@ private struct UserInfoUnkeyedEncodingContainer: UnkeyedEncodingContainer {
         node.unkeyed.append(child)
         return UserInfoEncoderImplementation(node: child, codingPath: codingPath + [key], state: state)
     }
-}
-
-private struct UserInfoSingleValueEncodingContainer: SingleValueEncodingContainer {
-    let node: UserInfoEncodingNode
-    let codingPath: [any CodingKey]
-    let state: UserInfoEncodingState
-
-    mutating func encodeNil() throws {
-        node.setValue(NSNull())
-    }
-
-    /// Also the witness of the primitive requirements but the 128-bit integers, as in
-    /// `UserInfoKeyedEncodingContainer.encode(_:forKey:)`.
-    mutating func encode<T: Encodable>(_ value: T) throws {
-        try state.box(value, into: node, at: codingPath)
-    }
-
-    mutating func encode(_ value: Int128) throws { try state.box(value, into: node, at: codingPath) }
-    mutating func encode(_ value: UInt128) throws { try state.box(value, into: node, at: codingPath) }
 }

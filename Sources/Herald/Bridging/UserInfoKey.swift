@@ -88,10 +88,7 @@ public struct UserInfoKey<Value>: Hashable, Sendable, CustomStringConvertible {
 
     /// Writes the entry for this key, or removes it for `nil`.
     func write(_ value: Value?, in userInfo: inout [AnyHashable: Any]) {
-        guard let value, let flat = UserInfoValue.flatten(value) else {
-            userInfo[AnyHashable(name)] = nil
-            return
-        }
+        let flat = UserInfoValue.flatten(value)
         let encoded = (flat as? any Encodable).flatMap { try? UserInfoEncoder().encodeValue($0) }
         userInfo[AnyHashable(name)] = encoded ?? flat
     }
@@ -143,15 +140,10 @@ extension Optional where Wrapped == [AnyHashable: Any] {
     /// - Returns: The value as a `V`, or `nil` if the dictionary or the key is missing or the value is
     ///   of another type.
     public subscript<V>(key: UserInfoKey<V>) -> V? {
-        get {
-            guard let dictionary = self else { return nil }
-            return dictionary[key]
-        }
+        get { self?[key] }
         set {
-            guard self != nil || newValue != nil else { return }
-            var dictionary = self ?? [:]
-            dictionary[key] = newValue
-            self = dictionary
+            if self == nil, newValue != nil { self = [:] }
+            self?[key] = newValue
         }
     }
 
