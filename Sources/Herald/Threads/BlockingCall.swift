@@ -39,9 +39,13 @@ final class BlockingCall<T, E: Error>: Sendable {
     /// ``result()`` and wakes `waiter`; does nothing if the work was taken before, so that it runs
     /// once, whoever gets to it first: the target or a helping waiter.
     private func run(for waiter: Waiter) {
-        guard let work = work.take() else { return }
-        let box = HandOver(Waiter.chain.withValue(waiter) { Result(catching: work) })
-        outcome.withLock { $0 = box }
+        // The work, and all it captured, is released before the waiter wakes: `MainActor.performAndWait`
+        // runs it inside `withoutActuallyEscaping`, which traps if the closure outlives the call.
+        do {
+            guard let work = work.take() else { return }
+            let box = HandOver(Waiter.chain.withValue(waiter) { Result(catching: work) })
+            outcome.withLock { $0 = box }
+        }
         waiter.finish()
     }
 
