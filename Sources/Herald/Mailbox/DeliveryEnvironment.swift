@@ -8,7 +8,7 @@ import Synchronization
 /// The hub's core owns it through its ``Registry``; observers and mailboxes reach it from there,
 /// so that nothing below the hub names the hub.
 final class DeliveryEnvironment: Sendable {
-    private let errorHandler = Lock(ErrorHandler(call: DeliveryEnvironment.writeToStandardError), rank: .errorHandler)
+    private let errorHandler = Lock(StoredHandler(call: DeliveryEnvironment.writeToStandardError), rank: .errorHandler)
     /// Wakes ``NotificationHub/waitUntilIdle(timeout:isolation:)``.
     let idleWatch = IdleWatch()
     private let mainExecutor = Lock<MainExecutorBox?>(nil, rank: .mainQueueExecutor)
@@ -26,7 +26,7 @@ final class DeliveryEnvironment: Sendable {
     var errorHandlerValue: @Sendable (ObserverFailure) -> Void {
         get { errorHandler.withLock { $0 }.call }
         set {
-            let old = errorHandler.exchange(ErrorHandler(call: newValue))
+            let old = errorHandler.exchange(StoredHandler(call: newValue))
             withExtendedLifetime(old) {}  // the old closure and its captures go here, after the lock
         }
     }
@@ -90,6 +90,3 @@ public protocol MainQueueExecutor: DeliveryExecutor {
 struct StoredHandler<Argument>: Sendable {
     let call: @Sendable (Argument) -> Void
 }
-
-/// The hub's error handler, as stored behind its lock.
-typealias ErrorHandler = StoredHandler<ObserverFailure>
