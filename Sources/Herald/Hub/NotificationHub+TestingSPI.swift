@@ -1,14 +1,14 @@
 /// Hooks for `HeraldTesting`. Not public API: they may change in any release.
 extension NotificationHub {
-    /// Observes `N` with a handler that also learns the post's subject and the delivery target.
+    /// Observes `N` with a handler that also learns the post's subject.
     ///
     /// `HeraldTesting`'s `NotificationRecorder` uses it to record where each notification came
-    /// from and where it was delivered.
+    /// from.
     ///
     /// ```swift
     /// @_spi(Testing) import Herald
     /// let token = hub.observeWithContext(Ping.self, on: .posting) { note, context in
-    ///     print(note, context.subjectID as Any, context.target)
+    ///     print(note, context.subjectID as Any)
     /// }
     /// ```
     ///
@@ -47,7 +47,7 @@ extension NotificationHub {
     }
 
     /// Observes the family `Family` (see `observe(every:from:on:priority:bufferingPolicy:fileID:line:_:)`)
-    /// with a handler that also learns the post's subject and the delivery target.
+    /// with a handler that also learns the post's subject.
     ///
     /// - Parameters:
     ///   - family: The family, such as `(any AnalyticsEvent).self`.

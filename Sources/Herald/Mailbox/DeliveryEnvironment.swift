@@ -8,7 +8,9 @@ import Synchronization
 /// The hub's core owns it through its ``Registry``; observers and mailboxes reach it from there,
 /// so that nothing below the hub names the hub.
 final class DeliveryEnvironment: Sendable {
-    private let errorHandler = Lock(ErrorHandler(call: DeliveryEnvironment.writeToStandardError), rank: .errorHandler)
+    private let errorHandler = Lock(
+        StoredHandler<ObserverFailure> { FileHandle.standardError.write(Data("Herald: \($0)\n".utf8)) },
+        rank: .errorHandler)
     /// Wakes ``NotificationHub/waitUntilIdle(timeout:isolation:)``.
     let idleWatch = IdleWatch()
     private let mainExecutor = Lock<MainExecutorBox?>(nil, rank: .mainQueueExecutor)
@@ -26,7 +28,7 @@ final class DeliveryEnvironment: Sendable {
     var errorHandlerValue: @Sendable (ObserverFailure) -> Void {
         get { errorHandler.withLock { $0 }.call }
         set {
-            let old = errorHandler.exchange(ErrorHandler(call: newValue))
+            let old = errorHandler.exchange(StoredHandler(call: newValue))
             withExtendedLifetime(old) {}  // the old closure and its captures go here, after the lock
         }
     }
@@ -34,11 +36,6 @@ final class DeliveryEnvironment: Sendable {
     /// Hands `failure` to the hub's error handler.
     func report(_ failure: ObserverFailure) {
         errorHandler.withLock { $0 }.call(failure)  // called after the lock
-    }
-
-    @Sendable
-    static func writeToStandardError(_ failure: ObserverFailure) {
-        FileHandle.standardError.write(Data("Herald: \(failure)\n".utf8))
     }
 
     // MARK: The main queue
@@ -90,6 +87,3 @@ public protocol MainQueueExecutor: DeliveryExecutor {
 struct StoredHandler<Argument>: Sendable {
     let call: @Sendable (Argument) -> Void
 }
-
-/// The hub's error handler, as stored behind its lock.
-typealias ErrorHandler = StoredHandler<ObserverFailure>

@@ -5,8 +5,6 @@
 public struct DeliveryContext: Sendable {
     /// The identity of the post's subject, if it had one.
     public let subjectID: ObjectIdentifier?
-    /// The target the delivery runs on.
-    public let target: DeliveryTarget
 }
 
 /// The handler of one observer, built once at registration.
@@ -20,7 +18,7 @@ public struct DeliveryContext: Sendable {
 /// (inlined). An `async` one is called in one function too, the mailbox's `call(_:with:group:for:)`.
 enum Handler<Value: Sendable>: Sendable {
     case plain(@Sendable (Value) throws -> Void)
-    /// A handler that also learns the post's subject and the target (``DeliveryContext``).
+    /// A handler that also learns the post's subject (``DeliveryContext``).
     ///
     /// A kind of its own, called through the same ``HandlerCall/run(_:with:reportingTo:)``: a
     /// `.plain` handler is the user's closure itself, which the posting-thread loop and the drain
@@ -182,22 +180,20 @@ final class HandlerBox<N: TypedNotification>: Sendable {
         if case .plain(let body) = handler { plain = body } else { plain = nil }
     }
 
-    /// Calls the synchronous handler with the notification at `payload`, delivered on `target`,
-    /// through ``HandlerCall/run(_:with:reportingTo:)``.
+    /// Calls the synchronous handler with the notification at `payload`, through ``HandlerCall/run(_:with:reportingTo:)``.
     ///
     /// - Returns: The failure, if the handler threw; it has been reported.
     @inline(__always)
     @discardableResult
     func call(
-        _ payload: UnsafePointer<N>, subjectID: ObjectIdentifier?, on target: DeliveryTarget,
-        reportingTo record: DeliveryRecord
+        _ payload: UnsafePointer<N>, subjectID: ObjectIdentifier?, reportingTo record: DeliveryRecord
     ) -> ObserverFailure? {
         // The handler is borrowed where it is kept: a copy would retain and release it per call.
         switch handler {
         case .plain(let body):
             return HandlerCall.run(body, with: payload, reportingTo: record)
         case .contextual(let body):
-            let context = DeliveryContext(subjectID: subjectID, target: target)
+            let context = DeliveryContext(subjectID: subjectID)
             return HandlerCall.run({ try body($0, context) }, with: payload, reportingTo: record)
         case .async:
             preconditionFailure("an async handler is called by its mailbox's async call")

@@ -27,8 +27,7 @@ final class IdleWatch: Sendable {
     private func wakeAll() {
         let waiters = state.withLock { state in
             state.generation &+= 1
-            defer { state.waiters = [:] }
-            return Array(state.waiters.values)
+            return Array(exchange(&state.waiters, with: [:]).values)
         }
         for waiter in waiters { waiter.resume() }
     }

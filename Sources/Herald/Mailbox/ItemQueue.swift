@@ -63,12 +63,9 @@ struct ItemQueue: @unchecked Sendable {  // Owned by one mailbox, under its lock
             // The largest power of two of items that fits in 1 KiB, between 1 and 64: small enough
             // for the allocator's per-thread caches, so that a mailbox that holds one item at a time
             // (a round trip) allocates and frees its block cheaply.
-            let fitting = max(1, Self.blockBudget / stride)
+            let fitting = max(1, 1024 / stride)
             blockShift = min(6, Int.bitWidth - 1 - fitting.leadingZeroBitCount)
         }
-
-        /// The most bytes of items in one block.
-        static let blockBudget = 1024
 
         var blockItems: Int { 1 << blockShift }
         var blockBytes: Int { stride << blockShift }

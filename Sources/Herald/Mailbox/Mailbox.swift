@@ -124,8 +124,7 @@ class AnyMailbox: @unchecked Sendable {  // Immutable but for its lock and atomi
     final func close() -> (items: ItemQueue, handler: (any AnyObject & Sendable)?) {
         locked.withLock { locked in
             _ = locked.machine.close()
-            defer { locked.items = ItemQueue() }
-            return (locked.items, locked.handler.take())
+            return (exchange(&locked.items, with: ItemQueue()), locked.handler.take())
         }
     }
 }
@@ -447,7 +446,7 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
             if let plain {
                 HandlerCall.run(plain, with: payload, reportingTo: observer)
             } else {
-                handler.call(payload, subjectID: subjectID, on: target, reportingTo: observer)
+                handler.call(payload, subjectID: subjectID, reportingTo: observer)
             }
             return
         }
@@ -456,10 +455,10 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
             let failure =
                 if let waiter = group.waiter {
                     Waiter.chain.withValue(waiter) {
-                        handler.call(payload, subjectID: subjectID, on: target, reportingTo: observer)
+                        handler.call(payload, subjectID: subjectID, reportingTo: observer)
                     }
                 } else {
-                    handler.call(payload, subjectID: subjectID, on: target, reportingTo: observer)
+                    handler.call(payload, subjectID: subjectID, reportingTo: observer)
                 }
             outcome = failure.map(DeliveryOutcome.failed) ?? .delivered
         }
@@ -547,10 +546,7 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
     func finishStream() {
         var (items, _) = close()  // once closed, no consumer starts to wait
         drop(&items)
-        let consumers = locked.withLock { locked in
-            defer { locked.consumers = [] }
-            return locked.consumers
-        }
+        let consumers = locked.withLock { exchange(&$0.consumers, with: []) }
         for consumer in consumers {
             unsafeDowncast(consumer, to: Consumer.self).continuation.resume(returning: nil)
         }

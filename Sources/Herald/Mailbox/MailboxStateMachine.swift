@@ -436,10 +436,7 @@ struct MailboxStateMachine: Sendable {
     mutating func jobStarted(on thread: UInt, posterPaused: Bool = false) -> DrainAction {
         switch state {
         case .scheduled(let queue, let pending):
-            guard ready(queue) > 0 else {
-                state = .idle(queue)
-                return .stop
-            }
+            // A job that finds nothing ready ends: it has taken fewer than two batches, so it does not linger.
             let batches = pending == .lingering && !posterPaused ? 1 : 0
             return takeForJob(queue, thread: thread, sliceRemaining: Self.sliceLimit, batches: batches)
         case .draining(_, .inline), .suspended, .closed:

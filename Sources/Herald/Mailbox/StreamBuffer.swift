@@ -6,14 +6,15 @@
 /// before every other observer has it, and the buffering policy means what it means for a
 /// handler's mailbox. Its consumers take items where a handler's drains would.
 final class StreamBuffer<N: TypedNotification>: Sendable {
-    let policy: NotificationBufferingPolicy
     let mailbox: Mailbox<N>
     private let observation = Lock<(token: ObservationToken?, isFinished: Bool)>((nil, false), rank: .stream)
 
     init(policy: NotificationBufferingPolicy) {
-        self.policy = policy
         self.mailbox = Mailbox(streamPolicy: MailboxPolicy(policy))
     }
+
+    /// The buffering policy given at registration.
+    var policy: NotificationBufferingPolicy { mailbox.policy?.policy ?? .unbounded }
 
     /// Notifications the policy discarded: dropped, or replaced by newer ones.
     var droppedCount: Int {

@@ -304,7 +304,7 @@ final class Observer<N: TypedNotification>: AnyObserver, MailboxOwner, @unchecke
     override func deliver(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) -> ObserverFailure? {
         let notification = payload.assumingMemoryBound(to: N.self)
         if flags & Flags.isContextual != 0, case .contextual(let box)? = extras?.feed {
-            return box.call(notification, subjectID: subjectID, on: .posting, reportingTo: self)
+            return box.call(notification, subjectID: subjectID, reportingTo: self)
         }
         return HandlerCall.run(handler, with: notification, reportingTo: self)
     }
