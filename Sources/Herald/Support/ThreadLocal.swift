@@ -23,8 +23,7 @@ struct ThreadLocalSlot<Value: AnyObject>: Sendable {
 
     /// The value installed on the calling thread, if any.
     var current: Value? {
-        guard let raw = pthread_getspecific(key) else { return nil }
-        return Unmanaged<Value>.fromOpaque(raw).takeUnretainedValue()
+        pthread_getspecific(key).map { Unmanaged<Value>.fromOpaque($0).takeUnretainedValue() }
     }
 
     /// Runs `body` with `value` installed on the calling thread, then restores the previous value.
@@ -46,13 +45,10 @@ struct ThreadLocalObject<Value: AnyObject & Sendable>: Sendable {
 
     init(_ make: @escaping @Sendable () -> Value) {
         var key = pthread_key_t()
-        #if canImport(Darwin)
-        let status = pthread_key_create(&key) { raw in Unmanaged<AnyObject>.fromOpaque(raw).release() }
-        #else
         let status = pthread_key_create(&key) { raw in
-            if let raw { Unmanaged<AnyObject>.fromOpaque(raw).release() }
+            // The argument is optional on Glibc and Musl, not on Darwin.
+            if let raw = raw as UnsafeMutableRawPointer? { Unmanaged<AnyObject>.fromOpaque(raw).release() }
         }
-        #endif
         precondition(status == 0, "Herald: pthread_key_create failed with \(status)")
         self.key = key
         self.make = make
