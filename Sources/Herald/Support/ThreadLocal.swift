@@ -15,11 +15,7 @@ import Musl
 /// ``withValue(_:_:)`` installs a value for the duration of a closure and keeps it alive for that
 /// long, so the slot never holds a dangling reference.
 struct ThreadLocalSlot<Value: AnyObject>: Sendable {
-    private let key: pthread_key_t
-
-    init() {
-        key = makeThreadKey()
-    }
+    private let key = makeThreadKey()
 
     /// The value installed on the calling thread, if any.
     var current: Value? {
@@ -70,12 +66,8 @@ struct ThreadLocalObject<Value: AnyObject & Sendable>: Sendable {
 /// out, which a hash of the thread's identity cannot promise: thread identities are stack
 /// addresses a fixed distance apart, and a hash of them puts many threads on the same few values.
 final class ThreadNumbers: Sendable {
-    private let key: pthread_key_t
+    private let key = makeThreadKey()
     private let next = Atomic<UInt>(0)
-
-    init() {
-        key = makeThreadKey()
-    }
 
     deinit {
         pthread_key_delete(key)

@@ -1,6 +1,4 @@
-import Dispatch
 import Foundation
-import Synchronization
 
 /// A queue for background work, with a maximum concurrency, priorities, dependencies, and handles
 /// you can await, wait for or cancel.

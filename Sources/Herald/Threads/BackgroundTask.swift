@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 
 /// A piece of work queued on a ``BackgroundQueue``: await its value, wait for it, cancel it, or
 /// make later work depend on it.

@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 
 /// A long-lived thread that runs submitted work one item at a time, in the order it was submitted.
 ///

@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 
 /// The queue, timers and OS thread behind a ``DeliveryThread``.
 ///

@@ -1,5 +1,4 @@
 import Dispatch
-import Synchronization
 
 /// Counts the outstanding deliveries of one waiting post and wakes whoever waits for them.
 final class WaitGroup: Sendable {
