@@ -78,10 +78,9 @@ final class ThreadCore: Sendable {
     /// `name`, cut to the 15 bytes that Linux allows for a thread name, on a character boundary.
     static func osThreadName(_ name: String) -> String {
         #if os(Linux)
-        var result = ""
-        for character in name {
-            guard result.utf8.count + character.utf8.count <= 15 else { break }
-            result.append(character)
+        var result = name
+        while result.utf8.count > 15 {
+            result.removeLast()
         }
         return result
         #else
