@@ -39,10 +39,15 @@ final class BlockingCall<T, E: Error>: Sendable {
     /// ``result()`` and wakes `waiter`; does nothing if the work was taken before, so that it runs
     /// once, whoever gets to it first: the target or a helping waiter.
     private func run(for waiter: Waiter) {
-        guard let work = work.take() else { return }
-        let box = HandOver(Waiter.chain.withValue(waiter) { Result(catching: work) })
-        outcome.withLock { $0 = box }
-        waiter.finish()
+        // The closure is released before the wake: the caller's `withoutActuallyEscaping` (in
+        // `MainActor.performAndWait`) traps if anything still holds it once the wait returns.
+        let ran = Waiter.chain.withValue(waiter) { () -> Bool in
+            guard let work = work.take() else { return false }
+            let box = HandOver(Result(catching: work))
+            outcome.withLock { $0 = box }
+            return true
+        }
+        if ran { waiter.finish() }
     }
 
     /// Hands the work to `target` with `submit`, and blocks the calling thread until it has run:
