@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 
 /// Recognises the main dispatch queue and the queues Herald delivers on.
 ///

@@ -11,16 +11,11 @@ struct StripedLocks: Sendable {
         let lock = Lock((), rank: .token)
     }
 
-    private let stripes: [Stripe]
-
-    /// `count` locks, a power of two.
-    init(count: Int) {
-        precondition(count > 0 && count & (count - 1) == 0, "Herald: a power of two")
-        stripes = (0..<count).map { _ in Stripe() }
-    }
+    /// A power of two of them, so that a mask of the address picks one.
+    private let stripes = (0..<64).map { _ in Stripe() }
 
     /// The locks of the ``ObservationToken``s.
-    static let tokens = StripedLocks(count: 64)
+    static let tokens = StripedLocks()
 
     /// Runs `body` holding the lock that `object`'s address picks.
     @inline(__always)

@@ -15,16 +15,11 @@ import Musl
 /// ``withValue(_:_:)`` installs a value for the duration of a closure and keeps it alive for that
 /// long, so the slot never holds a dangling reference.
 struct ThreadLocalSlot<Value: AnyObject>: Sendable {
-    private let key: pthread_key_t
-
-    init() {
-        key = makeThreadKey()
-    }
+    private let key = makeThreadKey()
 
     /// The value installed on the calling thread, if any.
     var current: Value? {
-        guard let raw = pthread_getspecific(key) else { return nil }
-        return Unmanaged<Value>.fromOpaque(raw).takeUnretainedValue()
+        pthread_getspecific(key).map { Unmanaged<Value>.fromOpaque($0).takeUnretainedValue() }
     }
 
     /// Runs `body` with `value` installed on the calling thread, then restores the previous value.
@@ -46,13 +41,10 @@ struct ThreadLocalObject<Value: AnyObject & Sendable>: Sendable {
 
     init(_ make: @escaping @Sendable () -> Value) {
         var key = pthread_key_t()
-        #if canImport(Darwin)
-        let status = pthread_key_create(&key) { raw in Unmanaged<AnyObject>.fromOpaque(raw).release() }
-        #else
         let status = pthread_key_create(&key) { raw in
-            if let raw { Unmanaged<AnyObject>.fromOpaque(raw).release() }
+            // The argument is optional on Glibc and Musl, not on Darwin.
+            if let raw = raw as UnsafeMutableRawPointer? { Unmanaged<AnyObject>.fromOpaque(raw).release() }
         }
-        #endif
         precondition(status == 0, "Herald: pthread_key_create failed with \(status)")
         self.key = key
         self.make = make
@@ -74,12 +66,8 @@ struct ThreadLocalObject<Value: AnyObject & Sendable>: Sendable {
 /// out, which a hash of the thread's identity cannot promise: thread identities are stack
 /// addresses a fixed distance apart, and a hash of them puts many threads on the same few values.
 final class ThreadNumbers: Sendable {
-    private let key: pthread_key_t
+    private let key = makeThreadKey()
     private let next = Atomic<UInt>(0)
-
-    init() {
-        key = makeThreadKey()
-    }
 
     deinit {
         pthread_key_delete(key)

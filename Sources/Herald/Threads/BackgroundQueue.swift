@@ -1,6 +1,4 @@
-import Dispatch
 import Foundation
-import Synchronization
 
 /// A queue for background work, with a maximum concurrency, priorities, dependencies, and handles
 /// you can await, wait for or cancel.
@@ -142,7 +140,7 @@ public final class BackgroundQueue: Sendable {
         after dependencies: [any BackgroundTaskDependency] = [],
         _ work: @escaping @Sendable () throws -> Value
     ) -> BackgroundTask<Value> {
-        let operation = TaskOperation(core: BackgroundTaskCore(work: work))
+        let operation = TaskOperation(work: work)
         operation.queuePriority = priority.queuePriority
         for dependency in dependencies {
             let upstream = dependency.dependencyHandle.operation
@@ -252,7 +250,6 @@ public final class BackgroundQueue: Sendable {
 struct SharedSlot<Value: Sendable>: Sendable {
     private var value: Value?
     private var wasUsed = false
-    private var wasReplaced = false
 
     /// Returns the value, creating it with `make` if nobody set it.
     mutating func use(orMake make: () -> Value) -> Value {
@@ -268,12 +265,12 @@ struct SharedSlot<Value: Sendable>: Sendable {
             throw BackgroundQueueError(
                 code: .sharedAlreadyInUse, detail: "found BackgroundQueue.shared already used")
         }
-        guard !wasReplaced else {
+        // Not used yet: only a replacement can have set the value.
+        guard value == nil else {
             throw BackgroundQueueError(
                 code: .sharedAlreadyReplaced, detail: "found it already replaced once")
         }
         value = newValue
-        wasReplaced = true
     }
 }
 

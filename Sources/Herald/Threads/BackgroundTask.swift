@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 
 /// A piece of work queued on a ``BackgroundQueue``: await its value, wait for it, cancel it, or
 /// make later work depend on it.
@@ -47,23 +46,23 @@ public final class BackgroundTask<Value: Sendable>: BackgroundTaskDependency, Ha
         // Only the task's own state: the operation still runs, finds the task cancelled, and
         // finishes at once. `Operation.cancel()` is avoided because swift-corelibs-foundation's
         // OperationQueue can crash when operations are cancelled while it schedules them.
-        operation.core.cancel()
+        operation.cancelTask()
     }
 
     /// Whether ``cancel()`` has been called.
     public var isCancelled: Bool {
-        operation.core.cancellation.isSet
+        operation.cancellation.isSet
     }
 
     /// Whether the task has finished: its work returned or threw, or it was cancelled before it
     /// started.
     public var isFinished: Bool {
-        operation.core.outcome != nil
+        operation.outcome != nil
     }
 
     /// The outcome, if the task has finished; `nil` while it is queued or running.
     public var result: Result<Value, any Error>? {
-        operation.core.outcome
+        operation.outcome
     }
 
     /// The value the work returned, once the task has finished.
@@ -81,7 +80,7 @@ public final class BackgroundTask<Value: Sendable>: BackgroundTaskDependency, Ha
     ///   error the work threw.
     public var value: Value {
         get async throws {
-            try await operation.core.outcome().get()
+            try await operation.outcome().get()
         }
     }
 
@@ -102,7 +101,7 @@ public final class BackgroundTask<Value: Sendable>: BackgroundTaskDependency, Ha
     ///   error the work threw.
     @available(*, noasync, message: "wait() blocks the calling thread; use `await task.value`")
     public func wait() throws -> Value {
-        try operation.core.waitForOutcome().get()
+        try operation.waitForOutcome().get()
     }
 
     /// Two handles are equal when they are the same task.
@@ -182,36 +181,95 @@ public enum BackgroundTaskPriority: Sendable, Hashable, CaseIterable {
     }
 }
 
-/// The operation that runs one task.
+/// The operation that runs one task, and the task's state, which its handle reads.
 ///
-/// It holds the task's core, never the ``BackgroundTask`` handle: a task still runs when nobody
-/// holds its handle, and there is no reference cycle. Herald cancels a task through its core
-/// (``TaskOperating/cancelTask()``): the operation then runs, finds the task cancelled, and
-/// finishes at once. If someone cancels the operation itself, the core is cancelled first, so the
-/// task still finishes even though `Operation` never calls `main()` for it.
-// `@unchecked Sendable` restated from Operation; it adds only the immutable, Sendable `core` and `dependents`.
+/// It never holds the ``BackgroundTask`` handle: a task still runs when nobody holds its handle,
+/// and there is no reference cycle. Herald cancels a task with ``cancelTask()``, not with
+/// `Operation.cancel()`: the operation then runs, finds the task cancelled, and finishes at once.
+/// If someone cancels the operation itself, the task is cancelled first, so it still finishes even
+/// though `Operation` never calls `main()` for it.
+// `@unchecked Sendable` restated from Operation; it adds only immutable, Sendable stored properties.
 final class TaskOperation<Value: Sendable>: Operation, TaskOperating, @unchecked Sendable {
-    let core: BackgroundTaskCore<Value>
-    let dependents = DependentsKeeper()
+    private enum Phase {
+        case pending(@Sendable () throws -> Value)
+        case running
+        case finished(Result<Value, any Error>)
+    }
 
-    init(core: BackgroundTaskCore<Value>) {
-        self.core = core
+    let cancellation = CancellationFlag()
+    let dependents = DependentsKeeper()
+    private let phase: Lock<Phase>
+    /// Entered until the task finishes: what both ``waitForOutcome()`` and ``outcome()`` wait for.
+    private let done = DispatchGroup()
+
+    init(work: @escaping @Sendable () throws -> Value) {
+        phase = Lock(.pending(work), rank: .backgroundTask)
         super.init()
+        done.enter()
         // Foundation calls the completion block once it is done with this operation's dependents.
         completionBlock = { [dependents] in dependents.releaseAll() }
     }
 
+    /// The outcome, if the task has finished.
+    var outcome: Result<Value, any Error>? {
+        phase.withLock { phase in
+            guard case .finished(let result) = phase else { return nil }
+            return result
+        }
+    }
+
+    /// Runs the work, unless the task was cancelled first.
     override func main() {
-        core.run()
+        guard let work = claimWork() else { return }
+        finish(BackgroundQueue.current.withValue(cancellation) { Result { try work() } })
     }
 
     override func cancel() {
-        core.cancel()
+        cancelTask()
         super.cancel()
     }
 
     func cancelTask() {
-        core.cancel()
+        cancellation.set()
+        // Once claimed here, the work never starts. It is released after the lock: releasing a
+        // closure can run any `deinit`, which may use this very task.
+        guard claimWork() != nil else { return }
+        finish(.failure(CancellationError()))
+    }
+
+    /// Takes the work out, once: `nil` if it has been taken by ``main()`` or ``cancelTask()`` before.
+    private func claimWork() -> (@Sendable () throws -> Value)? {
+        phase.withLock { phase in
+            guard case .pending(let work) = phase else { return nil }
+            phase = .running
+            return work
+        }
+    }
+
+    private func finish(_ result: Result<Value, any Error>) {
+        phase.withLock { $0 = .finished(result) }
+        done.leave()
+    }
+
+    /// Suspends, blocking no thread, until the task has finished, and returns its outcome.
+    func outcome() async -> Result<Value, any Error> {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            done.notify(queue: .global()) { continuation.resume() }
+        }
+        return finishedOutcome
+    }
+
+    /// Blocks until the task has finished, and returns its outcome.
+    func waitForOutcome() -> Result<Value, any Error> {
+        done.wait()
+        return finishedOutcome
+    }
+
+    private var finishedOutcome: Result<Value, any Error> {
+        guard let outcome else {
+            preconditionFailure("Herald: a finished background task has no outcome")
+        }
+        return outcome
     }
 }
 
@@ -242,93 +300,5 @@ final class DependentsKeeper: Sendable {
     /// Lets the dependents go, outside the lock; later ``keep(_:)`` calls keep nothing.
     func releaseAll() {
         withExtendedLifetime(dependents.exchange(nil)) {}
-    }
-}
-
-/// The state of one task, shared by its handle and the operation that runs it.
-final class BackgroundTaskCore<Value: Sendable>: Sendable {
-    private enum Phase {
-        case pending(@Sendable () throws -> Value)
-        case running
-        case finished(Result<Value, any Error>)
-    }
-
-    private struct State {
-        var phase: Phase
-        var continuations: [CheckedContinuation<Result<Value, any Error>, Never>] = []
-    }
-
-    let cancellation = CancellationFlag()
-    private let state: Lock<State>
-    /// Entered until the task finishes.
-    private let done = DispatchGroup()
-
-    init(work: @escaping @Sendable () throws -> Value) {
-        state = Lock(State(phase: .pending(work)), rank: .backgroundTask)
-        done.enter()
-    }
-
-    var outcome: Result<Value, any Error>? {
-        state.withLock { state in
-            if case .finished(let result) = state.phase { return result }
-            return nil
-        }
-    }
-
-    /// Runs the work, unless the task was cancelled first. Called by the operation.
-    func run() {
-        guard let work = claimWork() else { return }
-        let result = BackgroundQueue.current.withValue(cancellation) { Result { try work() } }
-        finish(result)
-    }
-
-    func cancel() {
-        cancellation.set()
-        // Once claimed here, the work never starts. It is released after the lock: releasing a
-        // closure can run any `deinit`, which may use this very task.
-        guard claimWork() != nil else { return }
-        finish(.failure(CancellationError()))
-    }
-
-    /// Takes the work out, once: `nil` if it has been taken by ``run()`` or ``cancel()`` before.
-    private func claimWork() -> (@Sendable () throws -> Value)? {
-        state.withLock { state in
-            guard case .pending(let work) = state.phase else { return nil }
-            state.phase = .running
-            return work
-        }
-    }
-
-    func outcome() async -> Result<Value, any Error> {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Result<Value, any Error>, Never>) in
-            let finished = state.withLock { state -> Result<Value, any Error>? in
-                if case .finished(let result) = state.phase { return result }
-                state.continuations.append(continuation)
-                return nil
-            }
-            if let finished {
-                continuation.resume(returning: finished)
-            }
-        }
-    }
-
-    func waitForOutcome() -> Result<Value, any Error> {
-        done.wait()
-        guard let outcome else {
-            preconditionFailure("Herald: a finished background task has no outcome")
-        }
-        return outcome
-    }
-
-    private func finish(_ result: Result<Value, any Error>) {
-        let continuations = state.withLock { state in
-            state.phase = .finished(result)
-            defer { state.continuations = [] }
-            return state.continuations
-        }
-        done.leave()
-        for continuation in continuations {
-            continuation.resume(returning: result)
-        }
     }
 }

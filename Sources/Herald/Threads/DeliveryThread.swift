@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 
 /// A long-lived thread that runs submitted work one item at a time, in the order it was submitted.
 ///
@@ -123,7 +122,7 @@ public final class DeliveryThread: SerialExecutor, CustomStringConvertible {
     /// - Parameter work: The work to run on this thread.
     /// - Complexity: Amortised O(1).
     public func perform(_ work: @escaping @Sendable () -> Void) {
-        reportUnlessAccepted(core.submit(.block(work)))
+        report(core.submit(.block(work)))
     }
 
     /// Runs `work` on this thread once `delay` has passed, never earlier.
@@ -144,7 +143,7 @@ public final class DeliveryThread: SerialExecutor, CustomStringConvertible {
     ///   - work: The work to run on this thread.
     /// - Complexity: O(*t*) in the number of delayed items pending.
     public func perform(after delay: Duration, _ work: @escaping @Sendable () -> Void) {
-        reportUnlessAccepted(core.submit(after: delay, work))
+        report(core.submit(.block(work), after: delay))
     }
 
     /// Runs `work` on this thread and waits for its result.
@@ -245,9 +244,8 @@ public final class DeliveryThread: SerialExecutor, CustomStringConvertible {
     public func shutdownGracefully() async {
         core.shutdown()
         guard !isCurrent else { return }
-        let stopped = core.stopped
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            stopped.notify(queue: .global()) { continuation.resume() }
+            core.stopped.notify(queue: .global()) { continuation.resume() }
         }
     }
 
@@ -260,15 +258,13 @@ public final class DeliveryThread: SerialExecutor, CustomStringConvertible {
     /// ``NotificationHub/errorHandler`` (not to this thread's `rejectionHandler`), and a waiting
     /// post gets the failure in its report instead of waiting forever.
     func trySubmit(_ job: @escaping @Sendable () -> Void) -> (any Error)? {
-        core.submit(.block(job)) ? nil : DeliveryThreadError(code: .shutDown, threadName: name)
+        core.submit(.block(job))
     }
 
-    /// Reports work that the core refused, because the thread was shut down, to the
+    /// Reports the error of work that the core refused, because the thread was shut down, to the
     /// `rejectionHandler`.
-    private func reportUnlessAccepted(_ accepted: Bool) {
-        if !accepted {
-            core.rejectionHandler(DeliveryThreadError(code: .shutDown, threadName: name))
-        }
+    private func report(_ error: DeliveryThreadError?) {
+        if let error { core.rejectionHandler(error) }
     }
 
     // MARK: - SerialExecutor
@@ -281,7 +277,7 @@ public final class DeliveryThread: SerialExecutor, CustomStringConvertible {
     ///
     /// - Parameter job: The job to run.
     public func enqueue(_ job: consuming ExecutorJob) {
-        reportUnlessAccepted(core.submit(.job(UnownedJob(job), asUnownedSerialExecutor())))
+        report(core.submit(.job(UnownedJob(job), asUnownedSerialExecutor())))
     }
 
     /// This thread as the executor of an actor.

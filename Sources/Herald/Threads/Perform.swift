@@ -1,5 +1,4 @@
 import Dispatch
-import Synchronization
 
 extension DeliveryTarget {
     /// Runs `work` later on this target. It always enqueues, even when called on the target.

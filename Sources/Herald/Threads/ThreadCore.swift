@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 
 /// The queue, timers and OS thread behind a ``DeliveryThread``.
 ///
@@ -12,10 +11,7 @@ final class ThreadCore: Sendable {
         case job(UnownedJob, UnownedSerialExecutor)
     }
 
-    private struct DelayedWork {
-        let deadline: UInt64
-        let work: @Sendable () -> Void
-    }
+    private typealias DelayedItem = (deadline: UInt64, item: Item)
 
     enum Phase {
         case running, stopping, stopped
@@ -24,7 +20,7 @@ final class ThreadCore: Sendable {
     private struct State {
         var ready: [Item] = []
         /// Delayed work, sorted by deadline; equal deadlines keep submission order.
-        var timers: [DelayedWork] = []
+        var timers: [DelayedItem] = []
         var phase = Phase.running
         /// The OS thread is waiting (or about to wait) on `wakeUp`; whoever clears it signals.
         var isSleeping = false
@@ -53,29 +49,22 @@ final class ThreadCore: Sendable {
         state.withLock { $0.phase }
     }
 
-    /// Queues `item`; returns `false` if the thread no longer accepts work.
-    func submit(_ item: Item) -> Bool {
+    /// Queues `item`, to become ready once `delay`, if any, has passed; returns the error if the
+    /// thread no longer accepts work.
+    func submit(_ item: Item, after delay: Duration? = nil) -> DeliveryThreadError? {
+        let deadline = delay?.deadlineFromNow.uptimeNanoseconds
         let (accepted, mustWake) = state.withLock { state -> (Bool, Bool) in
             guard state.phase == .running else { return (false, false) }
-            state.ready.append(item)
-            return (true, Self.takeSleeper(&state))
-        }
-        if mustWake { wakeUp.signal() }
-        return accepted
-    }
-
-    /// Queues `work` to become ready after `delay`; returns `false` if the thread no longer accepts
-    /// work.
-    func submit(after delay: Duration, _ work: @escaping @Sendable () -> Void) -> Bool {
-        let timer = DelayedWork(deadline: delay.deadlineFromNow.uptimeNanoseconds, work: work)
-        let (accepted, mustWake) = state.withLock { state -> (Bool, Bool) in
-            guard state.phase == .running else { return (false, false) }
-            let index = state.timers.firstIndex { $0.deadline > timer.deadline } ?? state.timers.endIndex
-            state.timers.insert(timer, at: index)
+            guard let deadline else {
+                state.ready.append(item)
+                return (true, Self.takeSleeper(&state))
+            }
+            let index = state.timers.firstIndex { $0.deadline > deadline } ?? state.timers.endIndex
+            state.timers.insert((deadline, item), at: index)
             return (true, index == 0 && Self.takeSleeper(&state))
         }
         if mustWake { wakeUp.signal() }
-        return accepted
+        return accepted ? nil : DeliveryThreadError(code: .shutDown, threadName: name)
     }
 
     func shutdown() {
@@ -89,10 +78,9 @@ final class ThreadCore: Sendable {
     /// `name`, cut to the 15 bytes that Linux allows for a thread name, on a character boundary.
     static func osThreadName(_ name: String) -> String {
         #if os(Linux)
-        var result = ""
-        for character in name {
-            guard result.utf8.count + character.utf8.count <= 15 else { break }
-            result.append(character)
+        var result = name
+        while result.utf8.count > 15 {
+            result.removeLast()
         }
         return result
         #else
@@ -102,15 +90,14 @@ final class ThreadCore: Sendable {
 
     /// Clears the sleeping flag; returns whether the caller must signal `wakeUp`.
     private static func takeSleeper(_ state: inout State) -> Bool {
-        guard state.isSleeping else { return false }
-        state.isSleeping = false
-        return true
+        defer { state.isSleeping = false }
+        return state.isSleeping
     }
 
     private enum Step {
         case run
         case sleep(until: DispatchTime)
-        case exit(rejectedTimers: Int)
+        case exit
     }
 
     /// The OS thread's body.
@@ -125,13 +112,13 @@ final class ThreadCore: Sendable {
             var batch: [Item] = []
             // Delayed work still pending at the exit, released only after the lock: releasing a
             // closure can run any `deinit`, which may use this thread.
-            var rejected: [DelayedWork] = []
+            var rejected: [DelayedItem] = []
             while true {
                 let step = state.withLock { state -> Step in
                     let now = DispatchTime.now().uptimeNanoseconds
                     let dueCount = state.timers.firstIndex { $0.deadline > now } ?? state.timers.endIndex
                     if dueCount > 0 {
-                        state.ready.append(contentsOf: state.timers[..<dueCount].lazy.map { .block($0.work) })
+                        state.ready.append(contentsOf: state.timers[..<dueCount].lazy.map(\.item))
                         state.timers.removeFirst(dueCount)
                     }
                     if !state.ready.isEmpty {
@@ -141,7 +128,7 @@ final class ThreadCore: Sendable {
                     if state.phase != .running {
                         state.phase = .stopped
                         swap(&state.timers, &rejected)
-                        return .exit(rejectedTimers: rejected.count)
+                        return .exit
                     }
                     state.isSleeping = true
                     let deadline = state.timers.first.map { DispatchTime(uptimeNanoseconds: $0.deadline) }
@@ -160,8 +147,8 @@ final class ThreadCore: Sendable {
                     _ = wakeUp.wait(timeout: deadline)
                     // A signal that arrives after a timeout only causes one extra pass of the loop.
                     state.withLock { $0.isSleeping = false }
-                case .exit(let rejectedTimers):
-                    for _ in 0..<rejectedTimers {
+                case .exit:
+                    for _ in rejected {
                         rejectionHandler(DeliveryThreadError(code: .shutDownBeforeDelayEnded, threadName: name))
                     }
                     rejected.removeAll()  // released here, outside the lock, before anyone learns it stopped

@@ -1,5 +1,4 @@
 import Dispatch
-import Synchronization
 
 /// Counts the outstanding deliveries of one waiting post and wakes whoever waits for them.
 final class WaitGroup: Sendable {
@@ -10,9 +9,8 @@ final class WaitGroup: Sendable {
         /// The outcomes recorded so far.
         var report = DeliveryReport()
         var continuation: CheckedContinuation<Bool, Never>?
+        /// Set when the count reaches zero, or by ``abandon(_:)``: later outcomes are not recorded.
         var isComplete = false
-        /// Set by ``abandon(_:)``: later outcomes are not recorded.
-        var isAbandoned = false
     }
 
     /// The blocked thread to wake, for the blocking `postAndWait`; `nil` for the async one.
@@ -23,15 +21,10 @@ final class WaitGroup: Sendable {
     /// which the waiting thread uses, alone.
     private let semaphore: Unmanaged<DispatchSemaphore>?
     private let state = Lock(State(), rank: .waitGroup)
-    /// For a relay (see ``init(relaying:replaced:)``): the groups it passes outcomes on to.
-    private let relay: Relay?
-
-    /// The groups of one mailbox item that replaced others: its own post's group, if that post waits,
-    /// and the groups of the waiting posts whose items it replaced.
-    struct Relay: Sendable {
-        let primary: WaitGroup?
-        let replaced: [WaitGroup]
-    }
+    /// For a relay (see ``init(relaying:replaced:)``), the groups it passes outcomes on to: those
+    /// of one mailbox item that replaced others, its own post's group, if that post waits, and the
+    /// groups of the waiting posts whose items it replaced.
+    private let relay: (primary: WaitGroup?, replaced: [WaitGroup])?
 
     init(waiter: Waiter?) {
         self.waiter = waiter
@@ -55,7 +48,7 @@ final class WaitGroup: Sendable {
             groups = relay.replaced
             if let older = relay.primary { groups.append(older) }
         }
-        self.relay = Relay(primary: primary, replaced: groups)
+        self.relay = (primary, groups)
         self.waiter = primary?.waiter ?? groups.lazy.compactMap(\.waiter).first
         self.semaphore = nil  // a relay never completes: the groups it relays to do
     }
@@ -67,36 +60,32 @@ final class WaitGroup: Sendable {
 
     /// Records the outcome of one delivery.
     func leave(_ outcome: DeliveryOutcome) {
-        if let relay {
-            relay.primary?.leave(outcome)
-            let replacedOutcome: DeliveryOutcome
-            switch outcome {
-            case .delivered, .failed, .replaced: replacedOutcome = .replaced
-            case .skipped, .refused: replacedOutcome = .skipped
-            case .dropped: replacedOutcome = .dropped
+        guard let relay else {
+            return release { state in
+                switch outcome {
+                case .delivered: state.report.deliveredCount += 1
+                case .skipped: state.report.skippedCount += 1
+                case .failed(let failure):
+                    state.report.deliveredCount += 1
+                    state.report.failures.append(failure)
+                case .refused(let failure):
+                    state.report.skippedCount += 1
+                    state.report.failures.append(failure)
+                case .replaced: state.report.replacedCount += 1
+                case .dropped: state.report.droppedCount += 1
+                }
             }
-            for group in relay.replaced {
-                group.leave(replacedOutcome)
-            }
-            return
         }
-        let isComplete = state.withLock { state -> Bool in
-            if state.isAbandoned { return false }
-            switch outcome {
-            case .delivered: state.report.deliveredCount += 1
-            case .skipped: state.report.skippedCount += 1
-            case .failed(let failure):
-                state.report.deliveredCount += 1
-                state.report.failures.append(failure)
-            case .refused(let failure):
-                state.report.skippedCount += 1
-                state.report.failures.append(failure)
-            case .replaced: state.report.replacedCount += 1
-            case .dropped: state.report.droppedCount += 1
-            }
-            return Self.release(&state)
+        relay.primary?.leave(outcome)
+        let replacedOutcome: DeliveryOutcome
+        switch outcome {
+        case .delivered, .failed, .replaced: replacedOutcome = .replaced
+        case .skipped, .refused: replacedOutcome = .skipped
+        case .dropped: replacedOutcome = .dropped
         }
-        if isComplete { wake() }
+        for group in relay.replaced {
+            group.leave(replacedOutcome)
+        }
     }
 
     /// Ends the wait without the deliveries still outstanding: each is recorded as skipped, with
@@ -111,9 +100,7 @@ final class WaitGroup: Sendable {
             let failures = (0..<max(outstanding, 0)).map { _ in makeFailure() }
             state.report.skippedCount += failures.count
             state.report.failures += failures
-            state.remaining = 0
             state.isComplete = true
-            state.isAbandoned = true
             return failures
         }
         if !failures.isEmpty { wake() }
@@ -122,16 +109,12 @@ final class WaitGroup: Sendable {
 
     /// Takes back an ``enter()`` whose delivery was not accepted.
     func withdraw() {
-        if state.withLock({ !$0.isAbandoned && Self.release(&$0) }) { wake() }
+        release()
     }
 
     /// Releases the poster's own hold, once every delivery has been enqueued.
     func arrive() {
-        let isComplete = state.withLock { state -> Bool in
-            state.hasArrived = true
-            return !state.isAbandoned && Self.release(&state)
-        }
-        if isComplete { wake() }
+        release { $0.hasArrived = true }
     }
 
     /// Suspends until every delivery has been recorded, or until `deadline`.
@@ -139,20 +122,17 @@ final class WaitGroup: Sendable {
     /// - Returns: Whether every delivery was recorded (`false`: the deadline passed first).
     func wait(until deadline: DispatchTime = .distantFuture) async -> Bool {
         await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-            let resumeNow = state.withLock { state -> Bool in
-                if state.isComplete { return true }
-                state.continuation = continuation
-                return false
+            let isComplete = state.withLock { state in
+                if !state.isComplete { state.continuation = continuation }
+                return state.isComplete
             }
-            if resumeNow {
+            if isComplete {
                 continuation.resume(returning: true)
-                return
-            }
-            guard deadline != .distantFuture else { return }
-            DispatchQueue.global().asyncAfter(deadline: deadline) { [self] in
-                // Whoever takes the continuation resumes it: the timer or the last delivery.
-                let timedOut = state.withLock { $0.continuation.take() }
-                timedOut?.resume(returning: false)
+            } else if deadline != .distantFuture {
+                DispatchQueue.global().asyncAfter(deadline: deadline) { [self] in
+                    // Whoever takes the continuation resumes it: the timer or the last delivery.
+                    state.withLock { $0.continuation.take() }?.resume(returning: false)
+                }
             }
         }
     }
@@ -168,14 +148,17 @@ final class WaitGroup: Sendable {
         state.withLock { $0.isComplete }
     }
 
-    /// Decrements the count.
-    ///
-    /// - Returns: Whether it reached zero: the caller must call ``wake()``, once.
-    private static func release(_ state: inout State) -> Bool {
-        state.remaining -= 1
-        guard state.remaining == 0 else { return false }
-        state.isComplete = true
-        return true
+    /// Runs `update` and takes one off the count, unless the group is complete (an abandoned
+    /// group ignores what comes later); wakes whoever waits when the count reaches zero.
+    private func release(_ update: (inout State) -> Void = { _ in }) {
+        let completes = state.withLock { state -> Bool in
+            guard !state.isComplete else { return false }
+            update(&state)
+            state.remaining -= 1
+            state.isComplete = state.remaining == 0
+            return state.isComplete
+        }
+        if completes { wake() }
     }
 
     /// Wakes whoever waits for the completed group: the blocked thread, or the suspended task.
@@ -187,8 +170,7 @@ final class WaitGroup: Sendable {
             semaphore._withUnsafeGuaranteedRef { _ = $0.signal() }
             return
         }
-        let continuation = state.withLock { $0.continuation.take() }
-        continuation?.resume(returning: true)
+        state.withLock { $0.continuation.take() }?.resume(returning: true)
     }
 }
 

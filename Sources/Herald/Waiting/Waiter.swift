@@ -1,5 +1,4 @@
 import Dispatch
-import Synchronization
 
 /// A thread that is blocked in a waiting call (`postAndWait`, `performAndWait`).
 ///
