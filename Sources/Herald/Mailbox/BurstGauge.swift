@@ -7,22 +7,26 @@ import Synchronization
 /// A drain that keeps up with a poster takes one or two items at a time, and each batch takes the
 /// mailbox's lock twice: the poster and the drain then pass the lock's cache line back and forth at
 /// every post, and a burst runs several times slower than either side alone. A job that the target
-/// runs again (the mailbox's `drain(for:asJob:continued:)`) first reads how many items were appended since
+/// runs again (a ``GatheringJob``) first reads how many items were appended since
 /// its last batch. While that number is below a slice and still grows from one look to the next, it
 /// goes back to the target without touching the mailbox, for at most ``gatherLimit`` looks in a row.
 /// When the poster stops, the number stops growing and the next look takes the items; a lone
 /// post's job is never continued, so it never gathers.
 ///
-/// The counts are hints. The poster stores them under the mailbox's lock, the one pending job reads
+/// The counts are hints. Posters add to them after the mailbox's lock, the one pending job reads
 /// them, and every decision about items is still made under the lock by ``MailboxStateMachine``:
 /// a stale count only costs one look more or less.
 final class BurstGauge: Sendable {
     /// The most looks in a row that hand the job back without taking anything.
     static let gatherLimit = 64
 
-    /// Items appended so far. Written by posters under the mailbox's lock only, so a relaxed load and
-    /// store do not lose counts.
+    /// Items appended so far. Posters add to it after the mailbox's lock: a look reads this count
+    /// while a burst goes on, and a poster that found it shared would otherwise wait for the cache
+    /// line with the lock held.
     private let appended = Atomic<Int>(0)
+    /// Keeps what the job writes (below) off the cache line of `appended`, which a poster writes at
+    /// every post: 56 bytes put the two 64-byte cache lines apart wherever the gauge is allocated.
+    private let padding: (Int, Int, Int, Int, Int, Int, Int) = (0, 0, 0, 0, 0, 0, 0)
     /// `appended` when the job last took items, written under the mailbox's lock.
     private let taken = Atomic<Int>(0)
     /// `appended` at the last look, and the looks in a row so far. Only the pending job, of which
@@ -30,10 +34,10 @@ final class BurstGauge: Sendable {
     private let lastSeen = Atomic<Int>(0)
     private let looks = Atomic<Int>(0)
 
-    /// An item was appended. Call under the mailbox's lock.
+    /// `count` items were appended. Call after the mailbox's lock.
     @inline(__always)
-    func noteAppended() {
-        appended.store(appended.load(ordering: .relaxed) &+ 1, ordering: .relaxed)
+    func noteAppended(_ count: Int = 1) {
+        appended.wrappingAdd(count, ordering: .relaxed)
     }
 
     /// The drain took items. Call under the mailbox's lock.

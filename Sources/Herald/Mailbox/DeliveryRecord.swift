@@ -79,6 +79,15 @@ class DeliveryRecord: Cancellable, @unchecked Sendable {  // Immutable but for t
     /// Whether the cancelled bit is set, without asking the registration's filters.
     final var isCancelledFlag: Bool { state.load(ordering: .acquiring) & 1 != 0 }
 
+    /// Whether the registration is live: the answer of `isCancelled`, without its dynamic call
+    /// (which retains and releases the record) for a registration without filters, whose
+    /// cancelled bit is the whole answer. A drain asks before each item.
+    @inline(__always)
+    final var isLive: Bool {
+        if isCancelledFlag { return false }
+        return flags & Flags.hasFilters == 0 || !isCancelled
+    }
+
     /// Sets the cancelled bit; returns `false` if it was already set.
     final func markCancelled() -> Bool {
         state.bitwiseOr(1, ordering: .acquiringAndReleasing).oldValue & 1 == 0

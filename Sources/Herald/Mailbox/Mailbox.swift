@@ -156,7 +156,11 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
     func append(
         _ notification: UnsafePointer<N>, subjectID: ObjectIdentifier?, group: WaitGroup?, hold: UInt
     ) -> MailboxStateMachine.AppendAction {
-        locked.withLock { appendUnbounded(notification, subjectID: subjectID, group: group, hold: hold, in: &$0) }
+        let action = locked.withLock {
+            appendUnbounded(notification, subjectID: subjectID, group: group, hold: hold, in: &$0)
+        }
+        if action != .reject { gauge?.noteAppended() }
+        return action
     }
 
     /// Appends a copy of `notification` as the state machine decides, with no policy to ask. Call
@@ -177,7 +181,7 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
     /// - Returns: Whether the caller must hand a drain job to the target, and the notifications
     ///   the policy discarded, to release after every lock.
     func append(replaying replays: [(value: N, subjectID: ObjectIdentifier?)]) -> (mustSchedule: Bool, dropped: [N]) {
-        withItemSlot { slot in
+        let result = withItemSlot { slot in
             locked.withLock { locked in
                 var mustSchedule = false
                 var discarded: [N] = []
@@ -195,6 +199,8 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
                 return (mustSchedule, discarded)
             }
         }
+        gauge?.noteAppended(replays.count)
+        return result
     }
 
     // MARK: Mailbox policies
@@ -217,6 +223,7 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
                     hold: hold, displacingInto: slot, in: &locked)
             }
             // After the mailbox's lock.
+            if action != .reject && displacement != .rejectedNew { gauge?.noteAppended() }
             switch displacement {
             case .none: break
             case .rejectedNew: group?.leave(.dropped)
@@ -306,7 +313,6 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
     private func store(
         _ notification: UnsafePointer<N>, subjectID: ObjectIdentifier?, group: WaitGroup?, in items: inout ItemQueue
     ) {
-        gauge?.noteAppended()
         let layout = self.layout
         let slot = items.appendSlot(layout)
         layout.initialize(slot, with: notification, subjectID: subjectID, group: group)
@@ -329,13 +335,16 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
             handToConsumers()
             return
         }
-        let job: @Sendable () -> Void
-        if continued {
-            job = { [observer] in observer.mailbox?.runJob(for: observer, continued: true) }
-        } else {
-            job = { [observer] in observer.mailbox?.runJob(for: observer, continued: false) }
-        }
         let scheduling = observer.environment.schedulingTarget(for: target)
+        let job: @Sendable () -> Void
+        if continued, let gauge {
+            let gathering = GatheringJob(gauge: gauge, target: scheduling) { [observer] posterPaused in
+                observer.mailbox?.runJob(for: observer, posterPaused: posterPaused)
+            }
+            job = { gathering.look() }
+        } else {
+            job = { [observer] in observer.mailbox?.runJob(for: observer, posterPaused: false) }
+        }
         if let refusal = scheduling.trySchedule(job) {
             // The refused job is no longer pending; a lingering job that found the mailbox empty
             // leaves nothing behind (the next post's job is refused in turn).
@@ -352,8 +361,8 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
 
     /// The drain job handed to the target: at most one slice of items; then, if items are left, the
     /// job goes back to the target behind whatever it queued meanwhile.
-    private func runJob<Owner: MailboxOwner<N>>(for observer: Owner, continued: Bool) {
-        if drain(for: observer, asJob: true, continued: continued) {
+    private func runJob<Owner: MailboxOwner<N>>(for observer: Owner, posterPaused: Bool) {
+        if drain(for: observer, asJob: true, posterPaused: posterPaused) {
             scheduleDrain(for: observer, continued: true)
         } else {
             observer.environment.idleWatch.noteProgress()
@@ -375,16 +384,9 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
     ///
     /// - Parameters:
     ///   - asJob: Whether this is the job handed to the target (sliced), rather than an inline drain.
-    ///   - continued: Whether the job handed itself back (see ``BurstGauge``).
+    ///   - posterPaused: Whether the ``GatheringJob`` that started the job saw the poster pause.
     /// - Returns: Whether the job must be handed to the target again.
-    private func drain<Owner: MailboxOwner<N>>(for observer: Owner, asJob: Bool, continued: Bool = false) -> Bool {
-        var posterPaused = false
-        if asJob, continued, let gauge {
-            switch gauge.look() {
-            case .gather: return true  // the job stays pending: posts meanwhile only append
-            case .take(let paused): posterPaused = paused
-            }
-        }
+    private func drain<Owner: MailboxOwner<N>>(for observer: Owner, asJob: Bool, posterPaused: Bool = false) -> Bool {
         var batch = ItemQueue()
         defer { batch.deallocate() }
         let thread = currentThreadID()
@@ -442,16 +444,17 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
         guard let group else {
             // The common case, kept apart: no outcome to build and destroy per item, and a plain
             // handler called with the closure the drain read once.
-            guard let handler, !observer.isCancelled else { return }
+            // The handler is borrowed, not bound: a binding would retain and release it per item.
+            guard handler != nil, observer.isLive else { return }
             if let plain {
                 HandlerCall.run(plain, with: payload, reportingTo: observer)
             } else {
-                handler.call(payload, subjectID: subjectID, reportingTo: observer)
+                handler?.call(payload, subjectID: subjectID, reportingTo: observer)
             }
             return
         }
         var outcome = DeliveryOutcome.skipped
-        if let handler, !observer.isCancelled {
+        if let handler, observer.isLive {
             let failure =
                 if let waiter = group.waiter {
                     Waiter.chain.withValue(waiter) {
