@@ -205,11 +205,8 @@ struct ObserverList: Sendable {
             // The latest registration, the usual one to cancel first: no hole.
             count -= 1
             let removed = slots.removeLast()
-            if !sequences.isEmpty { sequences.removeLast() }
-            while let last = slots.last, last == nil {
-                slots.removeLast()
-                if !sequences.isEmpty { sequences.removeLast() }
-            }
+            while let last = slots.last, last == nil { slots.removeLast() }
+            if !sequences.isEmpty { sequences.removeLast(sequences.count - slots.count) }
             return removed
         }
         defer {

@@ -239,11 +239,7 @@ final class Registry: DeliveryHost, @unchecked Sendable {  // `shardRefs` is imm
 
     /// The value of `type` retained for `subject` (which the caller keeps alive), if any.
     func retainedValue<N: TypedNotification>(of type: N.Type, subject: AnyObject?) -> N? {
-        state.withLock { state in
-            state.bucket(ObjectIdentifier(type)).flatMap {
-                state.buckets[$0].retainedValues.entry(for: subject)?.value as? N
-            }
-        }
+        state.withLock { $0.retainedValues(of: ObjectIdentifier(type))?.entry(for: subject)?.value as? N }
     }
 
     /// Removes the value of `type` retained for `subject` and returns it; what the entry held is
@@ -274,9 +270,7 @@ final class Registry: DeliveryHost, @unchecked Sendable {  // `shardRefs` is imm
         while true {
             // The copy is released at the end of each round, outside the lock.
             let current = state.withLock { state -> (value: N, sequence: UInt64)? in
-                guard let index = state.bucket(key),
-                    let entry = state.buckets[index].retainedValues.entry(for: subject),
-                    let value = entry.value as? N
+                guard let entry = state.retainedValues(of: key)?.entry(for: subject), let value = entry.value as? N
                 else { return nil }
                 return (value, entry.sequence)
             }
