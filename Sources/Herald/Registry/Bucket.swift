@@ -276,8 +276,7 @@ private struct SortKey: Comparable {
     let index: Int
 
     static func < (lhs: SortKey, rhs: SortKey) -> Bool {
-        if lhs.priority != rhs.priority { return lhs.priority > rhs.priority }
-        if lhs.sequence != rhs.sequence { return lhs.sequence < rhs.sequence }
-        return lhs.index < rhs.index
+        // Priority descending (so `rhs` gives the first of each pair), then sequence, then index.
+        (rhs.priority, lhs.sequence, lhs.index) < (lhs.priority, rhs.sequence, rhs.index)
     }
 }
