@@ -205,11 +205,8 @@ struct ObserverList: Sendable {
             // The latest registration, the usual one to cancel first: no hole.
             count -= 1
             let removed = slots.removeLast()
-            if !sequences.isEmpty { sequences.removeLast() }
-            while let last = slots.last, last == nil {
-                slots.removeLast()
-                if !sequences.isEmpty { sequences.removeLast() }
-            }
+            while let last = slots.last, last == nil { slots.removeLast() }
+            if !sequences.isEmpty { sequences.removeLast(sequences.count - slots.count) }
             return removed
         }
         defer {
@@ -279,8 +276,7 @@ private struct SortKey: Comparable {
     let index: Int
 
     static func < (lhs: SortKey, rhs: SortKey) -> Bool {
-        if lhs.priority != rhs.priority { return lhs.priority > rhs.priority }
-        if lhs.sequence != rhs.sequence { return lhs.sequence < rhs.sequence }
-        return lhs.index < rhs.index
+        // Priority descending (so `rhs` gives the first of each pair), then sequence, then index.
+        (rhs.priority, lhs.sequence, lhs.index) < (lhs.priority, rhs.sequence, rhs.index)
     }
 }

@@ -47,12 +47,6 @@ struct IdentityTable<Value: Sendable>: Sendable {
         slots[find(UInt(bitPattern: key))].value
     }
 
-    /// Whether `key` has a slot.
-    @inline(__always)
-    func contains(_ key: ObjectIdentifier) -> Bool {
-        slots[find(UInt(bitPattern: key))].key != 0
-    }
-
     /// The index of `key`'s slot, inserted (holding the `empty` value) if needed; valid
     /// until the next insertion.
     @inline(__always)
@@ -92,10 +86,5 @@ struct IdentityTable<Value: Sendable>: Sendable {
     mutating func update<R>(_ key: ObjectIdentifier, _ body: (inout Value) -> R) -> R {
         let slot = insert(key).slot
         return body(&self[slot: slot])
-    }
-
-    /// The value of every key, in no particular order.
-    var values: some Sequence<Value> {
-        slots.lazy.filter { $0.key != 0 }.map(\.value)
     }
 }

@@ -9,10 +9,6 @@ import Synchronization
 /// the notification to the handler, mailbox or stream, is a call into the generic ``Observer``.
 @usableFromInline
 class AnyObserver: DeliveryRecord, @unchecked Sendable {  // Immutable but for the atomic state.
-    init(registry: Registry, location: SourceLocation, flags: UInt8) {
-        super.init(host: registry, siteAndFlags: location.siteIndex << 8 | UInt32(flags))
-    }
-
     /// An observer registered at the site whose index is `site` (see ``SourceLocation/siteIndex``).
     init(registry: Registry, site: UInt32, flags: UInt8) {
         super.init(host: registry, siteAndFlags: site << 8 | UInt32(flags))
@@ -226,7 +222,7 @@ final class Observer<N: TypedNotification>: AnyObserver, MailboxOwner, @unchecke
         if stream.mailbox.policy != nil { flags |= Flags.hasPolicy }
         self.handler = { _ in }
         self.extras = Extras(filters: filters, family: family, mailbox: stream.mailbox, feed: .stream(stream))
-        super.init(registry: registry, location: location, flags: flags)
+        super.init(registry: registry, site: location.siteIndex, flags: flags)
     }
 
     override var anyMailbox: AnyMailbox? { extras?.mailbox }

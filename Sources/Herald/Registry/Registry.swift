@@ -75,7 +75,7 @@ final class Registry: DeliveryHost, @unchecked Sendable {  // `shardRefs` is imm
     }
 
     /// Makes `observer` visible to posts: in its type's bucket, or, for a family observer, for
-    /// every type at once (see ``addFamily(_:in:)``).
+    /// every type at once (see ``add(_:in:)``).
     func add<N: TypedNotification>(_ observer: Observer<N>) {
         let (replaced, change) = state.withLock { add(observer, in: &$0) }
         if let change { didChange(change) }
@@ -119,12 +119,21 @@ final class Registry: DeliveryHost, @unchecked Sendable {  // `shardRefs` is imm
         return (observerClass, registration.site)
     }
 
-    /// Registers `observer`, an observer of a family, for every type at once, under the registry
-    /// lock: a new family generation outdates every cached snapshot, and each type joins the
-    /// observer when a post of it next reads the registry. Touches no type.
+    /// Adds `observer`, of a type or of a family, under the registry lock.
     ///
+    /// An observer of a family is registered for every type at once: a new family generation
+    /// outdates every cached snapshot, and each type joins the observer when a post of it next
+    /// reads the registry. That touches no type.
+    ///
+    /// - Returns: The snapshot it outdated, to release after the lock, and the change to publish
+    ///   (none for a family observer, which the family generation publishes).
     /// - Complexity: O(1), amortised.
-    private func addFamily(_ observer: AnyObserver, in state: inout RegistryState) {
+    private func add<N: TypedNotification>(
+        _ observer: Observer<N>, in state: inout RegistryState
+    ) -> (ObserverSnapshot?, RegistryChange?) {
+        guard observer.family != nil else {
+            return state.add(observer, at: state.bucket(creating: N.self), key: ObjectIdentifier(N.self))
+        }
         state.familyGeneration += 1  // first: a family observer's number is never 0
         state.families.append(observer, sequence: state.nextSequence())
         // Orders this registration among the changes of single types, so that a shard refuses
@@ -133,20 +142,7 @@ final class Registry: DeliveryHost, @unchecked Sendable {  // `shardRefs` is imm
         // Under the lock: a post that read the registry after this registration (and so found
         // the observer) then loads this generation, or a newer one, for its thread's next posts.
         familyGeneration.store(state.familyGeneration, ordering: .releasing)
-    }
-
-    /// Adds `observer`, of a type or of a family, under the registry lock.
-    ///
-    /// - Returns: The snapshot it outdated, to release after the lock, and the change to publish
-    ///   (none for a family observer, which the family generation publishes).
-    private func add<N: TypedNotification>(
-        _ observer: Observer<N>, in state: inout RegistryState
-    ) -> (ObserverSnapshot?, RegistryChange?) {
-        guard observer.family == nil else {
-            addFamily(observer, in: &state)
-            return (nil, nil)
-        }
-        return state.add(observer, at: state.bucket(creating: N.self), key: ObjectIdentifier(N.self))
+        return (nil, nil)
     }
 
     /// Ends the registration of `observer`, an observer of a family: drops its members from the
@@ -239,11 +235,7 @@ final class Registry: DeliveryHost, @unchecked Sendable {  // `shardRefs` is imm
 
     /// The value of `type` retained for `subject` (which the caller keeps alive), if any.
     func retainedValue<N: TypedNotification>(of type: N.Type, subject: AnyObject?) -> N? {
-        state.withLock { state in
-            state.bucket(ObjectIdentifier(type)).flatMap {
-                state.buckets[$0].retainedValues.entry(for: subject)?.value as? N
-            }
-        }
+        state.withLock { $0.retainedValues(of: ObjectIdentifier(type))?.entry(for: subject)?.value as? N }
     }
 
     /// Removes the value of `type` retained for `subject` and returns it; what the entry held is
@@ -274,9 +266,7 @@ final class Registry: DeliveryHost, @unchecked Sendable {  // `shardRefs` is imm
         while true {
             // The copy is released at the end of each round, outside the lock.
             let current = state.withLock { state -> (value: N, sequence: UInt64)? in
-                guard let index = state.bucket(key),
-                    let entry = state.buckets[index].retainedValues.entry(for: subject),
-                    let value = entry.value as? N
+                guard let entry = state.retainedValues(of: key)?.entry(for: subject), let value = entry.value as? N
                 else { return nil }
                 return (value, entry.sequence)
             }

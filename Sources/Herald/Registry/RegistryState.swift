@@ -42,10 +42,8 @@ struct RegistryState: Sendable {
         if let family = observer.family {
             return family.replays(of: N.self, in: buckets, matching: observer.filters, after: sequence)
         }
-        guard let index = bucket(ObjectIdentifier(N.self)) else { return [] }
-        return buckets[index].retainedValues.replays(matching: observer.filters, after: sequence) { value, _ in
-            value as? N
-        }
+        let values = retainedValues(of: ObjectIdentifier(N.self))
+        return values?.replays(matching: observer.filters, after: sequence) { value, _ in value as? N } ?? []
     }
 
     /// The number of a new registration, in registration order; 0 while the hub has never had a
@@ -61,6 +59,11 @@ struct RegistryState: Sendable {
     @inline(__always)
     func bucket(_ key: ObjectIdentifier) -> Int? {
         types[key].bucket
+    }
+
+    /// The retained values of the type whose identity is `key`, if it has a bucket.
+    func retainedValues(of key: ObjectIdentifier) -> RetainedValues? {
+        bucket(key).map { buckets[$0].retainedValues }
     }
 
     /// Adds `observer` to the bucket at `index`, that of the type `key`, with the next registration

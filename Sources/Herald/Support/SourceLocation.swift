@@ -1,5 +1,5 @@
 /// Where a handler was registered, kept as the literal `#fileID` and `#line`.
-struct SourceLocation: Sendable, Hashable {
+struct SourceLocation: Sendable, Equatable {
     let fileID: StaticString
     let line: UInt32
 
@@ -7,11 +7,6 @@ struct SourceLocation: Sendable, Hashable {
 
     static func == (lhs: SourceLocation, rhs: SourceLocation) -> Bool {
         lhs.line == rhs.line && lhs.fileID.utf8Start == rhs.fileID.utf8Start
-    }
-
-    func hash(into hasher: inout Hasher) {
-        hasher.combine(line)
-        hasher.combine(UInt(bitPattern: fileID.utf8Start))
     }
 
     /// Every registration site seen so far, so that an observer stores a 4-byte index instead of

@@ -25,12 +25,7 @@ extension DeliveryTarget {
     /// Whether an async handler on this target runs on it (isolated to the main actor or an
     /// actor, or confined to the queue, thread or executor by a ``TargetTaskExecutor``), so that a
     /// thread blocked on the target keeps the handler from finishing.
-    var isolatesAsyncHandlers: Bool {
-        switch kind {
-        case .posting: return false
-        case .main, .actor, .queue, .operationQueue, .thread, .executor: return true
-        }
-    }
+    var isolatesAsyncHandlers: Bool { !isPosting }
 
     /// Whether a drain job that found its mailbox empty may go back to this target once more, in
     /// case the poster is still at work (see ``MailboxStateMachine/lingers``): a queue or thread

@@ -12,8 +12,9 @@ struct IdentityTableTests {
         let key = Key()
         let table = IdentityTable(capacity: 4, empty: -1)
         #expect(table[ObjectIdentifier(key)] == -1)
-        #expect(!table.contains(ObjectIdentifier(key)))
-        #expect(Array(table.values).isEmpty)
+        // Absent: inserting it, into a copy, makes a new slot.
+        var probe = table
+        #expect(probe.insert(ObjectIdentifier(key)).inserted)
     }
 
     @Test("Inserting twice returns the same slot, and only the first insertion says it inserted")
@@ -44,10 +45,16 @@ struct IdentityTableTests {
             model[key, default: 0] += round
             #expect(added == model[key])
         }
+        var present: [ObjectIdentifier] = []
         for key in keys.map(ObjectIdentifier.init) {
             #expect(table[key] == model[key, default: 0])
-            #expect(table.contains(key) == (model[key] != nil))
+            // Whether the key has a slot: inserting it into a copy makes none if it has.
+            var probe = table
+            let hasSlot = !probe.insert(key).inserted
+            #expect(hasSlot == (model[key] != nil))
+            if hasSlot { present.append(key) }
         }
-        #expect(table.values.sorted() == model.values.sorted())
+        // Only `keys` were ever put in: the values of those with a slot are the table's values.
+        #expect(present.map { table[$0] }.sorted() == model.values.sorted())
     }
 }

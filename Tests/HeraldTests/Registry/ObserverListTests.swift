@@ -8,7 +8,7 @@ struct ObserverListTests {
 
     func makeObservers(_ count: Int) -> [AnyObserver] {
         (0..<count).map { _ in
-            AnyObserver(registry: registry, location: SourceLocation(fileID: #fileID, line: 1), flags: 0)
+            AnyObserver(registry: registry, site: SourceLocation(fileID: #fileID, line: 1).siteIndex, flags: 0)
         }
     }
 
