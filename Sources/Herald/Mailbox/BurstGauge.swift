@@ -25,8 +25,8 @@ final class BurstGauge: Sendable {
     /// line with the lock held.
     private let appended = Atomic<Int>(0)
     /// Keeps what the job writes (below) off the cache line of `appended`, which a poster writes at
-    /// every post: 56 bytes put the two 64-byte cache lines apart wherever the gauge is allocated.
-    private let padding: (Int, Int, Int, Int, Int, Int, Int) = (0, 0, 0, 0, 0, 0, 0)
+    /// every post.
+    private let padding = CacheLinePadding()
     /// `appended` when the job last took items, written under the mailbox's lock.
     private let taken = Atomic<Int>(0)
     /// `appended` at the last look, and the looks in a row so far. Only the pending job, of which

@@ -8,17 +8,6 @@ final class PostShard: Sendable {
     private let trailingPadding = CacheLinePadding()
 }
 
-/// Room that keeps an object's hot fields and its neighbours' on separate cache lines (of 64
-/// bytes, fetched in pairs by some processors): objects written by different threads without a
-/// shared lock end with it.
-struct CacheLinePadding: Sendable {
-    private let words:
-        (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) =
-            (
-                0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
-            )
-}
-
 /// A post shard's entry for one notification type: the snapshot it caches, with the generation of
 /// the change it reflects and the family generation it was read at (see ``SnapshotTable``).
 struct SnapshotEntry: Sendable {
