@@ -170,7 +170,9 @@ extension UserInfoDecodingError {
     ///   - found: The value that was found. Only its description is kept.
     /// - Returns: An error with code ``Code/typeMismatch``.
     public static func typeMismatch(keyPath: [String], expected: Any.Type, found: Any?) -> Self {
-        typeMismatch(at: keyPath.map(PathComponent.key), expected: typeName(expected), found: found)
+        Self(
+            code: .typeMismatch, path: keyPath.map(PathComponent.key), expected: typeName(expected),
+            found: describeFound(found))
     }
 
     /// Makes the error for a value of the right kind that is not valid, such as an unknown raw value.
@@ -182,7 +184,9 @@ extension UserInfoDecodingError {
     ///   - reason: Why the value is not valid, for example `not a known Mood`.
     /// - Returns: An error with code ``Code/invalidValue``.
     public static func invalidValue(keyPath: [String], expected: Any.Type, found: Any?, reason: String) -> Self {
-        invalidValue(at: keyPath.map(PathComponent.key), expected: typeName(expected), found: found, detail: reason)
+        Self(
+            code: .invalidValue, path: keyPath.map(PathComponent.key), expected: typeName(expected),
+            found: describeFound(found), detail: reason)
     }
 
     /// Makes the error for a notification whose name is not the one the type declares.
@@ -203,36 +207,6 @@ extension UserInfoDecodingError {
         at path: [PathComponent], expected: String, detail: String = "no value for this key"
     ) -> Self {
         Self(code: .keyNotFound, path: path, expected: expected, found: "nothing", detail: detail)
-    }
-
-    static func valueNotFound(at path: [PathComponent], expected: String, found: Any?) -> Self {
-        Self(code: .valueNotFound, path: path, expected: expected, found: describeFound(found))
-    }
-
-    static func typeMismatch(at path: [PathComponent], expected: String, found: Any?) -> Self {
-        Self(code: .typeMismatch, path: path, expected: expected, found: describeFound(found))
-    }
-
-    static func numberOutOfRange(at path: [PathComponent], expected: String, found: Any?) -> Self {
-        Self(
-            code: .numberOutOfRange, path: path, expected: expected, found: describeFound(found),
-            detail: "out of range for \(expected)")
-    }
-
-    static func numberNotExact(at path: [PathComponent], expected: String, found: Any?) -> Self {
-        Self(
-            code: .numberNotExact, path: path, expected: expected, found: describeFound(found),
-            detail: "not exactly representable as \(expected)")
-    }
-
-    static func invalidValue(at path: [PathComponent], expected: String, found: Any?, detail: String) -> Self {
-        Self(code: .invalidValue, path: path, expected: expected, found: describeFound(found), detail: detail)
-    }
-
-    static func decodingFailed(at path: [PathComponent], expected: String, found: Any?, error: any Error) -> Self {
-        Self(
-            code: .decodingFailed, path: path, expected: expected, found: describeFound(found),
-            detail: String(describing: error), underlyingError: error)
     }
 
     static func typeName(_ type: Any.Type) -> String {
