@@ -492,7 +492,7 @@ private struct UserInfoDecoderImplementation: Decoder, SingleValueDecodingContai
         return UserInfoDecodingError(
             code: code, path: errorPath, expected: expectation,
             found: isThisValue ? UserInfoDecodingError.describeFound(value) : "an invalid value",
-            detail: context.debugDescription)
+            detail: context.debugDescription, underlyingError: nil)
     }
 }
 

@@ -73,6 +73,9 @@ public struct UserInfoDecodingError: Error, CustomStringConvertible, Sendable {
     /// What kind of failure this is.
     public let code: Code
 
+    /// Where the failing value is; ``codingPath`` and ``keyPath`` spell it out.
+    let path: [PathComponent]
+
     /// The description of the type that was expected, for example `Int` or `Profile`.
     public let expected: String
 
@@ -87,24 +90,6 @@ public struct UserInfoDecodingError: Error, CustomStringConvertible, Sendable {
     /// The error thrown by the type's own `init(from:)`, when it threw something other than a
     /// decoding error.
     public let underlyingError: (any Error)?
-
-    let path: [PathComponent]
-
-    init(
-        code: Code,
-        path: [PathComponent],
-        expected: String,
-        found: String,
-        detail: String? = nil,
-        underlyingError: (any Error)? = nil
-    ) {
-        self.code = code
-        self.path = path
-        self.expected = expected
-        self.found = found
-        self.detail = detail
-        self.underlyingError = underlyingError
-    }
 
     /// The path from the top of the user-info dictionary to the failing value.
     ///
@@ -172,7 +157,7 @@ extension UserInfoDecodingError {
     public static func typeMismatch(keyPath: [String], expected: Any.Type, found: Any?) -> Self {
         Self(
             code: .typeMismatch, path: keyPath.map(PathComponent.key), expected: typeName(expected),
-            found: describeFound(found))
+            found: describeFound(found), detail: nil, underlyingError: nil)
     }
 
     /// Makes the error for a value of the right kind that is not valid, such as an unknown raw value.
@@ -186,7 +171,7 @@ extension UserInfoDecodingError {
     public static func invalidValue(keyPath: [String], expected: Any.Type, found: Any?, reason: String) -> Self {
         Self(
             code: .invalidValue, path: keyPath.map(PathComponent.key), expected: typeName(expected),
-            found: describeFound(found), detail: reason)
+            found: describeFound(found), detail: reason, underlyingError: nil)
     }
 
     /// Makes the error for a notification whose name is not the one the type declares.
@@ -198,7 +183,7 @@ extension UserInfoDecodingError {
     public static func nameMismatch(expected: Notification.Name, found: Notification.Name) -> Self {
         Self(
             code: .nameMismatch, path: [], expected: String(reflecting: expected.rawValue),
-            found: String(reflecting: found.rawValue))
+            found: String(reflecting: found.rawValue), detail: nil, underlyingError: nil)
     }
 
     // Internal factories used by the decoder.
@@ -206,7 +191,9 @@ extension UserInfoDecodingError {
     static func keyNotFound(
         at path: [PathComponent], expected: String, detail: String = "no value for this key"
     ) -> Self {
-        Self(code: .keyNotFound, path: path, expected: expected, found: "nothing", detail: detail)
+        Self(
+            code: .keyNotFound, path: path, expected: expected, found: "nothing", detail: detail,
+            underlyingError: nil)
     }
 
     static func typeName(_ type: Any.Type) -> String {
