@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 extension NotificationHub {
     /// Re-posts a `NotificationCenter`'s notifications of type `N` into this hub as typed values.

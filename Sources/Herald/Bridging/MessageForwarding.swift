@@ -1,6 +1,4 @@
-import Dispatch
 import Foundation
-import Synchronization
 
 // Forwarding of Foundation's typed messages (`NotificationCenter.MainActorMessage` and
 // `NotificationCenter.AsyncMessage`) between a hub and a center, both ways.

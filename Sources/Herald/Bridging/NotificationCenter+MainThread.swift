@@ -1,6 +1,4 @@
-import Dispatch
 import Foundation
-import Synchronization
 
 /// Posting on the main thread, as the Cocoa `postNotificationOnMainThread:` category did.
 extension NotificationCenter {

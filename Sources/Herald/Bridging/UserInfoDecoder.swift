@@ -351,8 +351,7 @@ private struct UserInfoDecoderImplementation: Decoder, SingleValueDecodingContai
             return special
         }
         if path.count > Self.maximumDepth {
-            throw .invalidValue(
-                at: path, expected: expected, found: value, detail: "nested more than \(Self.maximumDepth) levels deep")
+            throw failure(.invalidValue, detail: "nested more than \(Self.maximumDepth) levels deep")
         }
         // A value stored natively, for example a struct put in the dictionary as it is.
         // An instance of a Decodable class (or subclass) is accepted as it is too.
@@ -393,10 +392,10 @@ private struct UserInfoDecoderImplementation: Decoder, SingleValueDecodingContai
     /// The present, non-null value as `read` reads it, or a `valueNotFound` or `typeMismatch` error.
     private func read<Result>(_ read: (Any) -> Result?) throws(UserInfoDecodingError) -> Result {
         guard let flat = UserInfoValue.flatten(value), !(flat is NSNull) else {
-            throw .valueNotFound(at: path, expected: expected, found: value)
+            throw failure(.valueNotFound)
         }
         guard let result = read(flat) else {
-            throw .typeMismatch(at: path, expected: expected, found: value)
+            throw failure(.typeMismatch)
         }
         return result
     }
@@ -411,32 +410,32 @@ private struct UserInfoDecoderImplementation: Decoder, SingleValueDecodingContai
     private func unboxInteger<I: FixedWidthInteger>(_ type: I.Type) throws(UserInfoDecodingError) -> I {
         switch try read(UserInfoNumber.init).storage {
         case .bool:
-            throw .typeMismatch(at: path, expected: expected, found: value)
+            throw failure(.typeMismatch)
         case .integer(let integer):
             if let exact = I(exactly: integer) { return exact }
         case .floating(let double):
             if double.isNaN || (double.isFinite && double.rounded(.towardZero) != double) {
-                throw .numberNotExact(at: path, expected: expected, found: value)
+                throw failure(.numberNotExact)
             }
             if let exact = I(exactly: double) { return exact }
         }
-        throw .numberOutOfRange(at: path, expected: expected, found: value)
+        throw failure(.numberOutOfRange)
     }
 
     private func unboxFloatingPoint<F: BinaryFloatingPoint>(_ type: F.Type) throws(UserInfoDecodingError) -> F {
         switch try read(UserInfoNumber.init).storage {
         case .bool:
-            throw .typeMismatch(at: path, expected: expected, found: value)
+            throw failure(.typeMismatch)
         case .integer(let integer):
             if let exact = F(exactly: integer) { return exact }
         case .floating(let double):
             let converted = F(double)
             if double.isFinite && !converted.isFinite {
-                throw .numberOutOfRange(at: path, expected: expected, found: value)
+                throw failure(.numberOutOfRange)
             }
             return converted
         }
-        throw .numberNotExact(at: path, expected: expected, found: value)
+        throw failure(.numberNotExact)
     }
 
     /// A value stored either as itself or as a string that `parse` reads (a `URL`, a `UUID`).
@@ -446,9 +445,24 @@ private struct UserInfoDecoderImplementation: Decoder, SingleValueDecodingContai
             return typed
         }
         guard let string = flat as? String, let parsed = parse(string) else {
-            throw .invalidValue(at: path, expected: expected, found: value, detail: detail)
+            throw failure(.invalidValue, detail: detail)
         }
         return parsed
+    }
+
+    /// The error `code` about this decoder's value; a number error says which type the value does not fit.
+    private func failure(
+        _ code: UserInfoDecodingError.Code, detail: String? = nil, underlyingError: (any Error)? = nil
+    ) -> UserInfoDecodingError {
+        let detail =
+            switch code {
+            case .numberOutOfRange: "out of range for \(expected)"
+            case .numberNotExact: "not exactly representable as \(expected)"
+            default: detail
+            }
+        return UserInfoDecodingError(
+            code: code, path: path, expected: expected, found: UserInfoDecodingError.describeFound(value),
+            detail: detail, underlyingError: underlyingError)
     }
 
     /// Converts whatever the type's own `init(from:)` threw into a ``UserInfoDecodingError``.
@@ -457,7 +471,7 @@ private struct UserInfoDecoderImplementation: Decoder, SingleValueDecodingContai
             return error
         }
         guard let decodingError = error as? DecodingError, let context = decodingError.context else {
-            return .decodingFailed(at: path, expected: expected, found: value, error: error)
+            return failure(.decodingFailed, detail: String(describing: error), underlyingError: error)
         }
         if let carried = context.underlyingError as? UserInfoDecodingError {
             return carried
@@ -478,7 +492,7 @@ private struct UserInfoDecoderImplementation: Decoder, SingleValueDecodingContai
         return UserInfoDecodingError(
             code: code, path: errorPath, expected: expectation,
             found: isThisValue ? UserInfoDecodingError.describeFound(value) : "an invalid value",
-            detail: context.debugDescription)
+            detail: context.debugDescription, underlyingError: nil)
     }
 }
 

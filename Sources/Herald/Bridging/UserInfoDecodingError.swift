@@ -73,6 +73,9 @@ public struct UserInfoDecodingError: Error, CustomStringConvertible, Sendable {
     /// What kind of failure this is.
     public let code: Code
 
+    /// Where the failing value is; ``codingPath`` and ``keyPath`` spell it out.
+    let path: [PathComponent]
+
     /// The description of the type that was expected, for example `Int` or `Profile`.
     public let expected: String
 
@@ -87,24 +90,6 @@ public struct UserInfoDecodingError: Error, CustomStringConvertible, Sendable {
     /// The error thrown by the type's own `init(from:)`, when it threw something other than a
     /// decoding error.
     public let underlyingError: (any Error)?
-
-    let path: [PathComponent]
-
-    init(
-        code: Code,
-        path: [PathComponent],
-        expected: String,
-        found: String,
-        detail: String? = nil,
-        underlyingError: (any Error)? = nil
-    ) {
-        self.code = code
-        self.path = path
-        self.expected = expected
-        self.found = found
-        self.detail = detail
-        self.underlyingError = underlyingError
-    }
 
     /// The path from the top of the user-info dictionary to the failing value.
     ///
@@ -170,7 +155,9 @@ extension UserInfoDecodingError {
     ///   - found: The value that was found. Only its description is kept.
     /// - Returns: An error with code ``Code/typeMismatch``.
     public static func typeMismatch(keyPath: [String], expected: Any.Type, found: Any?) -> Self {
-        typeMismatch(at: keyPath.map(PathComponent.key), expected: typeName(expected), found: found)
+        Self(
+            code: .typeMismatch, path: keyPath.map(PathComponent.key), expected: typeName(expected),
+            found: describeFound(found), detail: nil, underlyingError: nil)
     }
 
     /// Makes the error for a value of the right kind that is not valid, such as an unknown raw value.
@@ -182,7 +169,9 @@ extension UserInfoDecodingError {
     ///   - reason: Why the value is not valid, for example `not a known Mood`.
     /// - Returns: An error with code ``Code/invalidValue``.
     public static func invalidValue(keyPath: [String], expected: Any.Type, found: Any?, reason: String) -> Self {
-        invalidValue(at: keyPath.map(PathComponent.key), expected: typeName(expected), found: found, detail: reason)
+        Self(
+            code: .invalidValue, path: keyPath.map(PathComponent.key), expected: typeName(expected),
+            found: describeFound(found), detail: reason, underlyingError: nil)
     }
 
     /// Makes the error for a notification whose name is not the one the type declares.
@@ -194,7 +183,7 @@ extension UserInfoDecodingError {
     public static func nameMismatch(expected: Notification.Name, found: Notification.Name) -> Self {
         Self(
             code: .nameMismatch, path: [], expected: String(reflecting: expected.rawValue),
-            found: String(reflecting: found.rawValue))
+            found: String(reflecting: found.rawValue), detail: nil, underlyingError: nil)
     }
 
     // Internal factories used by the decoder.
@@ -202,37 +191,9 @@ extension UserInfoDecodingError {
     static func keyNotFound(
         at path: [PathComponent], expected: String, detail: String = "no value for this key"
     ) -> Self {
-        Self(code: .keyNotFound, path: path, expected: expected, found: "nothing", detail: detail)
-    }
-
-    static func valueNotFound(at path: [PathComponent], expected: String, found: Any?) -> Self {
-        Self(code: .valueNotFound, path: path, expected: expected, found: describeFound(found))
-    }
-
-    static func typeMismatch(at path: [PathComponent], expected: String, found: Any?) -> Self {
-        Self(code: .typeMismatch, path: path, expected: expected, found: describeFound(found))
-    }
-
-    static func numberOutOfRange(at path: [PathComponent], expected: String, found: Any?) -> Self {
         Self(
-            code: .numberOutOfRange, path: path, expected: expected, found: describeFound(found),
-            detail: "out of range for \(expected)")
-    }
-
-    static func numberNotExact(at path: [PathComponent], expected: String, found: Any?) -> Self {
-        Self(
-            code: .numberNotExact, path: path, expected: expected, found: describeFound(found),
-            detail: "not exactly representable as \(expected)")
-    }
-
-    static func invalidValue(at path: [PathComponent], expected: String, found: Any?, detail: String) -> Self {
-        Self(code: .invalidValue, path: path, expected: expected, found: describeFound(found), detail: detail)
-    }
-
-    static func decodingFailed(at path: [PathComponent], expected: String, found: Any?, error: any Error) -> Self {
-        Self(
-            code: .decodingFailed, path: path, expected: expected, found: describeFound(found),
-            detail: String(describing: error), underlyingError: error)
+            code: .keyNotFound, path: path, expected: expected, found: "nothing", detail: detail,
+            underlyingError: nil)
     }
 
     static func typeName(_ type: Any.Type) -> String {

@@ -71,9 +71,8 @@ public struct UserInfoKey<Value>: Hashable, Sendable, CustomStringConvertible {
 
     /// Reads the entry for this key.
     func read(in userInfo: [AnyHashable: Any]) throws(UserInfoDecodingError) -> Value {
-        let expected = UserInfoDecodingError.typeName(Value.self)
         guard let raw = userInfo[AnyHashable(name)] else {
-            throw .keyNotFound(at: path, expected: expected)
+            throw .keyNotFound(keyPath: [name], expected: Value.self)
         }
         var value = raw
         if let decodable = Value.self as? any Decodable.Type {
@@ -81,7 +80,7 @@ public struct UserInfoKey<Value>: Hashable, Sendable, CustomStringConvertible {
         }
         // For a `Decodable` value, unreachable: the decoder returns the type it was asked for.
         guard let typed = value as? Value else {
-            throw .typeMismatch(at: path, expected: expected, found: value)
+            throw .typeMismatch(keyPath: [name], expected: Value.self, found: value)
         }
         return typed
     }

@@ -1,5 +1,3 @@
-import Synchronization
-
 /// An asynchronous sequence of the notifications of one type posted to a hub.
 ///
 /// Make one with ``NotificationHub/notifications(of:from:bufferingPolicy:replayLatest:fileID:line:)``.

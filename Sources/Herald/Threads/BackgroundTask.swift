@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 
 /// A piece of work queued on a ``BackgroundQueue``: await its value, wait for it, cancel it, or

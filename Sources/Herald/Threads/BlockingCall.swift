@@ -14,10 +14,7 @@ final class HandOver<Value>: Sendable {
 
     /// Takes the value out; `nil` if it was taken before.
     func take() -> sending Value? {
-        slot.withLock { value in
-            let taken = value.take()
-            return taken
-        }
+        slot.withLock { $0.take() }
     }
 }
 

@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 
 /// A long-lived thread that runs submitted work one item at a time, in the order it was submitted.

@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 
 /// The queue, timers and OS thread behind a ``DeliveryThread``.
