@@ -54,8 +54,9 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
         var taskCount = 0
         /// The number of `runUntilIdle` / `advance` calls in progress.
         var drivers = 0
-        /// The drive waiting for a job to be enqueued or a task to end; resumed with `false`.
-        var wakeUp: CheckedContinuation<Bool, Never>?
+        /// The drives waiting for a job to be enqueued or a task to end, each resumed with
+        /// `false`: two may wait at once (a test's `runUntilIdle` and a main-actor waiting post).
+        var wakeUps: [CheckedContinuation<Bool, Never>] = []
         /// `await postAndWait` calls made off the main actor that wait for this stand-in's jobs;
         /// `nil` once ``withMainActorStandIn(name:fileID:filePath:line:column:_:)``'s scope ended.
         var heldPosts: [MainQueueWaitingPost]? = []
@@ -411,7 +412,7 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
                 let isIdle = state.withLock { state -> Bool? in
                     if state.queue.hasJob(dueBy: deadline) { return false }
                     if state.taskCount > 0 {
-                        state.wakeUp = continuation
+                        state.wakeUps.append(continuation)
                         return nil
                     }
                     state.drivers -= 1  // under the same lock as the check: a waiting post sees it
@@ -428,15 +429,20 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
         return count
     }
 
-    /// Makes `change` (an enqueue, or a task's end) under the lock, and wakes the drive waiting
-    /// for a change, if any.
+    /// Makes `change` (an enqueue, or a task's end) under the lock, and wakes the drives waiting
+    /// for a change.
     private func changeAndWake(_ change: (inout State) -> Void) {
-        let wakeUp = state.withLock { state in
+        let wakeUps = state.withLock { state in
             change(&state)
-            defer { state.wakeUp = nil }
-            return state.wakeUp
+            defer { state.wakeUps = [] }
+            return state.wakeUps
         }
-        wakeUp?.resume(returning: false)
+        for wakeUp in wakeUps { wakeUp.resume(returning: false) }
+    }
+
+    /// The drives waiting for a job or a task's end right now.
+    var waitingDriveCount: Int {
+        state.withLock { $0.wakeUps.count }
     }
 }
 

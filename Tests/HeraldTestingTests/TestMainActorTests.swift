@@ -1,8 +1,9 @@
 import Dispatch
 import Herald
-import HeraldTesting
 import Synchronization
 import Testing
+
+@testable import HeraldTesting
 
 private struct Tap: TypedNotification, Equatable { let value: Int }
 private struct Echo: TypedNotification, Equatable { let value: Int }
@@ -244,6 +245,34 @@ struct TestMainActorTests {
             }
             await main.runUntilIdle()
             try await hub.waitUntilIdle()
+            token.cancel()
+        }
+    }
+
+    @Test(
+        "Two drives that wait for the same async handler both return when it ends",
+        .timeLimit(.minutes(1))
+    )
+    func twoWaitingDrivesBothReturn() async {
+        await withMainActorStandIn { main in
+            let hub = NotificationHub()
+            hub.useMainActorStandIn(main)
+            let (gate, open) = AsyncStream<Void>.makeStream()
+            var finished = false
+            let token = hub.observe(Tap.self, on: MainActor.shared) { _ async in
+                for await _ in gate { break }
+                finished = true
+            }
+            hub.post(Tap(value: 1))
+            #expect(main.runNext())  // starts the handler, which waits at the gate
+            async let first = main.runUntilIdle()
+            async let second = main.runUntilIdle()
+            // Both drives wait for the handler's task before it may end.
+            while main.waitingDriveCount < 2 { await Task.yield() }
+            open.finish()
+            let ran = await (first, second)
+            #expect(finished)
+            #expect(ran == (0, 0))
             token.cancel()
         }
     }
