@@ -324,9 +324,11 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
     /// release returned `.storeAndSchedule`, or an async call returned), and offers the drain to the
     /// blocked waiters that occupy the target: they would otherwise wait for this job forever.
     ///
-    /// The job captures only `observer`, which is then its whole context: no allocation. A target
-    /// that will never run work again (a ``DeliveryThread`` that was shut down) refuses it: nothing
-    /// would ever drain the mailbox then, so the observation ends (``MailboxOwner/targetRefused(_:)``).
+    /// The job a post starts captures only `observer`, which is then its whole context: no
+    /// allocation. A job that hands itself back on a lingering target is a ``GatheringJob``, made
+    /// once per hand-back. A target that will never run work again (a ``DeliveryThread`` that was
+    /// shut down) refuses the job: nothing would ever drain the mailbox then, so the observation
+    /// ends (``MailboxOwner/targetRefused(_:)``).
     ///
     /// - Parameter continued: Whether the job hands itself back (a slice ended, or a burst goes
     ///   on), rather than a post or a resumed handler starting it.
