@@ -1146,6 +1146,12 @@ final class LinkCore: Sendable {
     /// Runs `query` on `connection`, and fails after `timeout` if it has not completed: postgres-nio
     /// 1.33 leaves a query written after the server closed the connection waiting forever, and the
     /// listening task must go on to reconnect.
+    ///
+    /// In a cancelled task, it also fails as soon as the connection is closed. A reader whose
+    /// server ended the connection is cancelled when its notification stream fails; a read it had
+    /// begun at that moment would otherwise hold up the reconnection for the read's whole timeout
+    /// (two minutes). A cancelled task's query on a connection that stays open (the last position
+    /// stored as a link closes) still runs to its end.
     func boundedQuery(
         _ query: PostgresQuery, on connection: PostgresConnection, timeout: TimeAmount = .seconds(5)
     ) async throws -> PostgresQueryResult {
@@ -1156,7 +1162,15 @@ final class LinkCore: Sendable {
         // A promise completed twice keeps its first result.
         let timer = loop.scheduleTask(in: timeout) { promise.fail(QueryTimedOut(timeout: timeout)) }
         promise.futureResult.whenComplete { _ in timer.cancel() }
-        return try await promise.futureResult.get()
+        return try await withTaskCancellationHandler {
+            try await promise.futureResult.get()
+        } onCancel: {
+            connection.closeFuture.whenComplete { _ in promise.fail(ConnectionClosed()) }
+        }
+    }
+
+    struct ConnectionClosed: Error, CustomStringConvertible {
+        var description: String { "the connection closed before the query was answered" }
     }
 
     struct QueryTimedOut: Error, CustomStringConvertible {
