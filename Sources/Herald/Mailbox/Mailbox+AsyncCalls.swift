@@ -9,7 +9,7 @@ extension Mailbox {
         let payload = layout.payload(item, as: N.self)
         let (_, group) = layout.takeHeader(item)
         let notification = payload.move()
-        guard !observer.isCancelled, case .async(let asyncHandler)? = handler?.handler, let calls = asyncCalls else {
+        guard observer.isLive, case .async(let asyncHandler)? = handler?.handler, let calls = asyncCalls else {
             group?.leave(.skipped)
             return nil
         }
@@ -45,7 +45,7 @@ extension Mailbox {
         _ asyncHandler: AsyncHandler<N>, with notification: N, group: WaitGroup?, for observer: Owner
     ) async {
         do {
-            let called = try await asyncHandler.body(notification) { !observer.isCancelled }
+            let called = try await asyncHandler.body(notification) { observer.isLive }
             group?.leave(called ? .delivered : .skipped)
         } catch {
             group?.leave(.failed(observer.report(error)))
