@@ -93,6 +93,58 @@ class DeliveryRecord: Cancellable, @unchecked Sendable {  // Immutable but for t
         state.bitwiseOr(1, ordering: .acquiringAndReleasing).oldValue & 1 == 0
     }
 
+    // MARK: Cancellation
+
+    override var cancelsWithToken: Bool { flags & Flags.hasOwner == 0 }
+
+    /// Ends the registration. Once this returns, the handler is not started again; a call already
+    /// running on another thread may finish.
+    override func cancel() {
+        guard markCancelled() else { return }
+        finishClaimedCancellation()
+    }
+
+    /// Without a mailbox policy, the token keeps nothing of a cancelled registration (see
+    /// ``ObservationToken/cancel()``), so the cancellation is claimed under the token's lock: the
+    /// cancelled bit is set there, and ``finishClaimedCancellation()`` runs after it.
+    override final func claimCancellation() -> TokenClaim {
+        guard flags & Flags.hasPolicy == 0 else { return .later }
+        return markCancelled() ? .claimed : .alreadyCancelled
+    }
+
+    // MARK: Handing a post to it (type-erased; the generic observer implements them)
+
+    /// Calls the handler of a posting-thread registration with the notification at `payload`, on
+    /// the calling thread.
+    ///
+    /// - Returns: The failure, if the handler threw; it has been reported to the hub.
+    @discardableResult
+    func deliver(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) -> ObserverFailure? { nil }
+
+    /// What ``enqueue(_:subject:group:hold:)`` did with a notification.
+    enum EnqueueOutcome: Equatable {
+        /// Nothing: the observation has ended.
+        case refused
+        /// The notification is in the mailbox or stream.
+        case queued
+        /// The mailbox policy dropped it at once; its waiting post, if any, has been told. It
+        /// reached the registration, but nothing is left to run or wait for.
+        case dropped
+    }
+
+    /// Appends a copy of the notification at `payload`, posted with `subject`, to the mailbox or
+    /// stream, held under `hold` unless it is 0 (see ``MailboxStateMachine``).
+    func enqueue(_ payload: UnsafeRawPointer, subject: AnyObject?, group: WaitGroup?, hold: UInt) -> EnqueueOutcome {
+        .refused
+    }
+
+    /// Ends the hold `hold` on the item the same post appended; does nothing if there is none.
+    func release(hold: UInt) {}
+
+    /// Drains the mailbox on the calling thread, which must be on the target, unless another drain
+    /// runs. Never sliced.
+    func drainInline() {}
+
     // MARK: Where it runs
 
     /// The mailbox of a registration whose deliveries a drain runs, or of a stream observer (a

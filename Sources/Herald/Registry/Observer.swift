@@ -88,8 +88,6 @@ class AnyObserver: DeliveryRecord, @unchecked Sendable {  // Immutable but for t
 
     // MARK: Cancellation
 
-    override var cancelsWithToken: Bool { flags & Flags.hasOwner == 0 }
-
     override var isCancelled: Bool {
         if isCancelledFlag { return true }
         if flags & Flags.hasFilters != 0, filtersAreDead {
@@ -99,29 +97,7 @@ class AnyObserver: DeliveryRecord, @unchecked Sendable {  // Immutable but for t
         return false
     }
 
-    /// Ends the registration. Once this returns, the handler is not started again; a call already
-    /// running on another thread may finish.
-    override func cancel() {
-        guard markCancelled() else { return }
-        finishClaimedCancellation()
-    }
-
-    /// Without a mailbox policy, the token keeps nothing of a cancelled observer (see
-    /// ``ObservationToken/cancel()``), so the cancellation is claimed under the token's lock: the
-    /// cancelled bit is set there, and ``finishClaimedCancellation()`` runs after it.
-    override final func claimCancellation() -> TokenClaim {
-        guard flags & Flags.hasPolicy == 0 else { return .later }
-        return markCancelled() ? .claimed : .alreadyCancelled
-    }
-
-    // MARK: Type-erased delivery
-
-    /// Calls the handler of a posting-thread observer with the notification at `payload`, on the
-    /// calling thread.
-    ///
-    /// - Returns: The failure, if the handler threw; it has been reported to the hub.
-    @discardableResult
-    func deliver(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) -> ObserverFailure? { nil }
+    // MARK: Delivery
 
     /// Calls the handler like ``deliver(_:subjectID:)`` if the observer accepts a post with
     /// `subject`; returns whether it did.
@@ -131,30 +107,6 @@ class AnyObserver: DeliveryRecord, @unchecked Sendable {  // Immutable but for t
         deliver(payload, subjectID: subject.map(ObjectIdentifier.init))
         return true
     }
-
-    /// What ``enqueue(_:subjectID:group:hold:)`` did with a notification.
-    enum EnqueueOutcome: Equatable {
-        /// Nothing: the observation has ended.
-        case refused
-        /// The notification is in the mailbox or stream.
-        case queued
-        /// The observer's mailbox policy dropped it at once; its waiting post, if any, has been
-        /// told. It reached the observer, but nothing is left to run or wait for.
-        case dropped
-    }
-
-    /// Appends a copy of the notification at `payload`, posted with `subject`, to the observer's
-    /// mailbox or stream, held under `hold` unless it is 0 (see ``MailboxStateMachine``).
-    func enqueue(_ payload: UnsafeRawPointer, subject: AnyObject?, group: WaitGroup?, hold: UInt) -> EnqueueOutcome {
-        .refused
-    }
-
-    /// Ends the hold `hold` on the item the same post appended; does nothing if there is none.
-    func release(hold: UInt) {}
-
-    /// Drains the mailbox on the calling thread, which must be on the target, unless another drain
-    /// runs. Never sliced.
-    func drainInline() {}
 }
 
 /// One registration: a handler, and an ``Extras`` record of what else it has (filters, priority,
