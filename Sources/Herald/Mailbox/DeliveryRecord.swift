@@ -97,13 +97,6 @@ class DeliveryRecord: Cancellable, @unchecked Sendable {  // Immutable but for t
 
     override var cancelsWithToken: Bool { flags & Flags.hasOwner == 0 }
 
-    /// Ends the registration. Once this returns, the handler is not started again; a call already
-    /// running on another thread may finish.
-    override func cancel() {
-        guard markCancelled() else { return }
-        finishClaimedCancellation()
-    }
-
     /// Without a mailbox policy, the token keeps nothing of a cancelled registration (see
     /// ``ObservationToken/cancel()``), so the cancellation is claimed under the token's lock: the
     /// cancelled bit is set there, and ``finishClaimedCancellation()`` runs after it.

@@ -97,6 +97,14 @@ class AnyObserver: DeliveryRecord, @unchecked Sendable {  // Immutable but for t
         return false
     }
 
+    /// Ends the registration. Once this returns, the handler is not started again; a call already
+    /// running on another thread may finish. (Here, not in the delivery record: the rest of the
+    /// cancellation is the registry's.)
+    override func cancel() {
+        guard markCancelled() else { return }
+        finishClaimedCancellation()
+    }
+
     // MARK: Delivery
 
     /// Calls the handler like ``deliver(_:subjectID:)`` if the observer accepts a post with
