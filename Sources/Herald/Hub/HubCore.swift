@@ -61,7 +61,7 @@ final class HubCore: Sendable {
             return
         }
         if !observer.isPosting {
-            if registry.addPreloaded(observer) { observer.scheduleDrain() }
+            if registry.addPreloaded(observer) { observer.mailbox?.scheduleDrain(for: observer) }
             return
         }
 

@@ -151,16 +151,34 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
 
     // MARK: Appending
 
-    /// Appends a copy of `notification`, held under `hold` unless it is 0.
+    /// Appends a copy of `notification` for `observer`, held under `hold` unless it is 0, and hands
+    /// a drain job to the target if the append asks for one (``scheduleDrain(for:continued:)``). For
+    /// a mailbox without a policy; see ``enqueueUnderPolicy(_:subject:group:hold:for:)``.
     @inline(__always)
-    func append(
-        _ notification: UnsafePointer<N>, subjectID: ObjectIdentifier?, group: WaitGroup?, hold: UInt
-    ) -> MailboxStateMachine.AppendAction {
+    func enqueue<Owner: MailboxOwner<N>>(
+        _ notification: UnsafePointer<N>, subjectID: ObjectIdentifier?, group: WaitGroup?, hold: UInt,
+        for observer: Owner
+    ) -> DeliveryRecord.EnqueueOutcome {
         let action = locked.withLock {
             appendUnbounded(notification, subjectID: subjectID, group: group, hold: hold, in: &$0)
         }
-        if action != .reject { gauge?.noteAppended() }
-        return action
+        switch action {
+        case .reject:
+            return .refused
+        case .store:
+            gauge?.noteAppended()
+            return .queued
+        case .storeAndSchedule:
+            gauge?.noteAppended()
+            scheduleDrain(for: observer)
+            return .queued
+        }
+    }
+
+    /// Ends the hold of a post that has reached every mailbox, and hands a drain job to the target
+    /// if that makes the items runnable.
+    func release<Owner: MailboxOwner<N>>(hold: UInt, for observer: Owner) {
+        if release(hold: hold) { scheduleDrain(for: observer) }
     }
 
     /// Appends a copy of `notification` as the state machine decides, with no policy to ask. Call
@@ -205,18 +223,18 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
 
     // MARK: Mailbox policies
 
-    /// Appends a copy of `notification` under the mailbox's policy (``policy``, which the mailbox
-    /// must have): it may replace a pending item, push out the oldest, or be dropped itself.
+    /// ``enqueue(_:subjectID:group:hold:for:)`` under the mailbox's policy (``policy``, which the
+    /// mailbox must have): the notification may replace a pending item, push out the oldest, or be
+    /// dropped itself (``DeliveryRecord/EnqueueOutcome/dropped``). Kept out of the path of an
+    /// unbounded mailbox.
     ///
     /// A removed item's payload is destroyed and its waiting post told after unlocking: its
     /// `deinit` is user code, and a dropped waiting post completes at once.
-    ///
-    /// - Returns: Whether the item was stored and whether a drain job must be handed to the target,
-    ///   and what the policy displaced (already finished).
-    func appendUnderPolicy(
-        _ notification: UnsafePointer<N>, subject: AnyObject?, group: WaitGroup?, hold: UInt
-    ) -> (action: MailboxStateMachine.AppendAction, displacement: MailboxPolicy.Displacement) {
-        withItemSlot { slot in
+    @inline(never)
+    func enqueueUnderPolicy<Owner: MailboxOwner<N>>(
+        _ notification: UnsafePointer<N>, subject: AnyObject?, group: WaitGroup?, hold: UInt, for observer: Owner
+    ) -> DeliveryRecord.EnqueueOutcome {
+        let (action, displacement) = withItemSlot { slot in
             let (action, displacement) = locked.withLock { locked in
                 append(
                     notification, subjectID: subject.map(ObjectIdentifier.init), subject: subject, group: group,
@@ -231,9 +249,18 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
             }
             return (action, displacement)
         }
+        switch action {
+        case .reject:
+            return .refused
+        case .store:
+            return displacement == .rejectedNew ? .dropped : .queued
+        case .storeAndSchedule:
+            scheduleDrain(for: observer)
+            return .queued
+        }
     }
 
-    /// The body of ``appendUnderPolicy(_:subject:group:hold:)`` and of a replay: does what the state
+    /// The body of ``enqueueUnderPolicy(_:subject:group:hold:for:)`` and of a replay: does what the state
     /// machine decides, moving a removed item into `slot` (room for one item of ``layout``) for the
     /// caller to finish after unlocking. Call under the mailbox's lock.
     ///

@@ -276,43 +276,18 @@ final class Observer<N: TypedNotification>: AnyObserver, MailboxOwner, @unchecke
     ) -> EnqueueOutcome {
         let notification = payload.assumingMemoryBound(to: N.self)
         if flags & Flags.hasPolicy != 0 {
-            return enqueueRarely(notification, subject: subject, group: group, hold: hold)
+            return mailbox?.enqueueUnderPolicy(notification, subject: subject, group: group, hold: hold, for: self)
+                ?? .refused
         }
-        let subjectID = subject.map(ObjectIdentifier.init)
-        // Optional chaining borrows the mailbox: a `guard let` would retain and release it on every
-        // post, a write to a reference count that the drain on another thread shares.
-        return outcome(of: extras?.append(notification, subjectID: subjectID, group: group, hold: hold))
-    }
-
-    /// ``enqueue(_:subjectID:group:hold:)`` for a mailbox with a mailbox policy; kept out
-    /// of the path of an unbounded mailbox.
-    @inline(never)
-    private func enqueueRarely(
-        _ notification: UnsafePointer<N>, subject: AnyObject?, group: WaitGroup?, hold: UInt
-    ) -> EnqueueOutcome {
-        guard let mailbox, mailbox.policy != nil else { return .refused }
-        let (action, displacement) = mailbox.appendUnderPolicy(notification, subject: subject, group: group, hold: hold)
-        return outcome(of: action, droppedNew: displacement == .rejectedNew)
-    }
-
-    /// What an append to the mailbox that returned `action` did with the notification (`nil`: there
-    /// is no mailbox); schedules the drain the append asks for. `droppedNew`: the mailbox policy
-    /// dropped the new notification.
-    @inline(__always)
-    private func outcome(of action: MailboxStateMachine.AppendAction?, droppedNew: Bool = false) -> EnqueueOutcome {
-        switch action {
-        case nil, .reject:
-            return .refused
-        case .store:
-            return droppedNew ? .dropped : .queued
-        case .storeAndSchedule:
-            scheduleDrain()
-            return .queued
-        }
+        // Through `Extras`, which borrows the mailbox: a `guard let` would retain and release it on
+        // every post, a write to a reference count that the drain on another thread shares.
+        return extras?.enqueue(
+            notification, subjectID: subject.map(ObjectIdentifier.init), group: group, hold: hold, for: self)
+            ?? .refused
     }
 
     override func release(hold: UInt) {
-        if mailbox?.release(hold: hold) == true { scheduleDrain() }
+        mailbox?.release(hold: hold, for: self)
     }
 
     /// Puts replayed values into the mailbox or stream of an observer that posts cannot see yet.
@@ -320,16 +295,11 @@ final class Observer<N: TypedNotification>: AnyObserver, MailboxOwner, @unchecke
     /// Called under the registry lock, before the observer is added, so the items come before any
     /// live post. It never calls out.
     ///
-    /// - Returns: Whether ``scheduleDrain()`` must be called once the registry lock is released,
+    /// - Returns: Whether ``Mailbox/scheduleDrain(for:continued:)`` must be called once the registry lock is released,
     ///   and the values a bounded stream dropped, to be released after that lock too.
     func preload(_ replays: [RetainedValues.Replay<N>]) -> (mustSchedule: Bool, dropped: [N]) {
         guard !replays.isEmpty, let mailbox else { return (false, []) }
         return mailbox.append(replaying: replays.map { ($0.value, $0.subjectID) })
-    }
-
-    /// Has the mailbox hand a drain job to the target (``Mailbox/scheduleDrain(for:continued:)``).
-    func scheduleDrain() {
-        mailbox?.scheduleDrain(for: self)
     }
 
     override func drainInline() {
@@ -359,14 +329,15 @@ final class Observer<N: TypedNotification>: AnyObserver, MailboxOwner, @unchecke
             case stream(StreamBuffer<N>)
         }
 
-        /// Appends to the mailbox, if there is one. A method, so that the mailbox is borrowed where it
-        /// is kept: `extras?.mailbox?.append` would retain and release it on every post, a write to a
-        /// reference count that the drain on another thread shares.
+        /// Enqueues in the mailbox, if there is one. A method, so that the mailbox is borrowed where
+        /// it is kept: `extras?.mailbox?.enqueue` would retain and release it on every post, a write
+        /// to a reference count that the drain on another thread shares.
         @inline(__always)
-        func append(
-            _ notification: UnsafePointer<N>, subjectID: ObjectIdentifier?, group: WaitGroup?, hold: UInt
-        ) -> MailboxStateMachine.AppendAction? {
-            mailbox?.append(notification, subjectID: subjectID, group: group, hold: hold)
+        func enqueue(
+            _ notification: UnsafePointer<N>, subjectID: ObjectIdentifier?, group: WaitGroup?, hold: UInt,
+            for observer: Observer<N>
+        ) -> EnqueueOutcome? {
+            mailbox?.enqueue(notification, subjectID: subjectID, group: group, hold: hold, for: observer)
         }
 
         init(filters: Filters?, priority: Int = 0, family: AnyFamily?, mailbox: Mailbox<N>? = nil, feed: Feed?) {
