@@ -9,6 +9,9 @@ import Synchronization
 /// - Where its handler's failures go: ``report(_:)`` gives them, with the registration site, to
 ///   the hub's error handler (``environment``).
 /// - Where its deliveries run: its mailbox's target (``anyMailbox``), or the posting thread.
+/// - How a post reaches it: ``deliver(_:subjectID:)`` on the posting thread, or
+///   ``enqueue(_:subject:group:hold:)`` into its mailbox or stream, type-erased; the generic
+///   observer implements them.
 ///
 /// The handler itself is kept where its calls read it: a plain posting-thread handler in the
 /// generic observer, next to this record's bits (the posting loop reads both from one object), and
