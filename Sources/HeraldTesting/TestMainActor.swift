@@ -57,6 +57,8 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
         /// The drives waiting for a job to be enqueued or a task to end, each resumed with
         /// `false`: two may wait at once (a test's `runUntilIdle` and a main-actor waiting post).
         var wakeUps: [CheckedContinuation<Bool, Never>] = []
+        /// Waiting for as many drives to wait at once (``waitUntilDrivesWait(_:)``).
+        var driveWatches: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
         /// `await postAndWait` calls made off the main actor that wait for this stand-in's jobs;
         /// `nil` once ``withMainActorStandIn(name:fileID:filePath:line:column:_:)``'s scope ended.
         var heldPosts: [MainQueueWaitingPost]? = []
@@ -409,15 +411,20 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
             // Under one lock: a job came due meanwhile (`false` at once), or tasks still run (it
             // waits until `changeAndWake` resumes it with `false`), or the stand-in is idle.
             let isIdle = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+                var watches: [CheckedContinuation<Void, Never>] = []
                 let isIdle = state.withLock { state -> Bool? in
                     if state.queue.hasJob(dueBy: deadline) { return false }
                     if state.taskCount > 0 {
                         state.wakeUps.append(continuation)
+                        let waiting = state.wakeUps.count
+                        watches = state.driveWatches.filter { $0.count <= waiting }.map(\.continuation)
+                        state.driveWatches.removeAll { $0.count <= waiting }
                         return nil
                     }
                     state.drivers -= 1  // under the same lock as the check: a waiting post sees it
                     return true
                 }
+                for watch in watches { watch.resume() }
                 if let isIdle { continuation.resume(returning: isIdle) }
             }
             if isIdle {
@@ -440,9 +447,17 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
         for wakeUp in wakeUps { wakeUp.resume(returning: false) }
     }
 
-    /// The drives waiting for a job or a task's end right now.
-    var waitingDriveCount: Int {
-        state.withLock { $0.wakeUps.count }
+    /// Returns once `count` drives wait at the same time for a job or a task's end: a test's hook,
+    /// which waits without polling.
+    func waitUntilDrivesWait(_ count: Int) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let isDone = state.withLock { state in
+                guard state.wakeUps.count < count else { return true }
+                state.driveWatches.append((count, continuation))
+                return false
+            }
+            if isDone { continuation.resume() }
+        }
     }
 }
 

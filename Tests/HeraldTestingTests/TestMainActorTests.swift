@@ -268,7 +268,7 @@ struct TestMainActorTests {
             async let first = main.runUntilIdle()
             async let second = main.runUntilIdle()
             // Both drives wait for the handler's task before it may end.
-            while main.waitingDriveCount < 2 { await Task.yield() }
+            await main.waitUntilDrivesWait(2)
             open.finish()
             let ran = await (first, second)
             #expect(finished)

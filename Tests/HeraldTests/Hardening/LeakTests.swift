@@ -63,13 +63,13 @@ struct LeakTests {
         let hub = NotificationHub()
         let posted = Counter()
         let stop = Counter()
-        let posterDone = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
+        // A thread of its own: a poster that never returns would take one of the few threads that
+        // run every test's tasks.
+        async let posterDone: Void = onNewThread {
             while stop.count == 0 {
                 hub.post(Ping(value: 0))
                 posted.increment()
             }
-            posterDone.signal()
         }
         let keeper = hub.observe(Ping.self) { _ in }
         var leaks = 0
@@ -91,12 +91,7 @@ struct LeakTests {
             if probe?.isReleased != true { leaks += 1 }
         }
         stop.increment()
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                posterDone.wait()
-                continuation.resume()
-            }
-        }
+        await posterDone
         #expect(leaks == 0, "a cancelled observer's handler outlived the posts in flight")
         #expect(hub.observerCount(of: Ping.self) == 1)
         withExtendedLifetime(keeper) {}
