@@ -162,17 +162,10 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
         let action = locked.withLock {
             appendUnbounded(notification, subjectID: subjectID, group: group, hold: hold, in: &$0)
         }
-        switch action {
-        case .reject:
-            return .refused
-        case .store:
-            gauge?.noteAppended()
-            return .queued
-        case .storeAndSchedule:
-            gauge?.noteAppended()
-            scheduleDrain(for: observer)
-            return .queued
-        }
+        if action == .reject { return .refused }
+        gauge?.noteAppended()
+        if action == .storeAndSchedule { scheduleDrain(for: observer) }
+        return .queued
     }
 
     /// Ends the hold of a post that has reached every mailbox, and hands a drain job to the target
@@ -250,10 +243,8 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
             return (action, displacement)
         }
         switch action {
-        case .reject:
-            return .refused
-        case .store:
-            return displacement == .rejectedNew ? .dropped : .queued
+        case .reject: return .refused
+        case .store: return displacement == .rejectedNew ? .dropped : .queued
         case .storeAndSchedule:
             scheduleDrain(for: observer)
             return .queued
