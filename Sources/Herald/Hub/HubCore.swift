@@ -83,13 +83,18 @@ final class HubCore: Sendable {
 
     /// The live observers of `type`, in registration order (posting-thread observers first).
     /// Registrations whose owner or subject has been deallocated are ended first.
-    func observers<N: TypedNotification>(of type: N.Type) -> [Observer<N>] {
+    func observers<N: TypedNotification>(of type: N.Type) -> [AnyObserver] {
         guard let snapshot = registry.snapshot(of: type) else { return [] }
         let all = snapshot.withObservers { queued, posting in
-            // Family observers' members are not registrations of this type.
-            (Array(posting) + Array(queued)).map { $0.takeUnretainedValue() }.filter { $0.familyObserver == nil }
+            (Array(posting) + Array(queued)).compactMap { entry -> AnyObserver? in
+                let observer = entry.takeUnretainedValue()
+                guard let familyObserver = observer.familyObserver else { return observer }
+                // Family observers' members are not registrations of this type, but the member of
+                // a family of this type alone (``AnyFamily/onlyType``) stands for one.
+                return familyObserver.family?.onlyType == nil ? nil : familyObserver
+            }
         }
-        return all.map { unsafeDowncast($0, to: Observer<N>.self) }.filter { !$0.isCancelled }
+        return all.filter { !$0.isCancelled }
     }
 
     /// The live family observers with the family `key` (every family when `nil`) that are taps

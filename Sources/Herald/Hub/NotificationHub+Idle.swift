@@ -76,8 +76,13 @@ extension NotificationHub {
         let result: PendingWorkError? = await idleWatch.watching {
             while true {
                 let generation = idleWatch.generation
+                let batchesEnded = idleWatch.batchesEnded
                 let pending = self.pendingDeliveries
-                if pending.isEmpty { return nil }
+                if pending.isEmpty {
+                    // Idle, unless a handler posted to a mailbox already read and then returned.
+                    if idleWatch.batchesEnded == batchesEnded { return nil }
+                    continue
+                }
                 if let executor = self.core.manualMainQueue, !executor.isRunningJobs,
                     pending.allSatisfy({ $0.target == .mainQueue && $0.waitsForTarget })
                 {

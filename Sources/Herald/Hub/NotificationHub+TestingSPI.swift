@@ -1,3 +1,17 @@
+/// What an observer made with `observeWithContext` learns about the delivery besides the
+/// notification.
+///
+/// Exposed as SPI for `HeraldTesting`'s recorder; not public API.
+@_spi(Testing)
+public struct DeliveryContext: Sendable {
+    /// The identity of the post's subject, if it had one.
+    public let subjectID: ObjectIdentifier?
+
+    init<Value>(_ delivery: FamilyDelivery<Value>) {
+        subjectID = delivery.subjectID
+    }
+}
+
 /// Hooks for `HeraldTesting`. Not public API: they may change in any release.
 extension NotificationHub {
     /// Observes `N` with a handler that also learns the post's subject.
@@ -40,10 +54,12 @@ extension NotificationHub {
         line: UInt = #line,
         _ handler: @escaping @Sendable (N, DeliveryContext) throws -> Void
     ) -> ObservationToken {
+        // An observer of the family of `N` alone: what it receives is a `FamilyDelivery`, which
+        // carries the subject, so its handler is an ordinary one.
         register(
             target: target, subject: subject, owner: nil, fileID: fileID, line: line, bufferingPolicy: bufferingPolicy,
-            replayLatest: replayLatest,
-            handler: .contextual(handler))
+            replayLatest: replayLatest, family: FamilyOf(only: N.self),
+            handler: .plain { (delivery: FamilyDelivery<N>) in try handler(delivery.value, DeliveryContext(delivery)) })
     }
 
     /// Observes the family `Family` (see `observe(every:from:on:priority:bufferingPolicy:fileID:line:_:)`)
@@ -68,10 +84,13 @@ extension NotificationHub {
         line: UInt = #line,
         _ handler: @escaping @Sendable (Family, DeliveryContext) throws -> Void
     ) -> ObservationToken {
-        registerFamily(
-            family, target: target, subject: subject, owner: nil, priority: 0, bufferingPolicy: bufferingPolicy,
-            replayLatest: false, fileID: fileID, line: line,
-            handler: .contextual(handler))
+        if refusesFamily(Family.self, fileID: fileID, line: line) { return .refused() }
+        return register(
+            target: target, subject: subject, owner: nil, fileID: fileID, line: line, bufferingPolicy: bufferingPolicy,
+            family: FamilyOf<Family>(),
+            handler: .plain { (delivery: FamilyDelivery<Family>) in
+                try handler(delivery.value, DeliveryContext(delivery))
+            })
     }
 
     /// The main-queue executor this hub was given with `_useMainQueueExecutor(_:)`, if any.

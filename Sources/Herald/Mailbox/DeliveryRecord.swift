@@ -37,14 +37,13 @@ class DeliveryRecord: Cancellable, @unchecked Sendable {  // Immutable but for t
         static let hasFilters: UInt8 = 1 << 0
         static let hasOwner: UInt8 = 1 << 1
         static let isPosting: UInt8 = 1 << 2
-        static let isContextual: UInt8 = 1 << 3
-        static let isStream: UInt8 = 1 << 4
-        static let isAsync: UInt8 = 1 << 5
+        static let isStream: UInt8 = 1 << 3
+        static let isAsync: UInt8 = 1 << 4
         /// The mailbox has a mailbox policy other than unbounded (see ``MailboxPolicy``).
-        static let hasPolicy: UInt8 = 1 << 6
+        static let hasPolicy: UInt8 = 1 << 5
         /// A tap's member among a type's observers: what it receives is not counted as
         /// observed, and waiting posts do not wait for it.
-        static let isTap: UInt8 = 1 << 7
+        static let isTap: UInt8 = 1 << 6
     }
 
     init(host: DeliveryHost, siteAndFlags: UInt32) {
@@ -69,8 +68,8 @@ class DeliveryRecord: Cancellable, @unchecked Sendable {  // Immutable but for t
     /// Whether the handler is `async`.
     final var isAsync: Bool { flags & Flags.isAsync != 0 }
 
-    /// Whether this is a posting-thread observer without filters or a contextual handler, whose
-    /// registration has not ended: one whose plain handler a post calls without asking more.
+    /// Whether this is a posting-thread observer without filters, whose registration has not
+    /// ended: one whose plain handler a post calls without asking more.
     @inlinable @inline(__always)
     final var isPlainPostingAndLive: Bool {
         // `Flags.isPosting` alone among the flags, and the cancelled bit clear.

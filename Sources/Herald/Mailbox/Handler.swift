@@ -1,12 +1,3 @@
-/// What a contextual handler learns about the delivery besides the notification.
-///
-/// Exposed as SPI for `HeraldTesting`'s recorder; not public API.
-@_spi(Testing)
-public struct DeliveryContext: Sendable {
-    /// The identity of the post's subject, if it had one.
-    public let subjectID: ObjectIdentifier?
-}
-
 /// The handler of one observer, built once at registration.
 ///
 /// Every way to observe with a closure (of a type, a family or every type; sync or async; on a
@@ -18,14 +9,6 @@ public struct DeliveryContext: Sendable {
 /// (inlined). An `async` one is called in one function too, the mailbox's `call(_:with:group:for:)`.
 enum Handler<Value: Sendable>: Sendable {
     case plain(@Sendable (Value) throws -> Void)
-    /// A handler that also learns the post's subject (``DeliveryContext``).
-    ///
-    /// A kind of its own, called through the same ``HandlerCall/run(_:with:reportingTo:)``: a
-    /// `.plain` handler is the user's closure itself, which the posting-thread loop and the drain
-    /// call directly. Were every handler given the context, each plain one would be the user's
-    /// closure wrapped in one that drops it: one more indirect call per delivery on those loops,
-    /// and one more allocation per registration.
-    case contextual(@Sendable (Value, DeliveryContext) throws -> Void)
     /// An `async` handler: one call at a time, each started on a task of its own (see
     /// ``AsyncCallSlot``).
     case async(AsyncHandler<Value>)
@@ -41,7 +24,6 @@ enum Handler<Value: Sendable>: Sendable {
     func pullback<Source: Sendable>(_ view: @escaping @Sendable (Source) -> Value) -> Handler<Source> {
         switch self {
         case .plain(let body): .plain { try body(view($0)) }
-        case .contextual(let body): .contextual { try body(view($0), $1) }
         case .async(let handler):
             .async(AsyncHandler(body: { try await handler.body(view($0), $1) }, runsOnTarget: handler.runsOnTarget))
         }
@@ -163,8 +145,7 @@ enum AsyncCall {
 }
 
 /// An observer's ``Handler`` behind a reference: the mailbox holds the handler of an observer whose
-/// deliveries a drain runs (see ``Mailbox``), and ``Observer/Extras`` a contextual posting-thread
-/// observer's.
+/// deliveries a drain runs (see ``Mailbox``).
 final class HandlerBox<N: TypedNotification>: Sendable {
     let handler: Handler<N>
     /// The closure of a `.plain` handler, which a drain reads once and passes to each item's call
@@ -185,16 +166,11 @@ final class HandlerBox<N: TypedNotification>: Sendable {
     /// - Returns: The failure, if the handler threw; it has been reported.
     @inline(__always)
     @discardableResult
-    func call(
-        _ payload: UnsafePointer<N>, subjectID: ObjectIdentifier?, reportingTo record: DeliveryRecord
-    ) -> ObserverFailure? {
+    func call(_ payload: UnsafePointer<N>, reportingTo record: DeliveryRecord) -> ObserverFailure? {
         // The handler is borrowed where it is kept: a copy would retain and release it per call.
         switch handler {
         case .plain(let body):
             return HandlerCall.run(body, with: payload, reportingTo: record)
-        case .contextual(let body):
-            let context = DeliveryContext(subjectID: subjectID)
-            return HandlerCall.run({ try body($0, context) }, with: payload, reportingTo: record)
         case .async:
             preconditionFailure("an async handler is called by its mailbox's async call")
         }

@@ -13,6 +13,8 @@ final class IdleWatch: Sendable {
     private let state = Lock(State(), rank: .idleWatch)
     /// The number of tasks inside ``NotificationHub/waitUntilIdle(timeout:isolation:)``.
     private let watchers = Atomic<Int>(0)
+    /// The batches and `async` calls that ended while a task watched (see ``noteBatchEnding()``).
+    private let endedBatches = Atomic<UInt64>(0)
 
     /// A mailbox finished a drain, an async handler or closed. Call after the mailbox's lock: a watcher
     /// registers before it reads the mailboxes, under their locks, so it either sees the mailbox idle or
@@ -22,6 +24,23 @@ final class IdleWatch: Sendable {
         guard watchers.load(ordering: .relaxed) > 0 else { return }
         wakeAll()
     }
+
+    /// A drain is about to end a batch, or an `async` call has returned; its mailbox may then
+    /// become idle. Call before the mailbox's lock that records it.
+    ///
+    /// A watcher's scan reads the mailboxes one at a time, so a handler that posts to a mailbox
+    /// the scan has already read, and returns before the scan reads its own, leaves both looking
+    /// idle. The count moves before such a mailbox can look idle, so the scan sees it move (see
+    /// ``batchesEnded``) and reads them again.
+    @inline(__always)
+    func noteBatchEnding() {
+        guard watchers.load(ordering: .relaxed) > 0 else { return }
+        endedBatches.add(1, ordering: .releasing)
+    }
+
+    /// The batches and calls that ended while a task watched; a scan that found every mailbox
+    /// idle proves the hub idle only if this did not move meanwhile.
+    var batchesEnded: UInt64 { endedBatches.load(ordering: .acquiring) }
 
     @inline(never)
     private func wakeAll() {

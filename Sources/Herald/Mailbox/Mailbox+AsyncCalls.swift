@@ -51,6 +51,7 @@ extension Mailbox {
             group?.leave(.failed(observer.report(error)))
         }
         asyncCalls?.finished()
+        observer.environment.idleWatch.noteBatchEnding()
         if resume() {
             scheduleDrain(for: observer)
         }

@@ -440,6 +440,7 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
             }
             // One block is kept, so that a drain that runs several batches does not allocate for each.
             batch.removeAllMoved()
+            observer.environment.idleWatch.noteBatchEnding()
             action = locked.withLock { locked in
                 let action = locked.machine.batchRan(startedCall: launch != nil)
                 take(action, from: &locked.items, into: &batch)
@@ -459,7 +460,7 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
         _ layout: ItemQueue.Layout, for observer: Owner
     ) {
         let payload = layout.payload(item, as: N.self)
-        let (subjectID, group) = layout.takeHeader(item)
+        let (_, group) = layout.takeHeader(item)
         defer { if !_isPOD(N.self) { payload.deinitialize(count: 1) } }
         guard let group else {
             // The common case, kept apart: no outcome to build and destroy per item, and a plain
@@ -469,7 +470,7 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
             if let plain {
                 HandlerCall.run(plain, with: payload, reportingTo: observer)
             } else {
-                handler?.call(payload, subjectID: subjectID, reportingTo: observer)
+                handler?.call(payload, reportingTo: observer)
             }
             return
         }
@@ -478,10 +479,10 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
             let failure =
                 if let waiter = group.waiter {
                     Waiter.chain.withValue(waiter) {
-                        handler.call(payload, subjectID: subjectID, reportingTo: observer)
+                        handler.call(payload, reportingTo: observer)
                     }
                 } else {
-                    handler.call(payload, subjectID: subjectID, reportingTo: observer)
+                    handler.call(payload, reportingTo: observer)
                 }
             outcome = failure.map(DeliveryOutcome.failed) ?? .delivered
         }

@@ -51,6 +51,16 @@ struct Bucket: Sendable {
         return unpublish()
     }
 
+    /// Adds `member`, the member of an observer of a family of this type alone (see
+    /// ``AnyFamily/onlyType``), as its registration is made: such an observer counts among this
+    /// type's observers at once, where other family observers join at the type's next post.
+    ///
+    /// - Returns: The snapshot it outdates, to release once the lock is no longer held.
+    mutating func join(_ member: AnyObserver) -> ObserverSnapshot? {
+        members.append(member)
+        return unpublish()
+    }
+
     /// Takes `observer` out of its list.
     ///
     /// The observer (and whatever its handler captures) may be released with what this returns,

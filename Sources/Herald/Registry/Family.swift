@@ -25,10 +25,15 @@ class AnyFamily: @unchecked Sendable {  // Immutable.
     /// Whether this is a tap (see `NotificationHub.observeAll`):
     /// every type belongs to it, and its deliveries neither count as observed nor are waited for.
     let isTap: Bool
+    /// For the family of one notification type, that type: its observer is an observer of the
+    /// type that receives each post with its subject (see `NotificationHub.observeWithContext`),
+    /// and it counts among the type's observers from its registration on.
+    let onlyType: (any TypedNotification.Type)?
 
-    init(key: ObjectIdentifier, isTap: Bool) {
+    init(key: ObjectIdentifier, isTap: Bool, onlyType: (any TypedNotification.Type)? = nil) {
         self.key = key
         self.isTap = isTap
+        self.onlyType = onlyType
     }
 
     /// Whether notifications of type `N` belong to the family, decided from `sample`, one of them.
@@ -67,8 +72,16 @@ final class FamilyOf<Value: Sendable>: AnyFamily, @unchecked Sendable {  // Immu
         super.init(key: ObjectIdentifier(Value.self), isTap: isTap)
     }
 
+    /// The family of the notification type `Value` alone (see ``AnyFamily/onlyType``). Its key is
+    /// not `Value`'s: the family of a class and its subclasses has that one.
+    init(only type: Value.Type) where Value: TypedNotification {
+        self.direct = nil
+        super.init(key: ObjectIdentifier(FamilyDelivery<Value>.self), isTap: false, onlyType: type)
+    }
+
     override func contains<N: TypedNotification>(_ sample: UnsafeRawPointer, of type: N.Type) -> Bool {
-        isTap || sample.assumingMemoryBound(to: N.self).pointee is Value
+        if let onlyType { return onlyType == N.self }
+        return isTap || sample.assumingMemoryBound(to: N.self).pointee is Value
     }
 
     override var name: String {
@@ -79,7 +92,7 @@ final class FamilyOf<Value: Sendable>: AnyFamily, @unchecked Sendable {  // Immu
         of type: N.Type, in buckets: ContiguousArray<Bucket>, matching filters: Filters?, after sequence: UInt64
     ) -> [RetainedValues.Replay<N>] {
         guard !isTap else { return [] }
-        let replays = buckets.flatMap { bucket in
+        let replays = buckets.filter { bucket in onlyType.map { $0 == bucket.type } ?? true }.flatMap { bucket in
             bucket.retainedValues.replays(matching: filters, after: sequence) { value, subjectID in
                 // `N` is `FamilyDelivery<Value>`.
                 (value as? Value).flatMap { FamilyDelivery(value: $0, type: bucket.type, subjectID: subjectID) as? N }

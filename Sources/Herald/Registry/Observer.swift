@@ -122,10 +122,9 @@ class AnyObserver: DeliveryRecord, @unchecked Sendable {  // Immutable but for t
 /// or the buffer of the ``NotificationSequence`` it feeds).
 @usableFromInline
 final class Observer<N: TypedNotification>: AnyObserver, MailboxOwner, @unchecked Sendable {  // Immutable (AnyObserver)
-    /// The handler of a plain synchronous posting-thread observer, which the posting-thread loop
-    /// calls. Unused otherwise: a contextual posting-thread handler is in ``Extras``, and
-    /// the handler of an observer whose deliveries a drain runs is in its mailbox (see
-    /// ``HandlerBox``), so that cancelling releases it at once.
+    /// The handler of a synchronous posting-thread observer, which the posting-thread loop
+    /// calls. Unused otherwise: the handler of an observer whose deliveries a drain runs is in
+    /// its mailbox (see ``HandlerBox``), so that cancelling releases it at once.
     @usableFromInline let handler: @Sendable (N) throws -> Void
     /// Everything else; `nil` for a plain posting-thread observer without filters, priority or family.
     private let extras: Extras?
@@ -138,28 +137,22 @@ final class Observer<N: TypedNotification>: AnyObserver, MailboxOwner, @unchecke
         if filters != nil { flags |= Flags.hasFilters }
         if filters?.hasOwner == true { flags |= Flags.hasOwner }
         var mailbox: Mailbox<N>?
-        var feed: Extras.Feed?
         switch handler {
         case .plain(let body) where target.isPosting:
             flags |= Flags.isPosting
             self.handler = body
-        case .contextual(let body) where target.isPosting:
-            flags |= Flags.isPosting | Flags.isContextual
-            self.handler = { _ in }
-            feed = .contextual(HandlerBox(.contextual(body)))
-        case .plain, .contextual, .async:
+        case .plain, .async:
             // A drain runs the deliveries (even on the posting thread, an async handler has a
             // mailbox: it orders the calls), and the mailbox holds the handler.
             if handler.isAsync { flags |= Flags.isAsync }
-            if case .contextual = handler { flags |= Flags.isContextual }
             let policy = MailboxPolicy(bufferingPolicy)
             if policy != nil { flags |= Flags.hasPolicy }
             self.handler = { _ in }
             mailbox = Mailbox(target: target, handler: handler, policy: policy)
         }
-        let isPlain = filters == nil && priority == 0 && family == nil && mailbox == nil && feed == nil
+        let isPlain = filters == nil && priority == 0 && family == nil && mailbox == nil
         self.extras =
-            isPlain ? nil : Extras(filters: filters, priority: priority, family: family, mailbox: mailbox, feed: feed)
+            isPlain ? nil : Extras(filters: filters, priority: priority, family: family, mailbox: mailbox, stream: nil)
         super.init(registry: registry, site: site, flags: flags)
     }
 
@@ -181,7 +174,7 @@ final class Observer<N: TypedNotification>: AnyObserver, MailboxOwner, @unchecke
         if filters != nil { flags |= Flags.hasFilters }
         if stream.mailbox.policy != nil { flags |= Flags.hasPolicy }
         self.handler = { _ in }
-        self.extras = Extras(filters: filters, family: family, mailbox: stream.mailbox, feed: .stream(stream))
+        self.extras = Extras(filters: filters, family: family, mailbox: stream.mailbox, stream: stream)
         super.init(registry: registry, site: location.siteIndex, flags: flags)
     }
 
@@ -206,7 +199,7 @@ final class Observer<N: TypedNotification>: AnyObserver, MailboxOwner, @unchecke
     @discardableResult
     private func end(leaving outcome: DeliveryOutcome) -> Int {
         registry.remove(self)
-        if case .stream(let stream)? = extras?.feed { stream.finish() }
+        extras?.stream?.finish()
         guard let mailbox else { return 0 }
         mailbox.asyncCalls?.cancel()
         var (dropped, handler) = mailbox.close()
@@ -258,11 +251,7 @@ final class Observer<N: TypedNotification>: AnyObserver, MailboxOwner, @unchecke
 
     /// Calls the handler of this posting-thread observer with the notification at `payload`.
     override func deliver(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) -> ObserverFailure? {
-        let notification = payload.assumingMemoryBound(to: N.self)
-        if flags & Flags.isContextual != 0, case .contextual(let box)? = extras?.feed {
-            return box.call(notification, subjectID: subjectID, reportingTo: self)
-        }
-        return HandlerCall.run(handler, with: notification, reportingTo: self)
+        HandlerCall.run(handler, with: payload.assumingMemoryBound(to: N.self), reportingTo: self)
     }
 
     /// The name of the observed type, for reports: the family's (such as `any AnalyticsEvent`)
@@ -318,16 +307,8 @@ final class Observer<N: TypedNotification>: AnyObserver, MailboxOwner, @unchecke
         /// The mailbox of an observer whose deliveries a drain runs (on an asynchronous target, or an
         /// `async` handler).
         let mailbox: Mailbox<N>?
-        /// Where the deliveries of a posting-thread observer go that has neither a plain handler
-        /// nor a mailbox.
-        let feed: Feed?
-
-        enum Feed: Sendable {
-            /// The handler of a contextual posting-thread observer.
-            case contextual(HandlerBox<N>)
-            /// The buffer of the ``NotificationSequence`` a stream observer feeds.
-            case stream(StreamBuffer<N>)
-        }
+        /// The buffer of the ``NotificationSequence`` a stream observer feeds.
+        let stream: StreamBuffer<N>?
 
         /// Enqueues in the mailbox, if there is one. A method, so that the mailbox is borrowed where
         /// it is kept: `extras?.mailbox?.enqueue` would retain and release it on every post, a write
@@ -340,12 +321,12 @@ final class Observer<N: TypedNotification>: AnyObserver, MailboxOwner, @unchecke
             mailbox?.enqueue(notification, subjectID: subjectID, group: group, hold: hold, for: observer)
         }
 
-        init(filters: Filters?, priority: Int = 0, family: AnyFamily?, mailbox: Mailbox<N>? = nil, feed: Feed?) {
+        init(filters: Filters?, priority: Int = 0, family: AnyFamily?, mailbox: Mailbox<N>?, stream: StreamBuffer<N>?) {
             self.filters = filters
             self.priority = priority
             self.family = family
             self.mailbox = mailbox
-            self.feed = feed
+            self.stream = stream
         }
     }
 }

@@ -123,10 +123,12 @@ final class Registry: DeliveryHost, @unchecked Sendable {  // `shardRefs` is imm
     ///
     /// An observer of a family is registered for every type at once: a new family generation
     /// outdates every cached snapshot, and each type joins the observer when a post of it next
-    /// reads the registry. That touches no type.
+    /// reads the registry. That touches no type, but for a family of one type
+    /// (``AnyFamily/onlyType``), which that type joins at once.
     ///
     /// - Returns: The snapshot it outdated, to release after the lock, and the change to publish
-    ///   (none for a family observer, which the family generation publishes).
+    ///   (none for a family observer, which the family generation publishes, but for the family of
+    ///   one type).
     /// - Complexity: O(1), amortised.
     private func add<N: TypedNotification>(
         _ observer: Observer<N>, in state: inout RegistryState
@@ -135,14 +137,21 @@ final class Registry: DeliveryHost, @unchecked Sendable {  // `shardRefs` is imm
             return state.add(observer, at: state.bucket(creating: N.self), key: ObjectIdentifier(N.self))
         }
         state.familyGeneration += 1  // first: a family observer's number is never 0
-        state.families.append(observer, sequence: state.nextSequence())
+        let sequence = state.nextSequence()
+        state.families.append(observer, sequence: sequence)
         // Orders this registration among the changes of single types, so that a shard refuses
         // a snapshot read before it (see `SnapshotTable.store`).
         state.generation += 1
         // Under the lock: a post that read the registry after this registration (and so found
         // the observer) then loads this generation, or a newer one, for its thread's next posts.
         familyGeneration.store(state.familyGeneration, ordering: .releasing)
-        return (nil, nil)
+        guard let family = observer.family, let type = family.onlyType else { return (nil, nil) }
+        // The family of one type: its type joins it now, as an observer of the type is added.
+        let key = ObjectIdentifier(type)
+        let index = state.bucket(creating: type)
+        let member = family.member(of: type, for: observer, sequence: sequence)
+        state.memberTypes[ObjectIdentifier(observer), default: []].append(key)
+        return (state.buckets[index].join(member), state.recordChange(of: key))
     }
 
     /// Ends the registration of `observer`, an observer of a family: drops its members from the
