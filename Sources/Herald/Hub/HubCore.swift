@@ -91,7 +91,7 @@ final class HubCore: Sendable {
                 guard let familyObserver = observer.familyObserver else { return observer }
                 // Family observers' members are not registrations of this type, but the member of
                 // a family of this type alone (``AnyFamily/onlyType``) stands for one.
-                return familyObserver.family?.onlyType == nil ? nil : familyObserver
+                return familyObserver.family?.isOneType == true ? familyObserver : nil
             }
         }
         return all.filter { !$0.isCancelled }

@@ -133,7 +133,7 @@ final class Registry: DeliveryHost, @unchecked Sendable {  // `shardRefs` is imm
     private func add<N: TypedNotification>(
         _ observer: Observer<N>, in state: inout RegistryState
     ) -> (ObserverSnapshot?, RegistryChange?) {
-        guard observer.family != nil else {
+        guard let family = observer.family else {
             return state.add(observer, at: state.bucket(creating: N.self), key: ObjectIdentifier(N.self))
         }
         state.familyGeneration += 1  // first: a family observer's number is never 0
@@ -145,7 +145,7 @@ final class Registry: DeliveryHost, @unchecked Sendable {  // `shardRefs` is imm
         // Under the lock: a post that read the registry after this registration (and so found
         // the observer) then loads this generation, or a newer one, for its thread's next posts.
         familyGeneration.store(state.familyGeneration, ordering: .releasing)
-        guard let family = observer.family, let type = family.onlyType else { return (nil, nil) }
+        guard family.isOneType, let type = family.onlyType else { return (nil, nil) }
         // The family of one type: its type joins it now, as an observer of the type is added.
         let key = ObjectIdentifier(type)
         let index = state.bucket(creating: type)
