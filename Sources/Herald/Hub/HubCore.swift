@@ -86,13 +86,7 @@ final class HubCore: Sendable {
     func observers<N: TypedNotification>(of type: N.Type) -> [AnyObserver] {
         guard let snapshot = registry.snapshot(of: type) else { return [] }
         let all = snapshot.withObservers { queued, posting in
-            (Array(posting) + Array(queued)).compactMap { entry -> AnyObserver? in
-                let observer = entry.takeUnretainedValue()
-                guard let familyObserver = observer.familyObserver else { return observer }
-                // Family observers' members are not registrations of this type, but the member of
-                // a family of this type alone (``AnyFamily/onlyType``) stands for one.
-                return familyObserver.family?.isOneType == true ? familyObserver : nil
-            }
+            (Array(posting) + Array(queued)).compactMap { $0.takeUnretainedValue().registrationOfItsType }
         }
         return all.filter { !$0.isCancelled }
     }

@@ -58,12 +58,12 @@ extension NotificationHub {
     ///   target, or an `async` handler that has not finished.
     public var pendingDeliveries: [PendingDelivery] {
         let (snapshots, families) = core.registry.allObservers()
-        var pending: [PendingDelivery] = families.compactMap(\.pendingDelivery)
+        // A family observer is listed once, on its own, before every type; but the observer of a
+        // family of one type, with that type's other observers (``AnyObserver/registrationOfItsType``).
+        var pending: [PendingDelivery] = families.filter { $0.family?.isOneType != true }.compactMap(\.pendingDelivery)
         for snapshot in snapshots {
             snapshot.withObservers { queued, _ in
-                // A family observer's members are listed once, by the family observer.
-                pending += queued.map { $0.takeUnretainedValue() }.filter { $0.familyObserver == nil }
-                    .compactMap(\.pendingDelivery)
+                pending += queued.compactMap { $0.takeUnretainedValue().registrationOfItsType?.pendingDelivery }
             }
         }
         return pending
@@ -78,12 +78,10 @@ extension NotificationHub {
                 let generation = idleWatch.generation
                 let batchesEnded = idleWatch.batchesEnded
                 let pending = self.pendingDeliveries
-                if pending.isEmpty {
-                    // Idle, unless a handler posted to a mailbox already read and then returned.
-                    if idleWatch.batchesEnded == batchesEnded { return nil }
-                    continue
-                }
-                if let executor = self.core.manualMainQueue, !executor.isRunningJobs,
+                // Idle, unless a handler posted to a mailbox already read and then returned: its
+                // drain's end then wakes the wait below.
+                if pending.isEmpty, idleWatch.batchesEnded == batchesEnded { return nil }
+                if !pending.isEmpty, let executor = self.core.manualMainQueue, !executor.isRunningJobs,
                     pending.allSatisfy({ $0.target == .mainQueue && $0.waitsForTarget })
                 {
                     return .waitsForManualExecutor(String(describing: executor), pending: pending)

@@ -107,7 +107,8 @@ extension NotificationHub {
     ///
     /// Registering or cancelling an observer of one type touches that type's entry. Registering a
     /// family observer or a tap touches none: each type joins it at its next post (see
-    /// ``registryMembershipUpdates``). Cancelling one touches the types that joined it. Tests read
+    /// ``registryMembershipUpdates``); but an observer made with `observeWithContext(_:)`, whose
+    /// type joins it at once, touches that type's. Cancelling one touches the types that joined it. Tests read
     /// the difference across a call to check what it costs without timing it.
     ///
     /// ```swift

@@ -54,6 +54,14 @@ class AnyObserver: DeliveryRecord, @unchecked Sendable {  // Immutable but for t
     /// For a family observer, its family.
     var family: AnyFamily? { nil }
 
+    /// The registration this observer stands for among its type's observers: itself; for the
+    /// member of a family of that one type (``AnyFamily/isOneType``), its family observer; for
+    /// the member of another family observer, `nil` (the family observer is listed on its own).
+    final var registrationOfItsType: AnyObserver? {
+        guard let familyObserver else { return self }
+        return familyObserver.family?.isOneType == true ? familyObserver : nil
+    }
+
     /// For a family observer's member (a ``Member``), the family observer's registration number.
     var memberSequence: UInt64 { 0 }
 

@@ -32,6 +32,24 @@ struct ContextObserverTests {
         #expect(hub.observerCount(of: Ping.self) == 0)
     }
 
+    @Test("pendingDeliveries lists it with its type, in the order the hub first saw the types")
+    func pendingOrder() {
+        let hub = NotificationHub()
+        let first = DispatchQueue(label: "first")
+        let second = DispatchQueue(label: "second")
+        first.suspend()
+        second.suspend()
+        let ping = hub.observe(Ping.self, on: .queue(first)) { _ in }
+        let context = hub.observeWithContext(Pong.self, on: .queue(second)) { _, _ in }
+        hub.post(Ping(value: 1))
+        hub.post(Pong(value: 1))
+        let order = hub.pendingDeliveries.map(\.notificationType)
+        first.resume()
+        second.resume()
+        #expect(order == ["Ping", "Pong"])
+        withExtendedLifetime((ping, context)) {}
+    }
+
     @Test("It receives its own type only, not a type whose values cast to it")
     func exactType() {
         let hub = NotificationHub()
