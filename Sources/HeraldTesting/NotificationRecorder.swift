@@ -508,7 +508,7 @@ extension NotificationHub {
             observeWithContext(
                 type, from: subject, on: target, bufferingPolicy: bufferingPolicy, replayLatest: replayLatest,
                 fileID: fileID, line: line
-            ) { record($0, $1.subjectID) }
+            ) { record($0, $1) }
         }
     }
 
@@ -543,7 +543,7 @@ extension NotificationHub {
         makeRecorder(on: target, bufferingPolicy: bufferingPolicy) { record in
             observeWithContext(
                 every: family, from: subject, on: target, bufferingPolicy: bufferingPolicy, fileID: fileID, line: line
-            ) { record($0, $1.subjectID) }
+            ) { record($0, $1) }
         }
     }
 

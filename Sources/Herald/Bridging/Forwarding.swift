@@ -119,10 +119,10 @@ extension NotificationHub {
         line: UInt = #line
     ) -> ObservationToken {
         let link = ForwardingLink(hub: self, center: center, type: type)
-        return observeWithContext(type, from: subject, on: .posting, fileID: fileID, line: line) { value, context in
+        return observeWithContext(type, from: subject, on: .posting, fileID: fileID, line: line) { value, subjectID in
             // A notification that came from this center: its observers already have it.
             guard !ForwardingFrame.isActive(link, direction: .fromCenter) else { return }
-            let notification = try value.makeNotification(object: PostingSubject.object(context.subjectID))
+            let notification = try value.makeNotification(object: PostingSubject.object(subjectID))
             ForwardingFrame.run(link, direction: .toCenter) {
                 center.post(notification)
             }

@@ -209,12 +209,12 @@ extension NotificationHub {
         let isCancelled = CancellationFlag()
         let lane = MainQueueLane()
         let observation = observeWithContext(type, from: subject, on: .posting, fileID: fileID, line: line) {
-            [weak self] value, context in
+            [weak self] value, subjectID in
             // A message that came from this center: its observers already have it.
             guard !ForwardingFrame.isActive(link, direction: .fromCenter) else { return }
             // Carried to the main queue only to be passed on as the message's subject: Herald never
             // calls into it.
-            nonisolated(unsafe) let subject = PostingSubject.object(context.subjectID)
+            nonisolated(unsafe) let subject = PostingSubject.object(subjectID)
             lane.submit { [weak self] in
                 guard !isCancelled.isSet else { return }
                 do {
@@ -385,10 +385,10 @@ extension NotificationHub {
         line: UInt = #line
     ) -> ObservationToken where M.Subject: AnyObject {
         let link = ForwardingLink(hub: self, center: center, type: M.self, message: M.self)
-        return observeWithContext(type, from: subject, on: .posting, fileID: fileID, line: line) { message, context in
+        return observeWithContext(type, from: subject, on: .posting, fileID: fileID, line: line) { message, subjectID in
             // A message that came from this center: its observers already have it.
             guard !ForwardingFrame.isActive(link, direction: .fromCenter) else { return }
-            let object = PostingSubject.object(context.subjectID)
+            let object = PostingSubject.object(subjectID)
             let typedSubject = try MessageSubjectMismatch.subject(object, as: M.Subject.self, for: M.self)
             EchoLedgers.expect(message, for: link, subject: object)
             ForwardingFrame.run(link, direction: .toCenter) {

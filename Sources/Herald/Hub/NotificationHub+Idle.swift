@@ -55,7 +55,8 @@ extension NotificationHub {
     /// What every observer of this hub still has to do; empty when the hub is idle.
     ///
     /// - Returns: One entry per observer with queued notifications, a delivery job with its
-    ///   target, or an `async` handler that has not finished.
+    ///   target, or an `async` handler that has not finished; and one per observation that ended
+    ///   while a handler of its ran, until that handler returns.
     public var pendingDeliveries: [PendingDelivery] {
         let (snapshots, families) = core.registry.allObservers()
         // A family observer is listed once, on its own, before every type; but the observer of a
@@ -66,7 +67,8 @@ extension NotificationHub {
                 pending += queued.compactMap { $0.takeUnretainedValue().registrationOfItsType?.pendingDelivery }
             }
         }
-        return pending
+        // Registrations that ended while a handler of theirs ran, until it returns.
+        return pending + core.environment.idleWatch.endingRegistrations().compactMap(\.pendingDelivery)
     }
 
     private func waitUntilIdle(

@@ -1,17 +1,3 @@
-/// What an observer made with `observeWithContext` learns about the delivery besides the
-/// notification.
-///
-/// Exposed as SPI for `HeraldTesting`'s recorder; not public API.
-@_spi(Testing)
-public struct DeliveryContext: Sendable {
-    /// The identity of the post's subject, if it had one.
-    public let subjectID: ObjectIdentifier?
-
-    init<Value>(_ delivery: FamilyDelivery<Value>) {
-        subjectID = delivery.subjectID
-    }
-}
-
 /// Hooks for `HeraldTesting`. Not public API: they may change in any release.
 extension NotificationHub {
     /// Observes `N` with a handler that also learns the post's subject.
@@ -21,8 +7,8 @@ extension NotificationHub {
     ///
     /// ```swift
     /// @_spi(Testing) import Herald
-    /// let token = hub.observeWithContext(Ping.self, on: .posting) { note, context in
-    ///     print(note, context.subjectID as Any)
+    /// let token = hub.observeWithContext(Ping.self, on: .posting) { note, subjectID in
+    ///     print(note, subjectID as Any)
     /// }
     /// ```
     ///
@@ -41,7 +27,7 @@ extension NotificationHub {
     ///   - replayLatest: Whether to start with the retained values.
     ///   - fileID: The file that registers; leave the default.
     ///   - line: The line that registers; leave the default.
-    ///   - handler: The handler, given the notification and its ``DeliveryContext``.
+    ///   - handler: The handler, given the notification and the identity of its post's subject.
     /// - Returns: The observation.
     @_spi(Testing)
     public func observeWithContext<N: TypedNotification>(
@@ -52,14 +38,14 @@ extension NotificationHub {
         replayLatest: Bool = false,
         fileID: StaticString = #fileID,
         line: UInt = #line,
-        _ handler: @escaping @Sendable (N, DeliveryContext) throws -> Void
+        _ handler: @escaping @Sendable (N, _ subjectID: ObjectIdentifier?) throws -> Void
     ) -> ObservationToken {
         // An observer of the family of `N` alone: what it receives is a `FamilyDelivery`, which
         // carries the subject, so its handler is an ordinary one.
         register(
             target: target, subject: subject, owner: nil, fileID: fileID, line: line, bufferingPolicy: bufferingPolicy,
             replayLatest: replayLatest, family: FamilyOf(only: N.self),
-            handler: .plain { (delivery: FamilyDelivery<N>) in try handler(delivery.value, DeliveryContext(delivery)) })
+            handler: .plain { (delivery: FamilyDelivery<N>) in try handler(delivery.value, delivery.subjectID) })
     }
 
     /// Observes the family `Family` (see `observe(every:from:on:priority:bufferingPolicy:fileID:line:_:)`)
@@ -72,7 +58,7 @@ extension NotificationHub {
     ///   - bufferingPolicy: What the observer's mailbox keeps. See ``NotificationBufferingPolicy``.
     ///   - fileID: The file that registers; leave the default.
     ///   - line: The line that registers; leave the default.
-    ///   - handler: The handler, given the notification and its ``DeliveryContext``.
+    ///   - handler: The handler, given the notification and the identity of its post's subject.
     /// - Returns: The observation.
     @_spi(Testing)
     public func observeWithContext<Family: Sendable>(
@@ -82,15 +68,13 @@ extension NotificationHub {
         bufferingPolicy: NotificationBufferingPolicy = .unbounded,
         fileID: StaticString = #fileID,
         line: UInt = #line,
-        _ handler: @escaping @Sendable (Family, DeliveryContext) throws -> Void
+        _ handler: @escaping @Sendable (Family, _ subjectID: ObjectIdentifier?) throws -> Void
     ) -> ObservationToken {
         if refusesFamily(Family.self, fileID: fileID, line: line) { return .refused() }
         return register(
             target: target, subject: subject, owner: nil, fileID: fileID, line: line, bufferingPolicy: bufferingPolicy,
             family: FamilyOf<Family>(),
-            handler: .plain { (delivery: FamilyDelivery<Family>) in
-                try handler(delivery.value, DeliveryContext(delivery))
-            })
+            handler: .plain { (delivery: FamilyDelivery<Family>) in try handler(delivery.value, delivery.subjectID) })
     }
 
     /// The main-queue executor this hub was given with `_useMainQueueExecutor(_:)`, if any.

@@ -15,6 +15,8 @@ final class IdleWatch: Sendable {
     private let watchers = Atomic<Int>(0)
     /// The batches and `async` calls that ended while a task watched (see ``noteBatchEnding()``).
     private let endedBatches = Atomic<UInt64>(0)
+    /// The registrations that ended while a handler of theirs ran (see ``endingRegistrations(adding:)``).
+    private let ending = Lock<[DeliveryRecord]>([], rank: .endedRegistrations)
 
     /// A mailbox finished a drain, an async handler or closed. Call after the mailbox's lock: a watcher
     /// registers before it reads the mailboxes, under their locks, so it either sees the mailbox idle or
@@ -36,6 +38,23 @@ final class IdleWatch: Sendable {
     func noteBatchEnding() {
         guard watchers.load(ordering: .relaxed) > 0 else { return }
         endedBatches.add(1, ordering: .releasing)
+    }
+
+    /// The registrations that ended while a handler of theirs ran, and whose handler still runs;
+    /// first adds `record`, whose registration is ending while a handler of its may run (one that
+    /// cancelled its own observation, or an `async` call that is suspended): a hub is not idle
+    /// until it returns, though the registry no longer lists it. Add it before the registry lets go.
+    @discardableResult
+    func endingRegistrations(adding record: DeliveryRecord? = nil) -> [DeliveryRecord] {
+        let (running, finished) = ending.withLock { records in
+            let index = records.partition { !($0.anyMailbox?.isRunning ?? false) }
+            let finished = Array(records[index...])
+            records.removeSubrange(index...)
+            if let record { records.append(record) }
+            return (records, finished)
+        }
+        withExtendedLifetime(finished) {}  // released here, outside the lock
+        return running
     }
 
     /// The batches and calls that ended while a task watched; a scan that found every mailbox

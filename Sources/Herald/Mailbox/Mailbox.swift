@@ -68,6 +68,11 @@ class AnyMailbox: @unchecked Sendable {  // Immutable but for its lock and atomi
         locked.withLock { $0.machine.runner?.thread ?? 0 }
     }
 
+    /// Whether a drain or an `async` call runs: a handler may be running.
+    final var isRunning: Bool {
+        locked.withLock { $0.machine.runner != nil }
+    }
+
     /// The async handler started by the last drain has finished.
     ///
     /// - Returns: Whether the caller must hand a drain job to the target.

@@ -206,6 +206,11 @@ final class Observer<N: TypedNotification>: AnyObserver, MailboxOwner, @unchecke
     /// - Returns: The number of items dropped.
     @discardableResult
     private func end(leaving outcome: DeliveryOutcome) -> Int {
+        // A handler of this registration may be running (one that cancels its own observation, or
+        // an `async` call that is suspended): the hub is not idle until it returns.
+        if let mailbox, !mailbox.feedsStream, mailbox.isRunning {
+            environment.idleWatch.endingRegistrations(adding: self)
+        }
         registry.remove(self)
         extras?.stream?.finish()
         guard let mailbox else { return 0 }

@@ -8,6 +8,7 @@ enum LockRank: UInt8, Sendable {
     case registry
     case postShard
     case siteTable
+    case endedRegistrations
     case mailbox
     case subjectIdentities
     case stream

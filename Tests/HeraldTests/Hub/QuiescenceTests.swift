@@ -79,4 +79,64 @@ struct QuiescenceTests {
         #expect(delivered.count == 3)
         token.cancel()
     }
+
+    @Test("It waits for a handler whose observation ended while it ran, and for what it posts")
+    func waitsForAHandlerThatCancelledItsObservation() async throws {
+        let hub = NotificationHub()
+        let tokenBox = Locked<ObservationToken?>(nil)
+        let entered = AsyncLatch()
+        let proceed = DispatchSemaphore(value: 0)
+        let pongs = Log<Int>()
+        let second = hub.observe(Pong.self, on: .queue(DispatchQueue(label: "second"))) { pongs.append($0.value) }
+        let first = hub.observe(Ping.self, on: .queue(DispatchQueue(label: "first"))) { note in
+            tokenBox.withLock { $0 }?.cancel()  // a one-shot observer
+            entered.open()
+            proceed.wait()  // blocks the "first" queue, not the main queue
+            hub.post(Pong(value: note.value))
+        }
+        tokenBox.withLock { $0 = first }
+        hub.post(Ping(value: 1))
+        await entered.wait()
+        #expect(hub.observerCount(of: Ping.self) == 0)
+        do {
+            try await hub.waitUntilIdle(timeout: .milliseconds(50))
+            Issue.record("expected a timeout while the ended observation's handler runs")
+        } catch {
+            #expect(error.isTimeout)
+            #expect(error.pending.map(\.notificationType) == ["Ping"])
+        }
+        proceed.signal()
+        try await hub.waitUntilIdle(timeout: asyncPatience)
+        #expect(pongs.values == [1])
+        #expect(hub.pendingDeliveries.isEmpty)
+        withExtendedLifetime(second) {}
+    }
+
+    @Test("It waits for a suspended async handler whose observation was cancelled, and for what it posts")
+    func waitsForACancelledAsyncHandler() async throws {
+        let hub = NotificationHub()
+        let gate = AsyncLatch()
+        let entered = AsyncLatch()
+        let pongs = Log<Int>()
+        let second = hub.observe(Pong.self, on: .queue(DispatchQueue(label: "second"))) { pongs.append($0.value) }
+        let token = hub.observe(Ping.self, on: .queue(DispatchQueue(label: "q"))) { _ async in
+            entered.open()
+            await gate.wait()
+            hub.post(Pong(value: 1))
+        }
+        hub.post(Ping(value: 1))
+        await entered.wait()
+        token.cancel()
+        do {
+            try await hub.waitUntilIdle(timeout: .milliseconds(50))
+            Issue.record("expected a timeout while the cancelled async handler is suspended")
+        } catch {
+            #expect(error.isTimeout)
+            #expect(error.pending.map(\.notificationType) == ["Ping"])
+        }
+        gate.open()
+        try await hub.waitUntilIdle(timeout: asyncPatience)
+        #expect(pongs.values == [1])
+        withExtendedLifetime(second) {}
+    }
 }

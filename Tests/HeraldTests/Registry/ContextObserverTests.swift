@@ -82,9 +82,9 @@ struct ContextObserverTests {
         let subject = Subject()
         let onPostingThread = Log<ObjectIdentifier?>()
         let throughMailbox = Log<ObjectIdentifier?>()
-        let posting = hub.observeWithContext(Ping.self) { _, context in onPostingThread.append(context.subjectID) }
-        let queued = hub.observeWithContext(Ping.self, on: .queue(DispatchQueue(label: "context"))) { _, context in
-            throughMailbox.append(context.subjectID)
+        let posting = hub.observeWithContext(Ping.self) { _, subjectID in onPostingThread.append(subjectID) }
+        let queued = hub.observeWithContext(Ping.self, on: .queue(DispatchQueue(label: "context"))) { _, subjectID in
+            throughMailbox.append(subjectID)
         }
         hub.post(Ping(value: 1), from: subject)
         let report = await hub.postAndWait(Ping(value: 2))
