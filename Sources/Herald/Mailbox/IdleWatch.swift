@@ -16,7 +16,7 @@ final class IdleWatch: Sendable {
     /// The batches and `async` calls that ended while a task watched (see ``noteBatchEnding()``).
     private let endedBatches = Atomic<UInt64>(0)
     /// The registrations that ended while a handler of theirs ran (see ``endingRegistrations(adding:)``).
-    private let ending = Lock<[DeliveryRecord]>([], rank: .endedRegistrations)
+    private let ending = Lock<[Ending]>([], rank: .endedRegistrations)
 
     /// A mailbox finished a drain, an async handler or closed. Call after the mailbox's lock: a watcher
     /// registers before it reads the mailboxes, under their locks, so it either sees the mailbox idle or
@@ -46,16 +46,19 @@ final class IdleWatch: Sendable {
     /// until it returns, though the registry no longer lists it. Add it before the registry lets go.
     @discardableResult
     func endingRegistrations(adding record: DeliveryRecord? = nil) -> [DeliveryRecord] {
-        let (running, finished) = ending.withLock { records in
-            let index = records.partition { !($0.anyMailbox?.isRunning ?? false) }
-            let finished = Array(records[index...])
-            records.removeSubrange(index...)
-            if let record { records.append(record) }
-            return (records, finished)
+        let (running, loaded) = ending.withLock { entries in
+            let loaded = entries.compactMap(\.record)  // released after the lock: one may be the last reference
+            let running = loaded.filter { $0.anyMailbox?.isRunning == true }
+            entries = (running + [record].compactMap { $0 }).map { Ending(record: $0) }
+            return (running, loaded)
         }
-        withExtendedLifetime(finished) {}  // released here, outside the lock
+        withExtendedLifetime(loaded) {}
         return running
     }
+
+    /// A registration that ended while a handler of its ran, held weakly: the record's host (the
+    /// registry) holds this watch, and the drain or call that runs the handler holds the record.
+    private struct Ending: Sendable { weak var record: DeliveryRecord? }
 
     /// The batches and calls that ended while a task watched; a scan that found every mailbox
     /// idle proves the hub idle only if this did not move meanwhile.
