@@ -149,7 +149,7 @@ enum AsyncCall {
 final class HandlerBox<N: TypedNotification>: Sendable {
     let handler: Handler<N>
     /// The closure of a `.plain` handler, which a drain reads once and passes to each item's call
-    /// (the mailbox's `drain(for:asJob:continued:)`): an optional closure loads directly, where a switch
+    /// (the mailbox's drain loop): an optional closure loads directly, where a switch
     /// over the generic `Handler` copies it through its value witnesses, and a read per item would
     /// retain and release it per item (about 15 ns per item in the async burst row).
     let plain: Plain?
@@ -159,21 +159,6 @@ final class HandlerBox<N: TypedNotification>: Sendable {
     init(_ handler: Handler<N>) {
         self.handler = handler
         if case .plain(let body) = handler { plain = body } else { plain = nil }
-    }
-
-    /// Calls the synchronous handler with the notification at `payload`, through ``HandlerCall/run(_:with:reportingTo:)``.
-    ///
-    /// - Returns: The failure, if the handler threw; it has been reported.
-    @inline(__always)
-    @discardableResult
-    func call(_ payload: UnsafePointer<N>, reportingTo record: DeliveryRecord) -> ObserverFailure? {
-        // The handler is borrowed where it is kept: a copy would retain and release it per call.
-        switch handler {
-        case .plain(let body):
-            return HandlerCall.run(body, with: payload, reportingTo: record)
-        case .async:
-            preconditionFailure("an async handler is called by its mailbox's async call")
-        }
     }
 }
 

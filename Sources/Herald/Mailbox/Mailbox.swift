@@ -439,7 +439,7 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
                 if isAsync {
                     launch = prepareCall(item, handler, for: observer) ?? launch
                 } else {
-                    run(item, handler, plain, layout, for: observer)
+                    run(item, plain, layout, for: observer)
                 }
                 index += 1
             }
@@ -458,36 +458,30 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
     }
 
     /// Runs one item and consumes it (its payload is destroyed, its wait group told the outcome):
-    /// the drain's call of the handler.
+    /// the drain's call of the handler. `plain` is the handler the drain read once, `nil` once the
+    /// mailbox has closed.
     @inline(__always)
     private func run<Owner: MailboxOwner<N>>(
-        _ item: UnsafeMutableRawPointer, _ handler: HandlerBox<N>?, _ plain: HandlerBox<N>.Plain?,
-        _ layout: ItemQueue.Layout, for observer: Owner
+        _ item: UnsafeMutableRawPointer, _ plain: HandlerBox<N>.Plain?, _ layout: ItemQueue.Layout,
+        for observer: Owner
     ) {
         let payload = layout.payload(item, as: N.self)
         let (_, group) = layout.takeHeader(item)
         defer { if !_isPOD(N.self) { payload.deinitialize(count: 1) } }
         guard let group else {
-            // The common case, kept apart: no outcome to build and destroy per item, and a plain
-            // handler called with the closure the drain read once.
-            // The handler is borrowed, not bound: a binding would retain and release it per item.
-            guard handler != nil, observer.isLive else { return }
-            if let plain {
-                HandlerCall.run(plain, with: payload, reportingTo: observer)
-            } else {
-                handler?.call(payload, reportingTo: observer)
-            }
+            // The common case, kept apart: no outcome to build and destroy per item. The liveness
+            // check comes before the binding: the other way round, the binding would retain and
+            // release the closure around that check's call, per item.
+            if observer.isLive, let plain { HandlerCall.run(plain, with: payload, reportingTo: observer) }
             return
         }
         var outcome = DeliveryOutcome.skipped
-        if let handler, observer.isLive {
+        if observer.isLive, let plain {
             let failure =
                 if let waiter = group.waiter {
-                    Waiter.chain.withValue(waiter) {
-                        handler.call(payload, reportingTo: observer)
-                    }
+                    Waiter.chain.withValue(waiter) { HandlerCall.run(plain, with: payload, reportingTo: observer) }
                 } else {
-                    handler.call(payload, reportingTo: observer)
+                    HandlerCall.run(plain, with: payload, reportingTo: observer)
                 }
             outcome = failure.map(DeliveryOutcome.failed) ?? .delivered
         }
