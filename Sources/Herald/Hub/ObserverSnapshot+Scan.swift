@@ -30,7 +30,7 @@ struct PostWait {
 }
 
 /// The loop that runs the posting-thread observers of a fire-and-forget post, all of the post's
-/// type: ``Observer/deliver(to:_:subject:)`` for that type, which ``NotificationHub/post(_:from:)``
+/// type: ``TypedDeliveryRecord/deliver(to:_:subject:)`` for that type, which ``NotificationHub/post(_:from:)``
 /// passes from where it is inlined, so that the loop is compiled for the type there.
 @usableFromInline
 typealias PostingLoop = (UnsafeBufferPointer<Unmanaged<AnyObserver>>, UnsafeRawPointer, AnyObject?) -> Bool

@@ -13,9 +13,8 @@ import Synchronization
 ///   ``enqueue(_:subject:group:hold:)`` into its mailbox or stream, type-erased; the generic
 ///   observer implements them.
 ///
-/// The handler itself is kept where its calls read it: a plain posting-thread handler in the
-/// generic observer, next to this record's bits (the posting loop reads both from one object), and
-/// a drained one in the mailbox, which releases it when the registration ends.
+/// The handler is declared by its typed face, ``TypedDeliveryRecord``, whose posting-thread loop
+/// and mailbox read it.
 ///
 /// It names neither the observer nor the registry. The registry's observer (`AnyObserver`) is its
 /// subclass and adds what registered, where, and with which filters; the record knows the
@@ -115,6 +114,11 @@ class DeliveryRecord: Cancellable, @unchecked Sendable {  // Immutable but for t
     /// - Returns: The failure, if the handler threw; it has been reported to the hub.
     @discardableResult
     func deliver(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) -> ObserverFailure? { nil }
+
+    /// Calls the handler like ``deliver(_:subjectID:)`` if the registration accepts a post with
+    /// `subject` (it is live, and its filters pass); returns whether it did.
+    @usableFromInline
+    func deliverIfAccepted(_ payload: UnsafeRawPointer, subject: AnyObject?) -> Bool { false }
 
     /// What ``enqueue(_:subject:group:hold:)`` did with a notification.
     enum EnqueueOutcome: Equatable {

@@ -3,8 +3,8 @@ extension Mailbox {
     ///
     /// - Returns: What starts the call's task, to be called once the mailbox is suspended; `nil`
     ///   when the observation has ended.
-    func prepareCall<Owner: MailboxOwner<N>>(
-        _ item: UnsafeMutableRawPointer, _ handler: HandlerBox<N>?, for observer: Owner
+    func prepareCall<Record: TypedDeliveryRecord<N>>(
+        _ item: UnsafeMutableRawPointer, _ handler: HandlerBox<N>?, for observer: Record
     ) -> (() -> Void)? {
         let payload = layout.payload(item, as: N.self)
         let (_, group) = layout.takeHeader(item)
@@ -41,8 +41,8 @@ extension Mailbox {
     /// Calls the async handler, unless the observation ended before the call started (checked on
     /// the handler's own isolation), then lets the mailbox go on. Every call of an observer's
     /// `async` handler is made here.
-    private func call<Owner: MailboxOwner<N>>(
-        _ asyncHandler: AsyncHandler<N>, with notification: N, group: WaitGroup?, for observer: Owner
+    private func call<Record: TypedDeliveryRecord<N>>(
+        _ asyncHandler: AsyncHandler<N>, with notification: N, group: WaitGroup?, for observer: Record
     ) async {
         do {
             let called = try await asyncHandler.body(notification) { observer.isLive }

@@ -15,6 +15,7 @@ import Synchronization
 /// it when it starts, and ``close()`` takes it out, so that cancelling releases the handler and
 /// what it captures at once, even while a drain job still waits on the target. A drain running at
 /// that moment keeps its own reference until it ends.
+@usableFromInline
 class AnyMailbox: @unchecked Sendable {  // Immutable but for its lock and atomics.
     /// Where the drains run.
     let target: DeliveryTarget
@@ -136,6 +137,7 @@ class AnyMailbox: @unchecked Sendable {  // Immutable but for its lock and atomi
 
 /// ``AnyMailbox`` for notifications of type `N`: the appends, the drains and the stream's
 /// consumers, which copy and move items of `N`.
+@usableFromInline
 final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  // Immutable (AnyMailbox)
     /// The layout of one queued item of type `N`.
     let layout = ItemQueue.Layout(of: N.self)
@@ -160,9 +162,9 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
     /// a drain job to the target if the append asks for one (``scheduleDrain(for:continued:)``). For
     /// a mailbox without a policy; see ``enqueueUnderPolicy(_:subject:group:hold:for:)``.
     @inline(__always)
-    func enqueue<Owner: MailboxOwner<N>>(
+    func enqueue<Record: TypedDeliveryRecord<N>>(
         _ notification: UnsafePointer<N>, subjectID: ObjectIdentifier?, group: WaitGroup?, hold: UInt,
-        for observer: Owner
+        for observer: Record
     ) -> DeliveryRecord.EnqueueOutcome {
         let action = locked.withLock {
             appendUnbounded(notification, subjectID: subjectID, group: group, hold: hold, in: &$0)
@@ -175,7 +177,7 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
 
     /// Ends the hold of a post that has reached every mailbox, and hands a drain job to the target
     /// if that makes the items runnable.
-    func release<Owner: MailboxOwner<N>>(hold: UInt, for observer: Owner) {
+    func release<Record: TypedDeliveryRecord<N>>(hold: UInt, for observer: Record) {
         if release(hold: hold) { scheduleDrain(for: observer) }
     }
 
@@ -229,8 +231,8 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
     /// A removed item's payload is destroyed and its waiting post told after unlocking: its
     /// `deinit` is user code, and a dropped waiting post completes at once.
     @inline(never)
-    func enqueueUnderPolicy<Owner: MailboxOwner<N>>(
-        _ notification: UnsafePointer<N>, subject: AnyObject?, group: WaitGroup?, hold: UInt, for observer: Owner
+    func enqueueUnderPolicy<Record: TypedDeliveryRecord<N>>(
+        _ notification: UnsafePointer<N>, subject: AnyObject?, group: WaitGroup?, hold: UInt, for observer: Record
     ) -> DeliveryRecord.EnqueueOutcome {
         let (action, displacement) = withItemSlot { slot in
             let (action, displacement) = locked.withLock { locked in
@@ -351,11 +353,11 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
     /// allocation. A job that hands itself back on a lingering target is a ``GatheringJob``, made
     /// once per hand-back. A target that will never run work again (a ``DeliveryThread`` that was
     /// shut down) refuses the job: nothing would ever drain the mailbox then, so the observation
-    /// ends (``MailboxOwner/targetRefused(_:)``).
+    /// ends (``TypedDeliveryRecord/targetRefused(_:)``).
     ///
     /// - Parameter continued: Whether the job hands itself back (a slice ended, or a burst goes
     ///   on), rather than a post or a resumed handler starting it.
-    func scheduleDrain<Owner: MailboxOwner<N>>(for observer: Owner, continued: Bool = false) {
+    func scheduleDrain<Record: TypedDeliveryRecord<N>>(for observer: Record, continued: Bool = false) {
         if feedsStream {
             handToConsumers()
             return
@@ -386,7 +388,7 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
 
     /// The drain job handed to the target: at most one slice of items; then, if items are left, the
     /// job goes back to the target behind whatever it queued meanwhile.
-    private func runJob<Owner: MailboxOwner<N>>(for observer: Owner, posterPaused: Bool) {
+    private func runJob<Record: TypedDeliveryRecord<N>>(for observer: Record, posterPaused: Bool) {
         if drain(for: observer, asJob: true, posterPaused: posterPaused) {
             scheduleDrain(for: observer, continued: true)
         } else {
@@ -396,7 +398,7 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
 
     /// Drains the mailbox on the calling thread, which is on the target, unless another drain
     /// runs: for a waiting post, or a waiter that helps. Never sliced.
-    func drainInline<Owner: MailboxOwner<N>>(for observer: Owner) {
+    func drainInline<Record: TypedDeliveryRecord<N>>(for observer: Record) {
         _ = drain(for: observer, asJob: false)
         if asyncCalls == nil { observer.environment.idleWatch.noteProgress() }
     }
@@ -411,7 +413,9 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
     ///   - asJob: Whether this is the job handed to the target (sliced), rather than an inline drain.
     ///   - posterPaused: Whether the ``GatheringJob`` that started the job saw the poster pause.
     /// - Returns: Whether the job must be handed to the target again.
-    private func drain<Owner: MailboxOwner<N>>(for observer: Owner, asJob: Bool, posterPaused: Bool = false) -> Bool {
+    private func drain<Record: TypedDeliveryRecord<N>>(
+        for observer: Record, asJob: Bool, posterPaused: Bool = false
+    ) -> Bool {
         var batch = ItemQueue()
         defer { batch.deallocate() }
         let thread = currentThreadID()
@@ -461,9 +465,9 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
     /// the drain's call of the handler. `plain` is the handler the drain read once, `nil` once the
     /// mailbox has closed.
     @inline(__always)
-    private func run<Owner: MailboxOwner<N>>(
+    private func run<Record: TypedDeliveryRecord<N>>(
         _ item: UnsafeMutableRawPointer, _ plain: HandlerBox<N>.Plain?, _ layout: ItemQueue.Layout,
-        for observer: Owner
+        for observer: Record
     ) {
         let payload = layout.payload(item, as: N.self)
         let (_, group) = layout.takeHeader(item)
@@ -632,19 +636,4 @@ private struct MailboxStorage: Sendable {
     var handler: (any AnyObject & Sendable)?
     /// For a mailbox that feeds a stream, its consumers that wait for an item, oldest first.
     var consumers: [any AnyObject & Sendable] = []
-}
-
-/// The registration a mailbox delivers for, as the mailbox sees it: a ``DeliveryRecord`` (is it
-/// still live? where do failures go? what does the hub give its deliveries?) that also has this
-/// mailbox, and ends when the target refuses work for good.
-///
-/// The mailbox's methods are generic over it, so that each is compiled for the one registration
-/// type that uses it, and a drain job captures the registration alone, which is then its whole
-/// context: no allocation per job.
-protocol MailboxOwner<Notification>: DeliveryRecord {
-    associatedtype Notification: TypedNotification
-    /// The owner's mailbox, which a drain job reads when it runs.
-    var mailbox: Mailbox<Notification>? { get }
-    /// The target refused a drain job and will never run work again: the observation ends.
-    func targetRefused(_ error: any Error)
 }

@@ -117,8 +117,7 @@ class AnyObserver: DeliveryRecord, @unchecked Sendable {  // Immutable but for t
 
     /// Calls the handler like ``deliver(_:subjectID:)`` if the observer accepts a post with
     /// `subject`; returns whether it did.
-    @usableFromInline
-    func deliverIfAccepted(_ payload: UnsafeRawPointer, subject: AnyObject?) -> Bool {
+    override func deliverIfAccepted(_ payload: UnsafeRawPointer, subject: AnyObject?) -> Bool {
         guard accepts(subject) else { return false }
         deliver(payload, subjectID: subject.map(ObjectIdentifier.init))
         return true
@@ -129,10 +128,10 @@ class AnyObserver: DeliveryRecord, @unchecked Sendable {  // Immutable but for t
 /// family, and the ``Mailbox`` of an observer whose deliveries a drain runs, which knows the target,
 /// or the buffer of the ``NotificationSequence`` it feeds).
 @usableFromInline
-final class Observer<N: TypedNotification>: AnyObserver, MailboxOwner, @unchecked Sendable {  // Immutable (AnyObserver)
-    /// The handler of a synchronous posting-thread observer, which the posting-thread loop
-    /// calls. Unused otherwise: the handler of an observer whose deliveries a drain runs is in
-    /// its mailbox (see ``HandlerBox``), so that cancelling releases it at once.
+final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  // Immutable (AnyObserver)
+    /// The handler of a synchronous posting-thread observer (see ``TypedDeliveryRecord/handler``).
+    /// Unused otherwise: the handler of an observer whose deliveries a drain runs is in its
+    /// mailbox (see ``HandlerBox``), so that cancelling releases it at once.
     @usableFromInline let handler: @Sendable (N) throws -> Void
     /// Everything else; `nil` for a plain posting-thread observer without filters, priority or family.
     private let extras: Extras?
@@ -193,7 +192,7 @@ final class Observer<N: TypedNotification>: AnyObserver, MailboxOwner, @unchecke
     override var filters: Filters? { extras?.filters }
     override var filtersAreDead: Bool { extras?.filters?.isDead ?? false }
     /// The mailbox of an observer whose deliveries a drain runs.
-    var mailbox: Mailbox<N>? { extras?.mailbox }
+    @usableFromInline var mailbox: Mailbox<N>? { extras?.mailbox }
 
     /// Removes the registration from the registry and drops what is queued for it, once the
     /// cancelled bit is set.
@@ -226,40 +225,12 @@ final class Observer<N: TypedNotification>: AnyObserver, MailboxOwner, @unchecke
     /// ``DeliveryThread`` that was shut down). The observation ends, and every queued delivery is
     /// dropped: each one is reported to the hub's error handler, and its waiter, if any, is told
     /// it was refused. Later posts find no observer and are counted as unobserved.
-    func targetRefused(_ error: any Error) {
+    @usableFromInline func targetRefused(_ error: any Error) {
         let failure = self.failure(error)
         let dropped = markCancelled() ? end(leaving: .refused(failure)) : 0
         for _ in 0..<max(dropped, 1) {
             environment.report(failure)
         }
-    }
-
-    /// The posting-thread observers' loop of a fire-and-forget post of `N` (a ``PostingLoop``):
-    /// ``NotificationHub/post(_:from:)`` is inlined where it is called, and passes this loop, so
-    /// that it is compiled there for `N`. A plain observer's handler is called right here; any
-    /// other asks its own observer.
-    ///
-    /// - Returns: Whether any of `observers` accepted the post.
-    @inlinable
-    static func deliver(
-        to observers: UnsafeBufferPointer<Unmanaged<AnyObserver>>, _ payload: UnsafeRawPointer, subject: AnyObject?
-    ) -> Bool {
-        var reached = false
-        var index = 0
-        let count = observers.count
-        while index < count {  // a while loop: `for in` over a range costs witness calls here
-            let accepted = observers[index]._withUnsafeGuaranteedRef { observer in
-                guard observer.isPlainPostingAndLive else {
-                    return observer.deliverIfAccepted(payload, subject: subject)
-                }
-                let typed = unsafeDowncast(observer, to: Observer<N>.self)
-                HandlerCall.run(typed.handler, with: payload.assumingMemoryBound(to: N.self), reportingTo: typed)
-                return true
-            }
-            if accepted { reached = true }
-            index += 1
-        }
-        return reached
     }
 
     /// Calls the handler of this posting-thread observer with the notification at `payload`.
@@ -343,3 +314,5 @@ final class Observer<N: TypedNotification>: AnyObserver, MailboxOwner, @unchecke
         }
     }
 }
+
+extension Observer: TypedDeliveryRecord {}
