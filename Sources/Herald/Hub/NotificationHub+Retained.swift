@@ -45,8 +45,11 @@ extension NotificationHub {
     ///   - subject: The object the notification is about, or `nil`.
     /// - Complexity: O(*n*) in the observers of this type, plus amortised O(1) to retain.
     public func postAndRetain<N: TypedNotification>(_ notification: N, from subject: AnyObject? = nil) {
-        // A fire-and-forget post to the observers that retaining the value chose.
-        guard let snapshot = core.registry.retain(notification, subject: subject) else { return }
+        // A fire-and-forget post to the observers that retaining the value chose. The value it
+        // replaces is released after the post, so that what its `deinit` posts comes after it.
+        let (snapshot, replaced) = core.registry.retain(notification, subject: subject)
+        defer { withExtendedLifetime(replaced) {} }
+        guard let snapshot else { return }
         withUnsafePointer(to: notification) { payload in
             _ = snapshot.scan(
                 UnsafeRawPointer(payload), subject: subject, postingLoop: Observer<N>.deliver(to:_:subject:))

@@ -9,13 +9,16 @@ extension Mailbox {
         let payload = layout.payload(item, as: N.self)
         let (_, group) = layout.takeHeader(item)
         let notification = payload.move()
-        guard observer.isLive, case .async(let asyncHandler)? = handler?.handler, let calls = asyncCalls else {
+        guard observer.isLive, case .async(let asyncHandler)? = handler?.handler, let calls = asyncCalls,
+            calls.prepare(AsyncCallArguments(handler: asyncHandler, notification: notification))
+        else {
             group?.leave(.skipped)
             return nil
         }
+        let runsOnTarget = asyncHandler.runsOnTarget
         let call: @Sendable () async -> Void = { [self, observer] in
             await calls.armed()
-            await self.call(asyncHandler, with: notification, group: group, for: observer)
+            await self.call(group: group, for: observer)
         }
         let target = self.target
         // Each call's task is detached: it starts from a clean context, with no task-local values
@@ -27,7 +30,7 @@ extension Mailbox {
                     if let executor = observer.environment.mainQueueExecutor {
                         return executor.startTask(call)  // it tells when the task has ended
                     }
-                    guard asyncHandler.runsOnTarget else { return Task.detached(operation: call) }  // on the main actor
+                    guard runsOnTarget else { return Task.detached(operation: call) }  // on the main actor
                     return Task.detached(executorPreference: TargetTaskExecutor(target), operation: call)
                 case .posting, .actor:
                     return Task.detached(operation: call)  // unconfined, or isolated by the handler itself
@@ -38,23 +41,44 @@ extension Mailbox {
         }
     }
 
-    /// Calls the async handler, unless the observation ended before the call started (checked on
-    /// the handler's own isolation), then lets the mailbox go on. Every call of an observer's
-    /// `async` handler is made here.
-    private func call<Record: TypedDeliveryRecord<N>>(
-        _ asyncHandler: AsyncHandler<N>, with notification: N, group: WaitGroup?, for observer: Record
-    ) async {
-        do {
-            let called = try await asyncHandler.body(notification) { observer.isLive }
-            group?.leave(called ? .delivered : .skipped)
-        } catch {
-            group?.leave(.failed(observer.report(error)))
-        }
+    /// Makes the call prepared for the task that runs this, then lets the mailbox go on.
+    private func call<Record: TypedDeliveryRecord<N>>(group: WaitGroup?, for observer: Record) async {
+        // What the call takes is released when it returns, before the mailbox may become idle:
+        // a `deinit` it sets off may post, and the hub is not idle until it has.
+        let outcome = await Self.call(asyncCalls?.takeArguments(), for: observer)
+        group?.leave(outcome)
         asyncCalls?.finished()
         observer.environment.idleWatch.noteBatchEnding()
         if resume() {
             scheduleDrain(for: observer)
         }
         observer.environment.idleWatch.noteProgress()
+    }
+
+    /// Calls the async handler with the notification `arguments` hold, unless the observation
+    /// ended before the call started: `cancel()` released them then, or the check on the
+    /// handler's own isolation fails. Every call of an observer's `async` handler is made here.
+    private static func call<Record: TypedDeliveryRecord<N>>(
+        _ arguments: (any AnyObject & Sendable)?, for observer: Record
+    ) async -> DeliveryOutcome {
+        guard let arguments else { return .skipped }
+        let call = unsafeDowncast(arguments, to: AsyncCallArguments<N>.self)
+        do {
+            return try await call.handler.body(call.notification) { observer.isLive } ? .delivered : .skipped
+        } catch {
+            return .failed(observer.report(error))
+        }
+    }
+}
+
+/// The handler and notification of one `async` call, from the drain that prepares it to the
+/// call's task, through the mailbox's ``AsyncCallSlot``.
+private final class AsyncCallArguments<N: TypedNotification>: Sendable {
+    let handler: AsyncHandler<N>
+    let notification: N
+
+    init(handler: AsyncHandler<N>, notification: N) {
+        self.handler = handler
+        self.notification = notification
     }
 }

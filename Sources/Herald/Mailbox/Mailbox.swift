@@ -353,14 +353,19 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
     /// allocation. A job that hands itself back on a lingering target is a ``GatheringJob``, made
     /// once per hand-back. A target that will never run work again (a ``DeliveryThread`` that was
     /// shut down) refuses the job: nothing would ever drain the mailbox then, so the observation
-    /// ends (``TypedDeliveryRecord/targetRefused(_:)``).
+    /// ends (``TypedDeliveryRecord/targetRefused(_:)``). A job that hands itself back runs on the
+    /// target, though, which still runs the work it took before it stopped: when that hand-back is
+    /// refused, the job goes on here.
     ///
     /// - Parameter continued: Whether the job hands itself back (a slice ended, or a burst goes
     ///   on), rather than a post or a resumed handler starting it.
-    func scheduleDrain<Record: TypedDeliveryRecord<N>>(for observer: Record, continued: Bool = false) {
+    /// - Returns: `false` when the target refused a job that hands itself back: the caller, on
+    ///   the target, drains on.
+    @discardableResult
+    func scheduleDrain<Record: TypedDeliveryRecord<N>>(for observer: Record, continued: Bool = false) -> Bool {
         if feedsStream {
             handToConsumers()
-            return
+            return true
         }
         let scheduling = observer.environment.schedulingTarget(for: target)
         let job: @Sendable () -> Void
@@ -373,27 +378,31 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
             job = { [observer] in observer.mailbox?.runJob(for: observer, posterPaused: false) }
         }
         if let refusal = scheduling.trySchedule(job) {
+            guard !continued else { return false }
             // The refused job is no longer pending; a lingering job that found the mailbox empty
             // leaves nothing behind (the next post's job is refused in turn).
             if locked.withLock({ $0.machine.jobRefused() }) { observer.targetRefused(refusal) }
-            return
+            return true
         }
         let helpers = self.helpers
-        guard !helpers.isEmpty else { return }
+        guard !helpers.isEmpty else { return true }
         let request = HelpRequest(target: target) { [observer] in observer.mailbox?.drainInline(for: observer) }
         for helper in helpers {
             helper.offer(request)
         }
+        return true
     }
 
     /// The drain job handed to the target: at most one slice of items; then, if items are left, the
-    /// job goes back to the target behind whatever it queued meanwhile.
+    /// job goes back to the target behind whatever it queued meanwhile, or, if the target no
+    /// longer takes work, drains the next slice here.
     private func runJob<Record: TypedDeliveryRecord<N>>(for observer: Record, posterPaused: Bool) {
-        if drain(for: observer, asJob: true, posterPaused: posterPaused) {
-            scheduleDrain(for: observer, continued: true)
-        } else {
-            observer.environment.idleWatch.noteProgress()
+        var posterPaused = posterPaused
+        while drain(for: observer, asJob: true, posterPaused: posterPaused) {
+            if scheduleDrain(for: observer, continued: true) { return }
+            posterPaused = false
         }
+        observer.environment.idleWatch.noteProgress()
     }
 
     /// Drains the mailbox on the calling thread, which is on the target, unless another drain
@@ -419,22 +428,20 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
         var batch = ItemQueue()
         defer { batch.deallocate() }
         let thread = currentThreadID()
-        let (firstAction, box) = locked.withLock { locked in
+        var (action, handler) = locked.withLock { locked in
             let action =
                 asJob
                 ? locked.machine.jobStarted(on: thread, posterPaused: posterPaused)
                 : locked.machine.inlineStarted(on: thread)
             take(action, from: &locked.items, into: &batch)
-            return (action, action == .stop ? nil : locked.handler)
+            return (action, action == .stop ? nil : locked.handler.map { unsafeDowncast($0, to: HandlerBox<N>.self) })
         }
-        let handler = box.map { unsafeDowncast($0, to: HandlerBox<N>.self) }
-        let plain = handler?.plain  // read once per drain: a read per item would retain and release it
+        var plain = handler?.plain  // read once per drain: a read per item would retain and release it
         let isAsync = asyncCalls != nil
         // Read once per drain, like every field of the mailbox the loop needs: a read per item would
         // pull the mailbox's first cache line, which the poster's appends write (the lock is next to
         // it), back and forth between the two threads at every item.
         let layout = self.layout
-        var action = firstAction
         while case .run = action {
             var launch: (() -> Void)?
             var index = 0
@@ -449,6 +456,11 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
             }
             // One block is kept, so that a drain that runs several batches does not allocate for each.
             batch.removeAllMoved()
+            // Once the observation has ended, the mailbox no longer holds the handler, and the
+            // drain's references are the last: they go before the lock that may make the mailbox
+            // idle, so that what the handler captures is released (a `deinit` that may post) while
+            // the mailbox still counts as running.
+            if !observer.isLive { (handler, plain) = (nil, nil) }
             observer.environment.idleWatch.noteBatchEnding()
             action = locked.withLock { locked in
                 let action = locked.machine.batchRan(startedCall: launch != nil)
@@ -456,6 +468,7 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
                 Self.recycle(&batch, into: &locked.items)
                 return action
             }
+            if launch != nil { (handler, plain) = (nil, nil) }  // the drain ends; the call has its handler
             launch?()
         }
         return action == .reschedule

@@ -224,9 +224,12 @@ final class Registry: DeliveryHost, @unchecked Sendable {  // `shardRefs` is imm
     // it: their `deinit` may observe, cancel, post or remove retained values on the same hub.
 
     /// Stores `value` as the retained value of its type for `subject`, and returns the snapshot
-    /// of the observers it reaches, read in the same critical section. The values it replaces are
-    /// released after the lock.
-    func retain<N: TypedNotification>(_ value: N, subject: AnyObject?) -> ObserverSnapshot? {
+    /// of the observers it reaches, read in the same critical section, and what the lock let go
+    /// of: the value it replaces, which the caller releases once it has delivered the post (that
+    /// value's `deinit` may post, and such a post comes after the one that replaced it).
+    func retain<N: TypedNotification>(
+        _ value: N, subject: AnyObject?
+    ) -> (snapshot: ObserverSnapshot?, released: (any Sendable)?) {
         let key = ObjectIdentifier(N.self)
         let (snapshot, released, members) = withUnsafePointer(to: value) { sample in
             state.withLock { state -> (ObserverSnapshot?, (any Sendable)?, [any Sendable]) in
@@ -238,8 +241,8 @@ final class Registry: DeliveryHost, @unchecked Sendable {  // `shardRefs` is imm
                 return (index.flatMap { state.buckets[$0].snapshot() }, released, members)
             }
         }
-        withExtendedLifetime((members, released)) {}  // released here, outside the lock
-        return snapshot
+        withExtendedLifetime(members) {}  // released here, outside the lock
+        return (snapshot, released)
     }
 
     /// The value of `type` retained for `subject` (which the caller keeps alive), if any.

@@ -88,6 +88,34 @@ struct CancelReleasesHandlerTests {
         while manual.runNext() {}  // they run nothing: every observation ended
     }
 
+    @Test("An async call whose task waits on its target: released by cancel(), and the call never runs")
+    func asyncCallWaitingForItsTask() {
+        let manual = ManualExecutor()
+        let target = DeliveryTarget.executor(manual)
+        let calls = Counter()
+        expectReleased("executor, async, drained") { hub, c in
+            let token = hub.observe(Ping.self, on: target) { _ async in
+                c.touch()
+                calls.increment()
+            }
+            hub.post(Ping(value: 1))
+            #expect(manual.runNext(), "the drain job")  // it starts the call's task, which waits on the executor
+            return token
+        }
+        expectReleased("executor, family, async, drained") { hub, c in
+            let token = hub.observe(every: (any Sendable).self, on: target) { _ async in
+                c.touch()
+                calls.increment()
+            }
+            hub.post(Ping(value: 1))
+            #expect(manual.runNext(), "the drain job")
+            return token
+        }
+        #expect(manual.pendingCount > 0, "the calls' tasks are still queued")
+        while manual.runNext() {}
+        #expect(calls.count == 0)
+    }
+
     @Test("Main-actor and actor forms, synchronous and async")
     func isolatedForms() {
         let store = Store()

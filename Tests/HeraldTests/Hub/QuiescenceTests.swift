@@ -112,6 +112,79 @@ struct QuiescenceTests {
         withExtendedLifetime(second) {}
     }
 
+    /// How the last reference to something a delivery holds (a `Tattler` whose `deinit` posts)
+    /// ends up with Herald, which then releases it on the handler's target.
+    enum ReleasedByHerald: CaseIterable, Sendable {
+        /// A synchronous handler's capture, once the handler cancelled its own observation.
+        case captureOfSelfCancellingHandler
+        /// An `async` handler's capture, once the handler cancelled its own observation.
+        case captureOfSelfCancellingAsyncHandler
+        /// The notification an `async` handler was called with.
+        case notificationOfAsyncHandler
+    }
+
+    @Test(
+        "It waits for a deinit that Herald sets off when a handler returns, and for what it posts",
+        arguments: ReleasedByHerald.allCases)
+    func waitsForADeinitHeraldSetsOff(_ released: ReleasedByHerald) async throws {
+        let hub = NotificationHub()
+        let pongs = Log<Int>()
+        let second = hub.observe(Pong.self, on: .queue(DispatchQueue(label: "second"))) { pongs.append($0.value) }
+        let deinitStarted = AsyncLatch()
+        let proceed = DispatchSemaphore(value: 0)
+        let returned = AsyncLatch()  // the handler of the async notification case returns when opened
+        let tokenBox = Locked<ObservationToken?>(nil)
+        let queue = DispatchQueue(label: "first")
+        do {
+            // Released on `queue` (the handler's target), never on this task: it blocks there.
+            let tattler = Tattler {
+                deinitStarted.open()
+                proceed.wait()
+                hub.post(Pong(value: 1))
+            }
+            switch released {
+            case .captureOfSelfCancellingHandler:
+                tokenBox.withLock {
+                    $0 = hub.observe(Ping.self, on: .queue(queue)) { _ in
+                        withExtendedLifetime(tattler) {}
+                        tokenBox.withLock { $0 }?.cancel()
+                    }
+                }
+                hub.post(Ping(value: 1))
+            case .captureOfSelfCancellingAsyncHandler:
+                tokenBox.withLock {
+                    $0 = hub.observe(Ping.self, on: .queue(queue)) { _ async in
+                        withExtendedLifetime(tattler) {}
+                        tokenBox.withLock { $0 }?.cancel()
+                    }
+                }
+                hub.post(Ping(value: 1))
+            case .notificationOfAsyncHandler:
+                let entered = AsyncLatch()
+                tokenBox.withLock {
+                    $0 = hub.observe(Carrier.self, on: .queue(queue)) { _ async in
+                        entered.open()
+                        await returned.wait()  // the post has returned, and let go of its copy
+                    }
+                }
+                hub.post(Carrier(tattler: tattler))
+                await entered.wait()
+            }
+        }
+        returned.open()
+        await deinitStarted.wait()
+        do {
+            try await hub.waitUntilIdle(timeout: .milliseconds(50))
+            Issue.record("expected a timeout while the deinit Herald set off runs")
+        } catch {
+            #expect(error.isTimeout)
+        }
+        proceed.signal()
+        try await hub.waitUntilIdle(timeout: asyncPatience)
+        #expect(pongs.values == [1])
+        withExtendedLifetime((second, tokenBox)) {}
+    }
+
     @Test("It waits for a suspended async handler whose observation was cancelled, and for what it posts")
     func waitsForACancelledAsyncHandler() async throws {
         let hub = NotificationHub()
@@ -139,4 +212,9 @@ struct QuiescenceTests {
         #expect(pongs.values == [1])
         withExtendedLifetime(second) {}
     }
+}
+
+/// A notification that carries an object whose `deinit` may post.
+private struct Carrier: TypedNotification {
+    let tattler: Tattler
 }

@@ -389,6 +389,32 @@ private struct Session: TypedNotification {
     let id: Int
 }
 
+/// A retained value whose `deinit` may post.
+private struct Setting: TypedNotification {
+    let tattler: Tattler?
+    let value: Int
+}
+
+@Suite("Retained values released by a retaining post")
+struct ReplacedRetainedValueTests {
+    @Test(
+        "A replaced value is released after the post that replaced it: what its deinit posts comes after",
+        arguments: [false, true])
+    func replacedValueIsReleasedAfterThePost(onQueue: Bool) async throws {
+        let hub = NotificationHub()
+        let seen = Log<Int>()
+        let target: DeliveryTarget = onQueue ? .queue(DispatchQueue(label: "settings")) : .posting
+        let token = hub.observe(Setting.self, on: target) { seen.append($0.value) }
+        hub.postAndRetain(Setting(tattler: Tattler { hub.postAndRetain(Setting(tattler: nil, value: 3)) }, value: 1))
+        try await hub.waitUntilIdle(timeout: asyncPatience)  // the hub now holds value 1 alone
+        hub.postAndRetain(Setting(tattler: nil, value: 2))  // releases value 1, whose deinit posts 3
+        try await hub.waitUntilIdle(timeout: asyncPatience)
+        #expect(seen.values == [1, 2, 3])
+        #expect(hub.retainedValue(of: Setting.self)?.value == 3)
+        withExtendedLifetime(token) {}
+    }
+}
+
 @Suite("Retained-value housekeeping")
 struct RetainedValueHousekeepingTests {
     @Test("The predicate form removes a value that is not Equatable only when the predicate says so")

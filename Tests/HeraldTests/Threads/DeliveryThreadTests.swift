@@ -270,6 +270,26 @@ struct DeliveryThreadTests {
         #expect(ran.withLock { $0 }.count == 50)
     }
 
+    @Test("Notifications queued for an observer before shutdown() all run, more than one drain slice of them")
+    func queuedDeliveriesRunAfterShutdown() async throws {
+        let thread = DeliveryThread(name: "herald.test.queued-at-shutdown")
+        let hub = NotificationHub()
+        let failures = Locked<[String]>([])
+        hub.errorHandler = { failure in failures.withLock { $0.append("\(failure)") } }
+        let delivered = Log<Int>()
+        let token = hub.observe(Ping.self, on: .thread(thread)) { delivered.append($0.value) }
+        let gate = DispatchSemaphore(value: 0)
+        thread.perform { gate.wait() }  // the posts queue behind this
+        for index in 0..<300 { hub.post(Ping(value: index)) }  // a drain job runs at most 128 a slice
+        thread.shutdown()
+        gate.signal()
+        await thread.shutdownGracefully()
+        #expect(delivered.values.count == 300)
+        #expect(delivered.values == Array(0..<300), "in order")
+        #expect(failures.withLock { $0.first } == nil)
+        #expect(!token.isCancelled)
+    }
+
     @Test func workSubmittedDuringTheDrainIsRejected() async throws {
         let rejections = Locked<[DeliveryThreadError.Code]>([])
         let thread = DeliveryThread(name: "herald.test.drain-submit") { error in
