@@ -227,9 +227,7 @@ final class Registry: DeliveryHost, @unchecked Sendable {  // `shardRefs` is imm
     /// of the observers it reaches, read in the same critical section, and what the lock let go
     /// of: the value it replaces, which the caller releases once it has delivered the post (that
     /// value's `deinit` may post, and such a post comes after the one that replaced it).
-    func retain<N: TypedNotification>(
-        _ value: N, subject: AnyObject?
-    ) -> (snapshot: ObserverSnapshot?, released: (any Sendable)?) {
+    func retain<N: TypedNotification>(_ value: N, subject: AnyObject?) -> (ObserverSnapshot?, (any Sendable)?) {
         let key = ObjectIdentifier(N.self)
         let (snapshot, released, members) = withUnsafePointer(to: value) { sample in
             state.withLock { state -> (ObserverSnapshot?, (any Sendable)?, [any Sendable]) in

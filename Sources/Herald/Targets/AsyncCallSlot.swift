@@ -23,12 +23,11 @@ final class AsyncCallSlot: Sendable {
     /// Keeps the arguments of the next call until its task takes them; returns `false`, and keeps
     /// nothing, once the observation has ended.
     func prepare(_ arguments: any AnyObject & Sendable) -> Bool {
-        let kept = state.withLock { state in
+        state.withLock { state in  // if not kept, `arguments` is released by the caller, after the lock
             guard !state.isCancelled else { return false }
             state.arguments = arguments
             return true
         }
-        return kept  // if not kept, `arguments` is released by the caller, after the lock
     }
 
     /// The arguments of the call, for its task, once: `nil` if the observation ended first.
