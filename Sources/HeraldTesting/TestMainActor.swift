@@ -107,13 +107,21 @@ public final class TestMainActor: DeliveryExecutor, CustomStringConvertible {
 
     /// Starts the task of an async main-actor handler (or of ``run(maxJobs:fileID:filePath:line:column:_:)``'s
     /// operation); the stand-in is idle only once it ends.
-    func startTask<T: Sendable>(_ work: @escaping @Sendable () async -> T) -> Task<T, Never> {
+    ///
+    /// With `runsOnExecutor`, the task prefers the stand-in as its executor: a nonisolated handler
+    /// on `.mainQueue`, which the main queue would run, runs as the stand-in's jobs, when the test
+    /// runs them.
+    func startTask<T: Sendable>(
+        runsOnExecutor: Bool = false, _ work: @escaping @Sendable () async -> T
+    ) -> Task<T, Never> {
         state.withLock { $0.taskCount += 1 }
-        return Task { [self] in
+        let body: @Sendable () async -> T = { [self] in
             let value = await work()
             changeAndWake { $0.taskCount -= 1 }
             return value
         }
+        return runsOnExecutor
+            ? Task(executorPreference: StandInTaskExecutor(standIn: self), operation: body) : Task(operation: body)
     }
 
     // MARK: - Inspecting
@@ -580,8 +588,8 @@ final class StandIn: ManualMainQueueExecutor, CustomStringConvertible {
         main.enqueue(after: delay, job)
     }
 
-    func startTask(_ work: @escaping @Sendable () async -> Void) -> Task<Void, Never> {
-        main.startTask(work)
+    func startTask(runsOnExecutor: Bool, _ work: @escaping @Sendable () async -> Void) -> Task<Void, Never> {
+        main.startTask(runsOnExecutor: runsOnExecutor, work)
     }
 
     /// Runs due jobs and waits for the tasks they start until `isDone`, or until nothing is left.
@@ -601,5 +609,20 @@ final class StandIn: ManualMainQueueExecutor, CustomStringConvertible {
 
     func release(_ post: MainQueueWaitingPost) {
         main.state.withLock { state in state.heldPosts?.removeAll { $0 === post } }
+    }
+}
+
+/// Runs the jobs of a task that the stand-in started as jobs of the stand-in (see
+/// ``TestMainActor/startTask(runsOnExecutor:_:)``).
+private final class StandInTaskExecutor: TaskExecutor, Sendable {
+    let standIn: TestMainActor
+
+    init(standIn: TestMainActor) {
+        self.standIn = standIn
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        standIn.enqueue { [self] in job.runSynchronously(on: asUnownedTaskExecutor()) }
     }
 }

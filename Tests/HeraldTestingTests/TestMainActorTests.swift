@@ -277,6 +277,26 @@ struct TestMainActorTests {
         }
     }
 
+    @Test("A nonisolated async handler on .mainQueue runs as the stand-in's jobs, when the test runs them")
+    func nonisolatedAsyncHandlerOnTheMainQueueRunsOnTheStandIn() async {
+        await withMainActorStandIn { main in
+            let hub = NotificationHub()
+            hub.useMainActorStandIn(main)
+            let onStandIn = Locked<[Bool]>([])  // for each part of the handler, whether it ran on the stand-in
+            let token = hub.observe(Tap.self, on: .mainQueue) { _ async in
+                onStandIn.withLock { $0.append(main.isCurrent) }
+                await Task.yield()
+                onStandIn.withLock { $0.append(main.isCurrent) }
+            }
+            hub.post(Tap(value: 1))
+            #expect(main.runNext())  // the drain job: it starts the handler's task
+            #expect(onStandIn.withLock { $0 } == [], "the task waits for the test to run the stand-in")
+            await main.runUntilIdle()
+            #expect(onStandIn.withLock { $0 } == [true, true])
+            token.cancel()
+        }
+    }
+
     @Test("A waiting post made by a handler that the test runs does not fail: the stand-in is running")
     func waitingPostInsideARunningStandIn() async throws {
         try await withMainActorStandIn { main in

@@ -72,9 +72,13 @@ public protocol MainQueueExecutor: DeliveryExecutor {
     /// Starts the task of an async main-actor handler, begun by one of the executor's jobs. The
     /// executor does not count as idle until the task has finished.
     ///
-    /// - Parameter work: The task's body.
+    /// - Parameters:
+    ///   - runsOnExecutor: Whether the handler is not isolated to the main actor (a nonisolated
+    ///     handler on `.mainQueue`): the main queue would run it, so the executor runs the task's
+    ///     jobs itself.
+    ///   - work: The task's body.
     /// - Returns: The task, which Herald cancels when the observation ends while it runs.
-    func startTask(_ work: @escaping @Sendable () async -> Void) -> Task<Void, Never>
+    func startTask(runsOnExecutor: Bool, _ work: @escaping @Sendable () async -> Void) -> Task<Void, Never>
 }
 
 /// A user's handler (of failures, of unobserved posts), as stored behind a lock.

@@ -28,7 +28,8 @@ extension Mailbox {
                 switch target.kind {
                 case .main:
                     if let executor = observer.environment.mainQueueExecutor {
-                        return executor.startTask(call)  // it tells when the task has ended
+                        // The executor starts the task: it counts as idle only once the task has ended.
+                        return executor.startTask(runsOnExecutor: runsOnTarget, call)
                     }
                     guard runsOnTarget else { return Task.detached(operation: call) }  // on the main actor
                     return Task.detached(executorPreference: TargetTaskExecutor(target), operation: call)
