@@ -145,7 +145,7 @@ final class Registry: DeliveryHost, @unchecked Sendable {  // `shardRefs` is imm
         // Under the lock: a post that read the registry after this registration (and so found
         // the observer) then loads this generation, or a newer one, for its thread's next posts.
         familyGeneration.store(state.familyGeneration, ordering: .releasing)
-        guard family.isOneType, let type = family.onlyType else { return (nil, nil) }
+        guard let type = family.onlyType else { return (nil, nil) }
         // The family of one type: its type joins it now, as an observer of the type is added.
         let key = ObjectIdentifier(type)
         let index = state.bucket(creating: type)
@@ -266,9 +266,10 @@ final class Registry: DeliveryHost, @unchecked Sendable {  // `shardRefs` is imm
     /// `shouldRemove` (an `==`, for example) is user code, so it never runs under the lock: the
     /// current value is copied with its sequence number under the lock, judged after it, and
     /// removed under the lock again only if its entry still has that sequence number. If a
-    /// retaining post replaced it in between, the newer value is judged in turn. Each retry
-    /// follows a retaining post that succeeded, so the loop ends as soon as the value stops
-    /// changing. Values are released after the lock.
+    /// retaining post replaced it in between, the newer value is judged in turn (if it was removed
+    /// instead, the next round finds none). Each retry follows a retaining post or a removal that
+    /// succeeded, so the loop ends as soon as the value stops changing. Values are released after
+    /// the lock.
     func removeRetainedValue<N: TypedNotification>(
         of type: N.Type, subject: AnyObject?, where shouldRemove: (N) throws -> Bool
     ) rethrows -> Bool {
@@ -281,16 +282,11 @@ final class Registry: DeliveryHost, @unchecked Sendable {  // `shardRefs` is imm
                 return (value, entry.sequence)
             }
             guard let current, try shouldRemove(current.value) else { return false }
-            let (outcome, released) = state.withLock { state -> (RetainedRemoval, (any Sendable)?) in
-                guard let index = state.bucket(key) else { return (.absent, nil) }
+            let removed = state.withLock { state -> (any Sendable)? in
+                guard let index = state.bucket(key) else { return nil }
                 return state.buckets[index].retainedValues.remove(for: subject, ifSequence: current.sequence)
             }
-            withExtendedLifetime(released) {}  // released here, outside the lock
-            switch outcome {
-            case .removed: return true
-            case .absent: return false
-            case .replaced: continue
-            }
+            if removed != nil { return true }  // the value is released here, outside the lock
         }
     }
 

@@ -82,12 +82,12 @@ struct RetainedValues: Sendable {
 
     /// Removes the value retained for `subject` if it is still the one retained with `sequence`.
     ///
-    /// - Returns: What it found, and the value removed, for the caller to release once the
-    ///   registry lock is no longer held.
-    mutating func remove(for subject: AnyObject?, ifSequence sequence: UInt64) -> (RetainedRemoval, (any Sendable)?) {
-        guard let current = entry(for: subject)?.sequence else { return (.absent, nil) }
-        guard current == sequence else { return (.replaced, nil) }
-        return (.removed, removeEntry(for: subject))
+    /// - Returns: The value removed, for the caller to release once the registry lock is no longer
+    ///   held; `nil` if a later retaining post replaced it, or nothing is retained for `subject`
+    ///   any more.
+    mutating func remove(for subject: AnyObject?, ifSequence sequence: UInt64) -> (any Sendable)? {
+        guard entry(for: subject)?.sequence == sequence else { return nil }
+        return removeEntry(for: subject)
     }
 
     /// Removes every retained value.
@@ -124,14 +124,4 @@ struct RetainedValues: Sendable {
         }
         return result.sorted { $0.sequence < $1.sequence }
     }
-}
-
-/// What ``RetainedValues/remove(for:ifSequence:)`` found.
-enum RetainedRemoval {
-    /// The entry was the one numbered `sequence`, and is removed.
-    case removed
-    /// A later retaining post replaced the entry: compare its value again.
-    case replaced
-    /// Nothing is retained for the subject any more.
-    case absent
 }
