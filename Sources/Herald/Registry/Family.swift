@@ -25,19 +25,19 @@ class AnyFamily: @unchecked Sendable {  // Immutable.
     /// Whether this is a tap (see `NotificationHub.observeAll`):
     /// every type belongs to it, and its deliveries neither count as observed nor are waited for.
     let isTap: Bool
-    /// Whether this is the family of one notification type (``onlyType``).
-    let isOneType: Bool
-
-    init(key: ObjectIdentifier, isTap: Bool, isOneType: Bool = false) {
-        self.key = key
-        self.isTap = isTap
-        self.isOneType = isOneType
-    }
-
     /// For the family of one notification type, that type: its observer is an observer of the
     /// type that receives each post with its subject (see `NotificationHub.observeWithContext`),
     /// and it counts among the type's observers from its registration on.
-    var onlyType: (any TypedNotification.Type)? { nil }
+    let onlyType: (any TypedNotification.Type)?
+
+    init(key: ObjectIdentifier, isTap: Bool, onlyType: (any TypedNotification.Type)? = nil) {
+        self.key = key
+        self.isTap = isTap
+        self.onlyType = onlyType
+    }
+
+    /// Whether this is the family of one notification type (``onlyType``).
+    var isOneType: Bool { onlyType != nil }
 
     /// Whether notifications of type `N` belong to the family, decided from `sample`, one of them.
     ///
@@ -79,11 +79,7 @@ final class FamilyOf<Value: Sendable>: AnyFamily, @unchecked Sendable {  // Immu
     /// not `Value`'s: the family of a class and its subclasses has that one.
     init(only type: Value.Type) where Value: TypedNotification {
         self.direct = nil
-        super.init(key: ObjectIdentifier(FamilyDelivery<Value>.self), isTap: false, isOneType: true)
-    }
-
-    override var onlyType: (any TypedNotification.Type)? {
-        isOneType ? Value.self as? any TypedNotification.Type : nil
+        super.init(key: ObjectIdentifier(FamilyDelivery<Value>.self), isTap: false, onlyType: type)
     }
 
     override func contains<N: TypedNotification>(_ sample: UnsafeRawPointer, of type: N.Type) -> Bool {
