@@ -9,18 +9,19 @@ import Foundation
 /// also counts, because code running there outside a main-queue block (top-level code, a
 /// `RunLoop` timer) already owns the main queue: waiting for it would deadlock.
 enum QueueIdentity {
-    /// The key whose value on a queue is that queue's identity token.
+    /// The key whose value on a queue is that queue's identity token, and the main queue's token,
+    /// set on the main queue as they are made.
     private final class Shared: @unchecked Sendable {  // Immutable after creation; `marking` is a lock.
         let key = DispatchSpecificKey<QueueToken>()
         let main = QueueToken()
         let marking = Lock<Void>((), rank: .queueIdentity)
+
+        init() {
+            DispatchQueue.main.setSpecific(key: key, value: main)
+        }
     }
 
-    private static let shared: Shared = {
-        let shared = Shared()
-        DispatchQueue.main.setSpecific(key: shared.key, value: shared.main)
-        return shared
-    }()
+    private static let shared = Shared()
 
     /// The identity of `queue`, created and attached to it on first use.
     ///
