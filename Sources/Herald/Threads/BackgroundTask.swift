@@ -252,10 +252,9 @@ final class TaskOperation<Value: Sendable>: Operation, TaskOperating, @unchecked
 
     /// Suspends, blocking no thread, until the task has finished, and returns its outcome.
     func outcome() async -> Result<Value, any Error> {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            done.notify(queue: .global()) { continuation.resume() }
+        await withCheckedContinuation { continuation in
+            done.notify(queue: .global()) { continuation.resume(returning: self.finishedOutcome) }
         }
-        return finishedOutcome
     }
 
     /// Blocks until the task has finished, and returns its outcome.

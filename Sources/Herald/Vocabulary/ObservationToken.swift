@@ -181,8 +181,6 @@ private final class EndedRegistration: Cancellable, @unchecked Sendable {  // Im
     }
 
     override var hasEnded: Bool { true }
-
-    override var isCancelled: Bool { true }
     override var bufferingPolicy: NotificationBufferingPolicy { policy }
     override var discardedCounts: (replaced: Int, dropped: Int) { counts }
 }
