@@ -51,14 +51,12 @@ struct SiteTable: @unchecked Sendable {  // Lives behind a lock; `StaticString` 
         if slots[slot] != 0 { return slots[slot] - 1 }
         let index = UInt32(locations.count)
         locations.append(location)
-        if locations.count * 2 > slots.count {
-            rehash()
-        } else {
-            slots[slot] = index + 1
-        }
+        slots[slot] = index + 1
+        if locations.count * 2 > slots.count { rehash() }
         return index
     }
 
+    /// Doubles the slots and places every location again.
     private mutating func rehash() {
         slots = [UInt32](repeating: 0, count: slots.count * 2)
         for (index, location) in locations.enumerated() {
