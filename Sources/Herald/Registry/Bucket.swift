@@ -116,12 +116,14 @@ struct Bucket: Sendable {
     /// belongs to. A family this type was never checked against is decided from `sample`, a
     /// notification of this type (whose address may be 0 for a type without stored properties).
     ///
+    /// The registry calls it only when ``membersGeneration`` is not the family generation
+    /// `generation`, which it then becomes.
+    ///
     /// - Parameter joined: Receives the family observers that this type now has a member of.
     /// - Returns: The members and the snapshot it let go of, to release after the lock.
     mutating func updateMembers(
         families: ObserverList, generation: UInt64, sample: UnsafeRawPointer, joined: inout [AnyObserver]
     ) -> [any Sendable] {
-        guard membersGeneration != generation else { return [] }
         let type = self.type  // a local: a call opens its existential, not a stored property's
         let live = Set(families.observers.map(ObjectIdentifier.init))
         func isLive(_ member: AnyObserver) -> Bool {
