@@ -85,10 +85,9 @@ final class HubCore: Sendable {
     /// Registrations whose owner or subject has been deallocated are ended first.
     func observers<N: TypedNotification>(of type: N.Type) -> [AnyObserver] {
         guard let snapshot = registry.snapshot(of: type) else { return [] }
-        let all = snapshot.withObservers { queued, posting in
+        return snapshot.withObservers { queued, posting in
             (Array(posting) + Array(queued)).compactMap { $0.takeUnretainedValue().registrationOfItsType }
-        }
-        return all.filter { !$0.isCancelled }
+        }.filter { !$0.isCancelled }
     }
 
     /// The live family observers with the family `key` (every family when `nil`) that are taps

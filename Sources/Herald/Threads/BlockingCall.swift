@@ -71,10 +71,9 @@ final class BlockingCall<T, E: Error>: Sendable {
 
     /// The outcome of the work, which must have run.
     func result() throws(E) -> sending T {
-        switch outcome.withLock({ $0 })?.take() {
-        case .success(let value): return value
-        case .failure(let error): throw error
-        case nil: preconditionFailure("Herald: a completed wait has no result")
+        guard let result = outcome.withLock({ $0 })?.take() else {
+            preconditionFailure("Herald: a completed wait has no result")
         }
+        return try result.get()
     }
 }
