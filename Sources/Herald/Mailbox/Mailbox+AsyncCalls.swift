@@ -25,17 +25,16 @@ extension Mailbox {
         // and no priority of whichever post, drain or earlier call happened to start it.
         return {
             calls.launch {
+                if case .main = target.kind, let executor = observer.environment.mainQueueExecutor {
+                    // The executor starts the task: it counts as idle only once the task has ended.
+                    return executor.startTask(runsOnExecutor: runsOnTarget, call)
+                }
                 switch target.kind {
-                case .main:
-                    if let executor = observer.environment.mainQueueExecutor {
-                        // The executor starts the task: it counts as idle only once the task has ended.
-                        return executor.startTask(runsOnExecutor: runsOnTarget, call)
-                    }
-                    guard runsOnTarget else { return Task.detached(operation: call) }  // on the main actor
-                    return Task.detached(executorPreference: TargetTaskExecutor(target), operation: call)
-                case .posting, .actor:
-                    return Task.detached(operation: call)  // unconfined, or isolated by the handler itself
-                case .queue, .operationQueue, .thread, .executor:
+                case .main where !runsOnTarget, .posting, .actor:
+                    // On the main actor (the handler is isolated to it), unconfined, or isolated by
+                    // the handler itself.
+                    return Task.detached(operation: call)
+                case .main, .queue, .operationQueue, .thread, .executor:
                     return Task.detached(executorPreference: TargetTaskExecutor(target), operation: call)
                 }
             }

@@ -59,14 +59,6 @@ class AnyMailbox: @unchecked Sendable {  // Immutable but for its lock and atomi
         return (policy.replacedCount.load(ordering: .relaxed), policy.droppedCount.load(ordering: .relaxed))
     }
 
-    /// Ends the hold of a post that has reached every mailbox.
-    ///
-    /// - Returns: Whether the caller must hand a drain job to the target.
-    @inline(__always)
-    final func release(hold: UInt) -> Bool {
-        locked.withLock { $0.machine.release(hold: hold) }
-    }
-
     /// The thread draining the mailbox right now, or 0.
     final var drainerThread: UInt {
         locked.withLock { $0.machine.runner?.thread ?? 0 }
@@ -181,7 +173,7 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
     /// Ends the hold of a post that has reached every mailbox, and hands a drain job to the target
     /// if that makes the items runnable.
     func release<Record: TypedDeliveryRecord<N>>(hold: UInt, for observer: Record) {
-        if release(hold: hold) { scheduleDrain(for: observer) }
+        if locked.withLock({ $0.machine.release(hold: hold) }) { scheduleDrain(for: observer) }
     }
 
     /// Appends a copy of `notification` as the state machine decides, with no policy to ask. Call

@@ -79,9 +79,6 @@ class AnyObserver: DeliveryRecord, @unchecked Sendable {  // Immutable but for t
     /// Whether an object the registration depends on has been deallocated.
     var filtersAreDead: Bool { false }
 
-    /// Whether a post with `subject` passes the filters; called only when there are filters.
-    final func filtersMatch(_ subject: AnyObject?) -> Bool { filters?.matches(subject) ?? true }
-
     /// Whether a post with `subject` should reach this observer right now.
     @inline(__always)
     final func accepts(_ subject: AnyObject?) -> Bool {
@@ -91,7 +88,7 @@ class AnyObserver: DeliveryRecord, @unchecked Sendable {  // Immutable but for t
             cancel()
             return false
         }
-        return filtersMatch(subject)
+        return filters?.matches(subject) ?? true
     }
 
     // MARK: Cancellation
