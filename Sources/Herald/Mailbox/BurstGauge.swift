@@ -24,9 +24,6 @@ final class BurstGauge: Sendable {
     /// while a burst goes on, and a poster that found it shared would otherwise wait for the cache
     /// line with the lock held.
     private let appended = Atomic<Int>(0)
-    /// Keeps what the job writes (below) off the cache line of `appended`, which a poster writes at
-    /// every post.
-    private let padding = CacheLinePadding()
     /// `appended` when the job last took items, written under the mailbox's lock.
     private let taken = Atomic<Int>(0)
     /// `appended` at the last look, and the looks in a row so far. Only the pending job, of which

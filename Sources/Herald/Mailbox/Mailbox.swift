@@ -26,12 +26,11 @@ class AnyMailbox: @unchecked Sendable {  // Immutable but for its lock and atomi
     /// The state machine, the items, the drained handler and the helpers, behind the one lock of
     /// the mailbox. Nothing outside this file takes it.
     fileprivate let locked: Lock<MailboxStorage>
-    /// How a lingering drain tells a poster at work without taking the lock (see ``BurstGauge``):
-    /// made when the first drain job of a mailbox that lingers hands itself back, so that an
-    /// observer that never sees a burst does not pay for one.
-    fileprivate let gauge = AtomicLazyReference<BurstGauge>()
-    /// Whether the drain job goes back to the target while a poster is at work.
-    fileprivate let lingers: Bool
+    /// How a lingering drain tells a poster at work without taking the lock (see ``BurstGauge``);
+    /// `nil` for a mailbox whose drain job does not linger. A `let`, so that a poster reads it
+    /// without a retain: a retain at every post would write the gauge's reference count, next to
+    /// the count that the job reads while a burst goes on.
+    fileprivate let gauge: BurstGauge?
     /// The number of waiters in `locked.helpers`, read without the lock by ``helpers``.
     private let helperCount = Atomic<Int>(0)
     /// Whether the mailbox feeds a ``NotificationSequence``: its consumers take the items, and no
@@ -47,7 +46,7 @@ class AnyMailbox: @unchecked Sendable {  // Immutable but for its lock and atomi
         self.target = target
         self.asyncCalls = isAsync ? AsyncCallSlot() : nil
         self.policy = policy
-        self.lingers = machine.configuration.lingers
+        self.gauge = machine.configuration.lingers ? BurstGauge() : nil
         self.locked = Lock(MailboxStorage(machine: machine, handler: handler), rank: .mailbox)
         self.feedsStream = machine.configuration.feedsStream
     }
@@ -165,7 +164,7 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
             appendUnbounded(notification, subjectID: subjectID, group: group, hold: hold, in: &$0)
         }
         if action == .reject { return .refused }
-        gauge.load()?.noteAppended()
+        gauge?.noteAppended()
         if action == .storeAndSchedule { scheduleDrain(for: observer) }
         return .queued
     }
@@ -212,7 +211,7 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
                 return (mustSchedule, discarded)
             }
         }
-        gauge.load()?.noteAppended(replays.count)
+        gauge?.noteAppended(replays.count)
         return result
     }
 
@@ -236,7 +235,7 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
                     hold: hold, displacingInto: slot, in: &locked)
             }
             // After the mailbox's lock.
-            if action != .reject && displacement != .rejectedNew { gauge.load()?.noteAppended() }
+            if action != .reject && displacement != .rejectedNew { gauge?.noteAppended() }
             switch displacement {
             case .none: break
             case .rejectedNew: group?.leave(.dropped)
@@ -364,8 +363,7 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
         }
         let scheduling = observer.environment.schedulingTarget(for: target)
         let job: @Sendable () -> Void
-        if continued, lingers {
-            let gauge = self.gauge.load() ?? self.gauge.storeIfNil(BurstGauge())
+        if continued, let gauge {
             let gathering = GatheringJob(gauge: gauge, target: scheduling) { [observer] posterPaused in
                 observer.mailbox?.runJob(for: observer, posterPaused: posterPaused)
             }
@@ -507,7 +505,7 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
         _ action: MailboxStateMachine.DrainAction, from items: inout ItemQueue, into batch: inout ItemQueue
     ) {
         guard case .run(let count) = action else { return }
-        gauge.load()?.noteTaken()
+        gauge?.noteTaken()
         let layout = self.layout
         items.moveFront(count, into: &batch, layout) { layout.move(N.self, from: $0, to: $1, count: $2) }
     }
