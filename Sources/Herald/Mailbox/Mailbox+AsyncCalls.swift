@@ -10,7 +10,7 @@ extension Mailbox {
         let (_, group) = layout.takeHeader(item)
         let notification = payload.move()
         guard observer.isLive, case .async(let asyncHandler)? = handler?.handler, let calls = asyncCalls,
-            calls.prepare(AsyncCallArguments(handler: asyncHandler, notification: notification))
+            calls.prepare((asyncHandler, notification))
         else {
             group?.leave(.skipped)
             return nil
@@ -59,26 +59,17 @@ extension Mailbox {
     /// ended before the call started: `cancel()` released them then, or the check on the
     /// handler's own isolation fails. Every call of an observer's `async` handler is made here.
     private static func call<Record: TypedDeliveryRecord<N>>(
-        _ arguments: (any AnyObject & Sendable)?, for observer: Record
+        _ arguments: AsyncCallArguments?, for observer: Record
     ) async -> DeliveryOutcome {
-        guard let arguments else { return .skipped }
-        let call = unsafeDowncast(arguments, to: AsyncCallArguments<N>.self)
+        guard let (handler, notification) = arguments else { return .skipped }
         do {
-            return try await call.handler.body(call.notification) { observer.isLive } ? .delivered : .skipped
+            return try await handler.body(notification) { observer.isLive } ? .delivered : .skipped
         } catch {
             return .failed(observer.report(error))
         }
     }
-}
 
-/// The handler and notification of one `async` call, from the drain that prepares it to the
-/// call's task, through the mailbox's ``AsyncCallSlot``.
-private final class AsyncCallArguments<N: TypedNotification>: Sendable {
-    let handler: AsyncHandler<N>
-    let notification: N
-
-    init(handler: AsyncHandler<N>, notification: N) {
-        self.handler = handler
-        self.notification = notification
-    }
+    /// The handler and notification of one `async` call, from the drain that prepares it to the
+    /// call's task, through the mailbox's ``AsyncCallSlot``.
+    typealias AsyncCallArguments = (handler: AsyncHandler<N>, notification: N)
 }

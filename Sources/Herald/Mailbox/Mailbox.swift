@@ -19,8 +19,6 @@ import Synchronization
 class AnyMailbox: @unchecked Sendable {  // Immutable but for its lock and atomics.
     /// Where the drains run.
     let target: DeliveryTarget
-    /// The task of the `async` call running now, for an observer with an `async` handler.
-    let asyncCalls: AsyncCallSlot?
     /// The mailbox policy and its counts; `nil` for an unbounded mailbox.
     let policy: MailboxPolicy?
     /// The state machine, the items, the drained handler and the helpers, behind the one lock of
@@ -41,10 +39,9 @@ class AnyMailbox: @unchecked Sendable {  // Immutable but for its lock and atomi
     /// `target`; no handler and ``DeliveryTarget/posting`` for a mailbox that feeds a stream.
     fileprivate init(
         target: DeliveryTarget, policy: MailboxPolicy?, machine: MailboxStateMachine,
-        handler: (any AnyObject & Sendable)? = nil, isAsync: Bool = false
+        handler: (any AnyObject & Sendable)? = nil
     ) {
         self.target = target
-        self.asyncCalls = isAsync ? AsyncCallSlot() : nil
         self.policy = policy
         self.gauge = machine.configuration.lingers ? BurstGauge() : nil
         self.locked = Lock(MailboxStorage(machine: machine, handler: handler), rank: .mailbox)
@@ -135,18 +132,23 @@ class AnyMailbox: @unchecked Sendable {  // Immutable but for its lock and atomi
 final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  // Immutable (AnyMailbox)
     /// The layout of one queued item of type `N`.
     let layout = ItemQueue.Layout(of: N.self)
+    /// The `async` call running now and the arguments of the next, for an observer with an
+    /// `async` handler.
+    let asyncCalls: AsyncCallSlot<AsyncCallArguments>?
 
     /// A mailbox whose drains run `handler`, on `target`.
     init(target: DeliveryTarget, handler: Handler<N>, policy: MailboxPolicy?) {
         let isAsync = handler.isAsync
         let lingers = !isAsync && target.drainMayLinger
         let machine = MailboxStateMachine(batchLimit: isAsync ? 1 : .max, lingers: lingers, rule: policy?.rule)
-        super.init(target: target, policy: policy, machine: machine, handler: HandlerBox(handler), isAsync: isAsync)
+        asyncCalls = isAsync ? AsyncCallSlot() : nil
+        super.init(target: target, policy: policy, machine: machine, handler: HandlerBox(handler))
     }
 
     /// A mailbox whose items the consumers of a ``NotificationSequence`` take.
     init(streamPolicy policy: MailboxPolicy?) {
         let machine = MailboxStateMachine(rule: policy?.rule, feedsStream: true)
+        asyncCalls = nil
         super.init(target: .posting, policy: policy, machine: machine)
     }
 

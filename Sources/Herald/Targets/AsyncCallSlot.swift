@@ -6,13 +6,13 @@
 /// handler has started always finds the task and cancels it before returning. A `cancel()` made
 /// before the task takes its arguments (``takeArguments()``) releases them, with the handler and
 /// what it captures, before it returns; the call then does not run.
-final class AsyncCallSlot: Sendable {
+final class AsyncCallSlot<Arguments: Sendable>: Sendable {
     private struct State: Sendable {
         /// The running call's task, once ``launch(_:)`` has stored it: the call is then armed.
         var task: Task<Void, Never>?
         /// What the next call needs (its handler and notification), from ``prepare(_:)`` until the
         /// call takes it or the observation ends.
-        var arguments: (any AnyObject & Sendable)?
+        var arguments: Arguments?
         var waiter: CheckedContinuation<Void, Never>?
         var isCancelled = false
     }
@@ -22,7 +22,7 @@ final class AsyncCallSlot: Sendable {
 
     /// Keeps the arguments of the next call until its task takes them; returns `false`, and keeps
     /// nothing, once the observation has ended.
-    func prepare(_ arguments: any AnyObject & Sendable) -> Bool {
+    func prepare(_ arguments: Arguments) -> Bool {
         state.withLock { state in  // if not kept, `arguments` is released by the caller, after the lock
             guard !state.isCancelled else { return false }
             state.arguments = arguments
@@ -31,7 +31,7 @@ final class AsyncCallSlot: Sendable {
     }
 
     /// The arguments of the call, for its task, once: `nil` if the observation ended first.
-    func takeArguments() -> (any AnyObject & Sendable)? {
+    func takeArguments() -> Arguments? {
         state.withLock { $0.arguments.take() }
     }
 
