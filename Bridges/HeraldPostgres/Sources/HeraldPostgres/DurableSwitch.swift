@@ -15,7 +15,9 @@ extension PostgresLink.Durability {
     /// 1. ``writeOnly``: each post is appended to the log *and* sent as a plain envelope, so that
     ///    plain links still receive it and the log is complete from now on; the link receives as a
     ///    plain link does, and keeps its consumer's stored position at what it has received.
-    /// 2. ``readingWithPlainCopies``: the link reads the log as its consumer, from where the
+    /// 2. ``readingWithPlainCopies``, once no plain link is left and the instances have received
+    ///    the plain links' last posts (a plain post still on its way to an instance when it stops is
+    ///    missed, as in plain mode): the link reads the log as its consumer, from where the
     ///    write-only link of its name stopped, and still sends each post as a plain envelope, for
     ///    the write-only links left.
     /// 3. ``reading``: durable mode proper, once no write-only link is left.
