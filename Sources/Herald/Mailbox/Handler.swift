@@ -167,8 +167,8 @@ final class HandlerBox<N: TypedNotification>: Sendable {
 /// The one call of a synchronous handler.
 @usableFromInline
 enum HandlerCall {
-    /// Calls `body` with the notification at `payload` and reports what it throws through
-    /// `record` (``DeliveryRecord/report(_:)``).
+    /// Calls `body` with `value` and reports what it throws through `record`
+    /// (``DeliveryRecord/report(_:)``).
     ///
     /// Every call of a synchronous handler is made here: by the posting-thread loop (compiled for
     /// the notification type where `post` is inlined), a posting-thread observer's own call, a
@@ -179,10 +179,10 @@ enum HandlerCall {
     @inlinable @inline(__always)
     @discardableResult
     static func run<Value>(
-        _ body: (Value) throws -> Void, with payload: UnsafePointer<Value>, reportingTo record: DeliveryRecord
+        _ body: (Value) throws -> Void, with value: borrowing Value, reportingTo record: DeliveryRecord
     ) -> ObserverFailure? {
         do {
-            try body(payload.pointee)
+            try body(value)
             return nil
         } catch {
             return record.report(error)

@@ -478,23 +478,26 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
         _ item: UnsafeMutableRawPointer, _ plain: HandlerBox<N>.Plain?, _ layout: ItemQueue.Layout,
         for observer: Record
     ) {
-        let payload = layout.payload(item, as: N.self)
+        // Moved out: the handler borrows the item's own copy, which is destroyed when this returns
+        // (read in place, it was copied again for the call: a retain and a release more per item
+        // for a notification that holds a reference).
+        let value = layout.payload(item, as: N.self).move()
         let (_, group) = layout.takeHeader(item)
-        defer { if !_isPOD(N.self) { payload.deinitialize(count: 1) } }
+        defer { withExtendedLifetime(value) {} }
         guard let group else {
             // The common case, kept apart: no outcome to build and destroy per item. The liveness
             // check comes before the binding: the other way round, the binding would retain and
             // release the closure around that check's call, per item.
-            if observer.isLive, let plain { HandlerCall.run(plain, with: payload, reportingTo: observer) }
+            if observer.isLive, let plain { HandlerCall.run(plain, with: value, reportingTo: observer) }
             return
         }
         var outcome = DeliveryOutcome.skipped
         if observer.isLive, let plain {
             let failure =
                 if let waiter = group.waiter {
-                    Waiter.chain.withValue(waiter) { HandlerCall.run(plain, with: payload, reportingTo: observer) }
+                    Waiter.chain.withValue(waiter) { HandlerCall.run(plain, with: value, reportingTo: observer) }
                 } else {
-                    HandlerCall.run(plain, with: payload, reportingTo: observer)
+                    HandlerCall.run(plain, with: value, reportingTo: observer)
                 }
             outcome = failure.map(DeliveryOutcome.failed) ?? .delivered
         }

@@ -162,15 +162,13 @@ final class Member<N: TypedNotification, Value: Sendable>: AnyObserver, @uncheck
     }
 
     override func deliverIfAccepted(_ payload: UnsafeRawPointer, subject: AnyObject?) -> Bool {
-        guard accepts(subject), var value = payload.assumingMemoryBound(to: N.self).pointee as? Value else {
+        guard accepts(subject), let value = payload.assumingMemoryBound(to: N.self).pointee as? Value else {
             return false
         }
         if let direct = link.direct {
             // The posting-thread loop's form for a plain family observer: the cast value goes straight
             // to the handler, without a `FamilyDelivery` and the family cast (see ``FamilyOf/direct``).
-            // Passed as `&value`: a `withUnsafePointer` closure here was not inlined, and retained
-            // the handler at every post.
-            HandlerCall.run(direct, with: &value, reportingTo: observer)
+            HandlerCall.run(direct, with: value, reportingTo: observer)
         } else {
             let subjectID = subject.map(ObjectIdentifier.init)
             let delivery = FamilyDelivery(value: value, type: N.self, subjectID: subjectID)

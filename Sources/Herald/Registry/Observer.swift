@@ -232,7 +232,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
 
     /// Calls the handler of this posting-thread observer with the notification at `payload`.
     override func deliver(_ payload: UnsafeRawPointer, subjectID: ObjectIdentifier?) -> ObserverFailure? {
-        HandlerCall.run(handler, with: payload.assumingMemoryBound(to: N.self), reportingTo: self)
+        HandlerCall.run(handler, with: payload.assumingMemoryBound(to: N.self).pointee, reportingTo: self)
     }
 
     /// The name of the observed type, for reports: the family's (such as `any AnalyticsEvent`)
