@@ -47,25 +47,27 @@ extension TypedDeliveryRecord {
         var reached = false
         var index = 0
         let count = records.count
-        // While loops: `for in` over a range costs witness calls here.
-        while index < count, !records[index]._withUnsafeGuaranteedRef({ $0.isPlainPostingAndLive }) {
-            if records[index]._withUnsafeGuaranteedRef({ $0.deliverIfAccepted(payload, subject: subject) }) {
-                reached = true
+        /// Hands the post to the records from `index` on that are not plain posting-thread ones, up
+        /// to the next plain one. (While loops: `for in` over a range costs witness calls here.)
+        @inline(__always)
+        func deliverUpToNextPlain() {
+            while index < count, !records[index]._withUnsafeGuaranteedRef({ $0.isPlainPostingAndLive }) {
+                if records[index]._withUnsafeGuaranteedRef({ $0.deliverIfAccepted(payload, subject: subject) }) {
+                    reached = true
+                }
+                index += 1
             }
-            index += 1
         }
+        deliverUpToNextPlain()
         guard index < count else { return reached }
         let value = payload.assumingMemoryBound(to: Notification.self).pointee
-        while index < count {
-            records[index]._withUnsafeGuaranteedRef { record in
-                guard record.isPlainPostingAndLive else {
-                    _ = record.deliverIfAccepted(payload, subject: subject)
-                    return
-                }
+        repeat {
+            _ = records[index]._withUnsafeGuaranteedRef { record in
                 HandlerCall.run(unsafeDowncast(record, to: Self.self).handler, with: value, reportingTo: record)
             }
             index += 1
-        }
-        return true  // the first plain record's handler received it
+            deliverUpToNextPlain()
+        } while index < count
+        return true
     }
 }
