@@ -479,8 +479,8 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
         for observer: Record
     ) {
         // Moved out: the handler borrows the item's own copy, which is destroyed when this returns
-        // (read in place, it was copied again for the call: a retain and a release more per item
-        // for a notification that holds a reference).
+        // (read in place, it would be copied again for the call: a retain and a release more per
+        // item for a notification that holds a reference).
         let value = layout.payload(item, as: N.self).move()
         let (_, group) = layout.takeHeader(item)
         defer { withExtendedLifetime(value) {} }

@@ -33,8 +33,8 @@ extension TypedDeliveryRecord {
     /// accepts it.
     ///
     /// The plain handlers get a copy of the notification, made once, at the first of them: the
-    /// handlers then borrow that constant. Read from `payload` at each call, the notification was
-    /// copied before each (a handler may change any memory): for a notification that holds a
+    /// handlers then borrow that constant. Read from `payload` at each call, the notification would
+    /// be copied before each (a handler may change any memory): for a notification that holds a
     /// reference, such as a `String`, a retain and a release per handler, about three quarters of
     /// the cost of a delivery. Records before the first plain one get only `payload`, so a post
     /// that no plain handler receives copies nothing.
