@@ -397,7 +397,7 @@ struct DurableSwitchTests {
                     """
                     instance \(instance) lacks \(lacking.count) of 1...\(last): \(ranges(of: lacking)); \
                     its link: \(instances[instance].link.statistics); \
-                    the timeline (next id: event): \(timeline.events)
+                    the timeline (next id at time, received by each instance: event): \(timeline.events)
                     """)
             }
         }
