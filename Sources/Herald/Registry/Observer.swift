@@ -163,6 +163,10 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
     /// A plain posting-thread observer without filters, priority or family (the most common
     /// registration, made by ``Registry/addPosting(at:handler:)``), registered at the site whose
     /// index is `site`: what the general initializer would make of it, without its switch.
+    ///
+    /// It keeps the registry and the handler it is given, so it takes them owned: turned into a
+    /// borrowing call by the optimizer, each observe would retain and release both around it.
+    @_semantics("optimize.sil.specialize.owned2guarantee.never")
     init(registry: Registry, site: UInt32, handler: @escaping @Sendable (N) throws -> Void) {
         self.handler = handler
         self.extras = nil
@@ -207,7 +211,8 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         if let mailbox, !mailbox.feedsStream, mailbox.isRunning {
             environment.idleWatch.endingRegistrations(adding: self)
         }
-        registry.remove(self)
+        // The registry is borrowed: the observer holds it for the whole call.
+        Unmanaged.passUnretained(registry)._withUnsafeGuaranteedRef { $0.remove(self) }
         extras?.stream?.finish()
         guard let mailbox else { return 0 }
         mailbox.asyncCalls?.cancel()

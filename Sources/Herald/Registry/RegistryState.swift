@@ -125,10 +125,9 @@ struct RegistryState: Sendable {
     mutating func recordChange(of key: ObjectIdentifier) -> RegistryChange {
         generation += 1
         entriesTouched += 1
-        let shards = types.update(key) { entry in
-            defer { entry.cachedShards = 0 }
-            return entry.cachedShards
-        }
+        // Read first: a write checks that the table is unique, and most changes find nothing cached.
+        let shards = types[key].cachedShards
+        if shards != 0 { types.update(key) { $0.cachedShards = 0 } }
         return RegistryChange(key: key, generation: generation, shards: shards)
     }
 

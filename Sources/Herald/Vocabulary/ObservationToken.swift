@@ -85,7 +85,7 @@ public final class ObservationToken: Hashable, Sendable {
             }
         }
         guard claim == .later else {
-            if claim == .claimed { claimed?.finishClaimedCancellation() }
+            if claim == .claimed, let claimed { claimed.finishClaimedCancellation() }
             return  // the observer goes here, after the lock
         }
         guard let current = registration, !current.hasEnded else { return }
