@@ -125,9 +125,11 @@ struct RegistryState: Sendable {
     mutating func recordChange(of key: ObjectIdentifier) -> RegistryChange {
         generation += 1
         entriesTouched += 1
-        // Read first: a write checks that the table is unique, and most changes find nothing cached.
-        let shards = types[key].cachedShards
-        if shards != 0 { types.update(key) { $0.cachedShards = 0 } }
+        // One lookup; read first: a write checks that the table is unique, and most changes find
+        // nothing cached.
+        let slot = types.insert(key).slot
+        let shards = types[slot: slot].cachedShards
+        if shards != 0 { types[slot: slot].cachedShards = 0 }
         return RegistryChange(key: key, generation: generation, shards: shards)
     }
 
