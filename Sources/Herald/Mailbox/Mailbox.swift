@@ -424,13 +424,18 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
         var batch = ItemQueue()
         defer { batch.deallocate() }
         let thread = currentThreadID()
-        var (action, handler) = locked.withLock { locked in
+        // The critical section returns the action alone and sets `handler`: a result, or a call of
+        // `Optional.map`, whose type depends on `N` would ask the runtime for its metadata at
+        // every drain.
+        var handler: HandlerBox<N>?
+        var action = locked.withLock { locked in
             let action =
                 asJob
                 ? locked.machine.jobStarted(on: thread, posterPaused: posterPaused)
                 : locked.machine.inlineStarted(on: thread)
             take(action, from: &locked.items, into: &batch)
-            return (action, action == .stop ? nil : locked.handler.map { unsafeDowncast($0, to: HandlerBox<N>.self) })
+            if action != .stop, let box = locked.handler { handler = unsafeDowncast(box, to: HandlerBox<N>.self) }
+            return action
         }
         var plain = handler?.plain  // read once per drain: a read per item would retain and release it
         let isAsync = asyncCalls != nil
