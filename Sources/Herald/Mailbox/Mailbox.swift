@@ -568,21 +568,29 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
     }
 
     /// Hands the items that became ready to the consumers that wait, oldest first.
+    ///
+    /// The items wait in a buffer of `N` and the consumers in an array of objects: an array of
+    /// `(Consumer, N)` made the runtime look up the metadata of about twenty types, each a
+    /// type that depends on `N`, at every hand-off.
     private func handToConsumers() {
-        let handed = locked.withLock { locked -> [(Consumer, N)] in
+        var items: UnsafeMutablePointer<N>?
+        let consumers = locked.withLock { locked -> [any AnyObject & Sendable] in
             let count = locked.machine.handToConsumers()
             guard count > 0 else { return [] }
-            let handed = withItemSlot { slot in
-                locked.consumers.prefix(count).map {
-                    (unsafeDowncast($0, to: Consumer.self), takeFront(of: &locked.items, via: slot))
-                }
+            let buffer = UnsafeMutablePointer<N>.allocate(capacity: count)
+            withItemSlot { slot in
+                for index in 0..<count { (buffer + index).initialize(to: takeFront(of: &locked.items, via: slot)) }
             }
-            locked.consumers.removeFirst(count)
-            return handed
+            items = buffer
+            guard count < locked.consumers.count else { return exchange(&locked.consumers, with: []) }
+            defer { locked.consumers.removeFirst(count) }
+            return Array(locked.consumers.prefix(count))
         }
-        for (consumer, item) in handed {
-            consumer.continuation.resume(returning: item)
+        guard let items else { return }
+        for (index, consumer) in consumers.enumerated() {
+            unsafeDowncast(consumer, to: Consumer.self).continuation.resume(returning: (items + index).move())
         }
+        items.deallocate()
     }
 
     /// Ends the stream this mailbox feeds: closes the mailbox, drops its items and tells every
