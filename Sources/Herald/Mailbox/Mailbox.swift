@@ -535,35 +535,32 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
     /// ready; otherwise the consumer waits until an append or a release hands it one
     /// (``handToConsumers()``). `nil` once the stream has ended.
     func next(isolation actor: isolated (any Actor)?) async -> N? {
+        var item: N?
         // Not counted as waiting on the first look: if it must wait, it waits below.
-        if case .taken(let item) = takeForConsumer(waiting: nil) { return item }
+        if takeForConsumer(waiting: nil, into: &item) { return item }
         return await withCheckedContinuation(isolation: actor) { (continuation: CheckedContinuation<N?, Never>) in
-            if case .taken(let item) = takeForConsumer(waiting: Consumer(continuation)) {
-                continuation.resume(returning: item)
-            }
+            var item: N?
+            if takeForConsumer(waiting: Consumer(continuation), into: &item) { continuation.resume(returning: item) }
         }
     }
 
-    /// What a consumer found: the front item, or `nil` once the stream has ended (`taken`); or
-    /// nothing yet (`waiting`).
-    private enum Taken {
-        case taken(N?)
-        case waiting
-    }
-
-    /// Takes the front item for a consumer, or, if none is ready, has `consumer` wait (when it is
-    /// not `nil`).
-    private func takeForConsumer(waiting consumer: Consumer?) -> Taken {
+    /// Takes the front item for a consumer into `item` (`nil` once the stream has ended) and
+    /// returns `true`; or, if none is ready, has `consumer` wait (when it is not `nil`) and returns
+    /// `false`. The critical section returns the machine's action alone: a result whose type
+    /// depends on `N` would ask the runtime for its metadata at every look.
+    private func takeForConsumer(waiting consumer: Consumer?, into item: inout N?) -> Bool {
         withItemSlot { slot in
-            locked.withLock { locked in
-                switch locked.machine.consumerArrived(mayWait: consumer != nil) {
-                case .take: return .taken(takeFront(of: &locked.items, via: slot))
-                case .wait:
-                    if let consumer { locked.consumers.append(consumer) }
-                    return .waiting
-                case .finished: return .taken(nil)
+            let action = locked.withLock { locked in
+                let action = locked.machine.consumerArrived(mayWait: consumer != nil)
+                switch action {
+                case .take: removeItem(at: 0, into: slot, from: &locked.items)
+                case .wait: if let consumer { locked.consumers.append(consumer) }
+                case .finished: break
                 }
+                return action
             }
+            if action == .take { item = takeMoved(slot) }
+            return action != .wait
         }
     }
 
