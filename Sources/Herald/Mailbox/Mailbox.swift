@@ -566,28 +566,26 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
 
     /// Hands the items that became ready to the consumers that wait, oldest first.
     ///
-    /// The items wait in a buffer of `N` and the consumers in an array of objects: an array of
-    /// `(Consumer, N)` made the runtime look up the metadata of about twenty types, each a
-    /// type that depends on `N`, at every hand-off.
+    /// The items move into a batch, as a drain's do, and the consumers into an array of objects:
+    /// an array of `(Consumer, N)` made the runtime look up the metadata of about twenty types,
+    /// each a type that depends on `N`, at every hand-off.
     private func handToConsumers() {
-        var items: UnsafeMutablePointer<N>?
+        var batch = ItemQueue()
+        defer { batch.deallocate() }
+        let layout = self.layout
         let consumers = locked.withLock { locked -> [any AnyObject & Sendable] in
             let count = locked.machine.handToConsumers()
             guard count > 0 else { return [] }
-            let buffer = UnsafeMutablePointer<N>.allocate(capacity: count)
-            withItemSlot { slot in
-                for index in 0..<count { (buffer + index).initialize(to: takeFront(of: &locked.items, via: slot)) }
-            }
-            items = buffer
+            locked.items.moveFront(count, into: &batch, layout) { layout.move(N.self, from: $0, to: $1, count: $2) }
             guard count < locked.consumers.count else { return exchange(&locked.consumers, with: []) }
             defer { locked.consumers.removeFirst(count) }
             return Array(locked.consumers.prefix(count))
         }
-        guard let items else { return }
         for (index, consumer) in consumers.enumerated() {
-            unsafeDowncast(consumer, to: Consumer.self).continuation.resume(returning: (items + index).move())
+            let item = takeMoved(batch.item(index, layout))
+            unsafeDowncast(consumer, to: Consumer.self).continuation.resume(returning: item)
         }
-        items.deallocate()
+        batch.removeAllMoved()
     }
 
     /// Ends the stream this mailbox feeds: closes the mailbox, drops its items and tells every
@@ -599,13 +597,6 @@ final class Mailbox<N: TypedNotification>: AnyMailbox, @unchecked Sendable {  //
         for consumer in consumers {
             unsafeDowncast(consumer, to: Consumer.self).continuation.resume(returning: nil)
         }
-    }
-
-    /// Moves the front item of a stream's mailbox out, through `slot` (room for one item). A
-    /// stream's items have no wait group. Call under the mailbox's lock.
-    private func takeFront(of items: inout ItemQueue, via slot: UnsafeMutableRawPointer) -> N {
-        removeItem(at: 0, into: slot, from: &items)
-        return takeMoved(slot)
     }
 
     /// The notification of the item moved into `slot`, which has no wait group.
