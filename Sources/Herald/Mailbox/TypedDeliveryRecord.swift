@@ -47,26 +47,28 @@ extension TypedDeliveryRecord {
         var reached = false
         var index = 0
         let count = records.count
-        /// Hands the post to the records from `index` on that are not plain posting-thread ones, up
-        /// to the next plain one. (While loops: `for in` over a range costs witness calls here.)
-        @inline(__always)
-        func deliverUpToNextPlain() {
-            while index < count, !records[index]._withUnsafeGuaranteedRef({ $0.isPlainPostingAndLive }) {
-                if records[index]._withUnsafeGuaranteedRef({ $0.deliverIfAccepted(payload, subject: subject) }) {
-                    reached = true
-                }
-                index += 1
+        // The records before the first plain one. (While loops: `for in` over a range costs witness
+        // calls here.)
+        while index < count, !records[index]._withUnsafeGuaranteedRef({ $0.isPlainPostingAndLive }) {
+            if records[index]._withUnsafeGuaranteedRef({ $0.deliverIfAccepted(payload, subject: subject) }) {
+                reached = true
             }
+            index &+= 1
         }
-        deliverUpToNextPlain()
         guard index < count else { return reached }
+        // From the first plain record on, one loop for every kind: one short run of code, whose
+        // cost measured the same wherever the linker placed it, where a loop of plain records
+        // nested in a loop of the others moved by a fifth (see Benchmarks/Results).
         let value = payload.assumingMemoryBound(to: Notification.self).pointee
         repeat {
-            _ = records[index]._withUnsafeGuaranteedRef { record in
-                HandlerCall.run(unsafeDowncast(record, to: Self.self).handler, with: value, reportingTo: record)
+            records[index]._withUnsafeGuaranteedRef { record in
+                if record.isPlainPostingAndLive {
+                    HandlerCall.run(unsafeDowncast(record, to: Self.self).handler, with: value, reportingTo: record)
+                } else {
+                    _ = record.deliverIfAccepted(payload, subject: subject)
+                }
             }
-            index += 1
-            deliverUpToNextPlain()
+            index &+= 1
         } while index < count
         return true
     }

@@ -507,6 +507,33 @@ struct NotificationHubTests {
         withExtendedLifetime(tokens) {}
     }
 
+    @Test("8. a fire-and-forget post: throwing posting-thread handlers stop none of their neighbours, in order")
+    func throwingHandlersAmongPlainOnes() {
+        let hub = NotificationHub()
+        let reported = Log<Int>()
+        hub.errorHandler = { reported.append(($0.error as? Boom)?.code ?? -1) }
+        let seen = Log<String>()
+        let subject = Subject()
+        let tokens = [
+            hub.observe(Ping.self) { _ in throw Boom(code: 1) },
+            hub.observe(Ping.self) { _ in seen.append("a") },
+            hub.observe(Ping.self) { _ in throw Boom(code: 2) },
+            hub.observe(Ping.self) { _ in throw Boom(code: 3) },
+            hub.observe(Ping.self, from: subject) { _ in seen.append("subject") },
+            hub.observe(Ping.self, from: Subject()) { _ in seen.append("other subject") },
+            hub.observe(Ping.self) { _ in seen.append("b") },
+            hub.observe(Ping.self, from: subject) { _ in throw Boom(code: 4) },
+            hub.observe(Ping.self) { _ in throw Boom(code: 5) },
+        ]
+        hub.post(Ping(value: 0), from: subject)
+        #expect(seen.values == ["a", "subject", "b"])
+        #expect(reported.values == [1, 2, 3, 4, 5])
+        hub.post(Ping(value: 1))
+        #expect(seen.values == ["a", "subject", "b", "a", "b"])
+        #expect(reported.values == [1, 2, 3, 4, 5, 1, 2, 3, 5])
+        withExtendedLifetime(tokens) {}
+    }
+
     @Test("8. postAndWait returns the collected errors")
     func postAndWaitReturnsErrors() async {
         let hub = NotificationHub()
