@@ -44,7 +44,7 @@ struct FamilyScenarios {
         func hub(withFamilies: Bool) -> NotificationHub {
             let hub = NotificationHub()
             keep.append(hub)
-            keep.append(hub.observe(Ping.self) { note in sink.add(note.value) })
+            keep.append(hub.observePings(into: sink))
             if withFamilies {
                 keep += [
                     hub.observe(every: (any UnrelatedFamily0).self) { _ in sink.add(1) },

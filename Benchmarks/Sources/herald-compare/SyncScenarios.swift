@@ -30,7 +30,7 @@ struct SyncScenarios {
         let direct: @Sendable (Ping) -> Void = opaque({ @Sendable note in sink.add(note.value) })
 
         let hub = NotificationHub()
-        keep.append(hub.observe(Ping.self) { note in sink.add(note.value) })
+        keep.append(hub.observePings(into: sink))
         keep.append(hub)
 
         let center = NotificationCenter()
@@ -123,7 +123,7 @@ struct SyncScenarios {
 
         let hub = NotificationHub()
         keep.append(hub)
-        for _ in 0..<count { keep.append(hub.observe(Ping.self) { note in sink.add(note.value) }) }
+        for _ in 0..<count { keep.append(hub.observePings(into: sink)) }
 
         let center = NotificationCenter()
         keep.append(center)
@@ -182,7 +182,7 @@ struct SyncScenarios {
         func heraldHub(others: Int) -> NotificationHub {
             let hub = NotificationHub()
             keep.append(hub)
-            keep.append(hub.observe(Ping.self) { note in sink.add(note.value) })
+            keep.append(hub.observePings(into: sink))
             for type in distinctNotificationTypes(count: others) {
                 keep.append(observeAny(hub, type, sink: sink))
             }

@@ -27,10 +27,12 @@ class DeliveryRecord: Cancellable, @unchecked Sendable {  // Immutable but for t
     let host: DeliveryHost
     /// The index of the registration site (see ``SourceLocation/site(_:)``) above the `Flags` bits.
     @usableFromInline let siteAndFlags: UInt32
-    /// Bit 0: cancelled, set only by ``markCancelled()``. Bits 1...31 belong to the registry (the
-    /// registration's index in its bucket's list, see `AnyObserver.registrySlot`): they share the
-    /// word so that the record stays in its size class.
-    @usableFromInline let state = Atomic<UInt32>(0)
+    /// Bit 0: cancelled, set only by ``markCancelled()``. Bit 1: a plain posting-thread record
+    /// (`Flags.isPosting` alone), set at `init`, so that the posting loop's test of a record is
+    /// one load. Bits 2...31 belong to the registry (the registration's index in its bucket's
+    /// list, see `AnyObserver.registrySlot`): they share the word so that the record stays in its
+    /// size class.
+    @usableFromInline let state: Atomic<UInt32>
 
     enum Flags {
         static let hasFilters: UInt8 = 1 << 0
@@ -48,6 +50,7 @@ class DeliveryRecord: Cancellable, @unchecked Sendable {  // Immutable but for t
     init(host: DeliveryHost, siteAndFlags: UInt32) {
         self.host = host
         self.siteAndFlags = siteAndFlags
+        state = Atomic(UInt8(truncatingIfNeeded: siteAndFlags) == Flags.isPosting ? 2 : 0)
     }
 
     // MARK: How it is delivered
@@ -71,8 +74,8 @@ class DeliveryRecord: Cancellable, @unchecked Sendable {  // Immutable but for t
     /// ended: one whose plain handler a post calls without asking more.
     @inlinable @inline(__always)
     final var isPlainPostingAndLive: Bool {
-        // `Flags.isPosting` alone among the flags, and the cancelled bit clear.
-        UInt8(truncatingIfNeeded: siteAndFlags) == 1 << 2 && state.load(ordering: .acquiring) & 1 == 0
+        // The plain bit set, and the cancelled bit clear.
+        state.load(ordering: .acquiring) & 3 == 2
     }
 
     // MARK: Whether it is live

@@ -18,25 +18,27 @@ class AnyObserver: DeliveryRecord, @unchecked Sendable {  // Immutable but for t
     final var registry: Registry { unsafeDowncast(host, to: Registry.self) }
 
     /// The observer's index in its bucket's list (see ``ObserverList``), or -1 when it is not in
-    /// one: the record's state above the cancelled bit. Read and written only under the registry
-    /// lock.
+    /// one: the record's state above the cancelled and plain bits. Read and written only under
+    /// the registry lock.
     final var registrySlot: Int {
-        get { Int(state.load(ordering: .relaxed) >> 1) - 1 }
+        get { Int(state.load(ordering: .relaxed) >> 2) - 1 }
         set {
-            let encoded = newValue >= 0 && newValue < Int(UInt32.max >> 1) ? UInt32(newValue + 1) << 1 : 0
-            // Only the registry, under its lock, writes bits 1...31: flipping those that differ
+            let encoded = newValue >= 0 && newValue < Int(UInt32.max >> 2) ? UInt32(newValue + 1) << 2 : 0
+            // Only the registry, under its lock, writes bits 2...31: flipping those that differ
             // changes them alone, in one atomic operation that keeps a cancelled bit set meanwhile.
-            let current = state.load(ordering: .relaxed) & ~1
+            let current = state.load(ordering: .relaxed) & ~3
             state.bitwiseXor(current ^ encoded, ordering: .relaxed)
         }
     }
 
     /// Sets ``registrySlot`` to -1, under the registry lock, as its list lets go of the observer.
     /// That is usually when it has been cancelled: the cancelled bit is then set for good, so a
-    /// plain store of it alone keeps it, where the setter needs a compare-and-exchange.
+    /// plain store of it and the plain bit keeps them, where the setter needs an atomic
+    /// exclusive-or.
     final func leaveRegistrySlot() {
-        if state.load(ordering: .relaxed) & 1 != 0 {
-            state.store(1, ordering: .relaxed)
+        let bits = state.load(ordering: .relaxed) & 3
+        if bits & 1 != 0 {
+            state.store(bits, ordering: .relaxed)
         } else {
             registrySlot = -1
         }
