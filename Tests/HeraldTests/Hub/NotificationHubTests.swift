@@ -534,6 +534,30 @@ struct NotificationHubTests {
         withExtendedLifetime(tokens) {}
     }
 
+    @Test("A subject-filtered posting-thread observer keeps its filter while cancellations renumber its type's list")
+    func filtersSurviveSlotChanges() {
+        let hub = NotificationHub()
+        let seen = Log<Int>()
+        let subject = Subject()
+        // Even indexes plain, odd ones only from `subject`; cancelling two thirds compacts the
+        // type's list, which renumbers every observer left in it.
+        var tokens = (0..<60).map { index in
+            index.isMultiple(of: 2)
+                ? hub.observe(Ping.self) { _ in seen.append(index) }
+                : hub.observe(Ping.self, from: subject) { _ in seen.append(index) }
+        }
+        for index in tokens.indices where !index.isMultiple(of: 3) { tokens[index].cancel() }
+        tokens.append(hub.observe(Ping.self, from: subject) { _ in seen.append(60) })
+        tokens.append(hub.observe(Ping.self) { _ in seen.append(61) })
+        let live = Array(stride(from: 0, to: 60, by: 3))
+        hub.post(Ping(value: 0), from: Subject())
+        let plainOnes = live.filter { $0.isMultiple(of: 2) } + [61]
+        #expect(seen.values == plainOnes)
+        hub.post(Ping(value: 1), from: subject)
+        #expect(Array(seen.values.dropFirst(plainOnes.count)) == live + [60, 61])
+        withExtendedLifetime(tokens) {}
+    }
+
     @Test("8. postAndWait returns the collected errors")
     func postAndWaitReturnsErrors() async {
         let hub = NotificationHub()
