@@ -27,12 +27,22 @@ class DeliveryRecord: Cancellable, @unchecked Sendable {  // Immutable but for t
     let host: DeliveryHost
     /// The index of the registration site (see ``SourceLocation/site(_:)``) above the `Flags` bits.
     @usableFromInline let siteAndFlags: UInt32
-    /// Bit 0: cancelled, set only by ``markCancelled()``. Bit 1: a plain posting-thread record
-    /// (`Flags.isPosting` alone), set at `init`, so that the posting loop's test of a record is
-    /// one load. Bits 2...31 belong to the registry (the registration's index in its bucket's
-    /// list, see `AnyObserver.registrySlot`): they share the word so that the record stays in its
-    /// size class.
+    /// The bits that change, in one word so that the record stays in its size class (see
+    /// ``StateBits``).
     @usableFromInline let state: Atomic<UInt32>
+
+    /// The layout of ``state``.
+    @usableFromInline
+    enum StateBits {
+        /// Set only by ``markCancelled()``.
+        @usableFromInline static let cancelled: UInt32 = 1 << 0
+        /// A plain posting-thread record (`Flags.isPosting` alone), set at `init`, so that the
+        /// posting loop's test of a record is one load.
+        @usableFromInline static let plain: UInt32 = 1 << 1
+        /// The bits above belong to the registry: the registration's index in its bucket's list
+        /// (see `AnyObserver.registrySlot`).
+        static let slotShift = 2
+    }
 
     enum Flags {
         static let hasFilters: UInt8 = 1 << 0
@@ -50,7 +60,7 @@ class DeliveryRecord: Cancellable, @unchecked Sendable {  // Immutable but for t
     init(host: DeliveryHost, siteAndFlags: UInt32) {
         self.host = host
         self.siteAndFlags = siteAndFlags
-        state = Atomic(UInt8(truncatingIfNeeded: siteAndFlags) == Flags.isPosting ? 2 : 0)
+        state = Atomic(UInt8(truncatingIfNeeded: siteAndFlags) == Flags.isPosting ? StateBits.plain : 0)
     }
 
     // MARK: How it is delivered
@@ -74,14 +84,13 @@ class DeliveryRecord: Cancellable, @unchecked Sendable {  // Immutable but for t
     /// ended: one whose plain handler a post calls without asking more.
     @inlinable @inline(__always)
     final var isPlainPostingAndLive: Bool {
-        // The plain bit set, and the cancelled bit clear.
-        state.load(ordering: .acquiring) & 3 == 2
+        state.load(ordering: .acquiring) & (StateBits.plain | StateBits.cancelled) == StateBits.plain
     }
 
     // MARK: Whether it is live
 
     /// Whether the cancelled bit is set, without asking the registration's filters.
-    final var isCancelledFlag: Bool { state.load(ordering: .acquiring) & 1 != 0 }
+    final var isCancelledFlag: Bool { state.load(ordering: .acquiring) & StateBits.cancelled != 0 }
 
     /// Whether the registration is live: the answer of `isCancelled`, without its dynamic call
     /// (which retains and releases the record) for a registration without filters, whose
@@ -94,7 +103,7 @@ class DeliveryRecord: Cancellable, @unchecked Sendable {  // Immutable but for t
 
     /// Sets the cancelled bit; returns `false` if it was already set.
     final func markCancelled() -> Bool {
-        state.bitwiseOr(1, ordering: .acquiringAndReleasing).oldValue & 1 == 0
+        state.bitwiseOr(StateBits.cancelled, ordering: .acquiringAndReleasing).oldValue & StateBits.cancelled == 0
     }
 
     // MARK: Cancellation

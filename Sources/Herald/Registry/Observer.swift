@@ -21,23 +21,24 @@ class AnyObserver: DeliveryRecord, @unchecked Sendable {  // Immutable but for t
     /// one: the record's state above the cancelled and plain bits. Read and written only under
     /// the registry lock.
     final var registrySlot: Int {
-        get { Int(state.load(ordering: .relaxed) >> 2) - 1 }
+        get { Int(state.load(ordering: .relaxed) >> StateBits.slotShift) - 1 }
         set {
-            let encoded = newValue >= 0 && newValue < Int(UInt32.max >> 2) ? UInt32(newValue + 1) << 2 : 0
-            // Only the registry, under its lock, writes bits 2...31: flipping those that differ
+            let shift = StateBits.slotShift
+            let encoded = newValue >= 0 && newValue < Int(UInt32.max >> shift) ? UInt32(newValue + 1) << shift : 0
+            // Only the registry, under its lock, writes the slot's bits: flipping those that differ
             // changes them alone, in one atomic operation that keeps a cancelled bit set meanwhile.
-            let current = state.load(ordering: .relaxed) & ~3
+            let current = (state.load(ordering: .relaxed) >> shift) << shift
             state.bitwiseXor(current ^ encoded, ordering: .relaxed)
         }
     }
 
     /// Sets ``registrySlot`` to -1, under the registry lock, as its list lets go of the observer.
     /// That is usually when it has been cancelled: the cancelled bit is then set for good, so a
-    /// plain store of it and the plain bit keeps them, where the setter needs an atomic
+    /// plain store of the bits below the slot keeps them, where the setter needs an atomic
     /// exclusive-or.
     final func leaveRegistrySlot() {
-        let bits = state.load(ordering: .relaxed) & 3
-        if bits & 1 != 0 {
+        let bits = state.load(ordering: .relaxed) & (StateBits.cancelled | StateBits.plain)
+        if bits & StateBits.cancelled != 0 {
             state.store(bits, ordering: .relaxed)
         } else {
             registrySlot = -1
