@@ -38,16 +38,17 @@ struct Bucket: Sendable {
         self.type = type
     }
 
-    /// Adds `observer`, whose registration number is `sequence`, at the end of its list.
+    /// Adds `observer`, whose registration number is `sequence`, at the end of its list, which
+    /// takes over the reference (see ``ObserverList/append(_:sequence:)``).
     ///
     /// - Returns: The snapshot it outdates, to release once the lock is no longer held.
-    mutating func add(_ observer: AnyObserver, sequence: UInt64) -> ObserverSnapshot? {
-        if observer.isPosting {
+    mutating func add(_ observer: Unmanaged<AnyObserver>, sequence: UInt64) -> ObserverSnapshot? {
+        if observer._withUnsafeGuaranteedRef({ $0.priority }) != 0 { prioritizedCount += 1 }
+        if observer._withUnsafeGuaranteedRef({ $0.isPosting }) {
             posting.append(observer, sequence: sequence)
         } else {
             queued.append(observer, sequence: sequence)
         }
-        if observer.priority != 0 { prioritizedCount += 1 }
         return unpublish()
     }
 
@@ -195,13 +196,18 @@ struct ObserverList: Sendable {
 
     /// Appends `observer`, whose registration number is `sequence` (0 if it comes before every
     /// family observer).
-    mutating func append(_ observer: AnyObserver, sequence: UInt64) {
+    ///
+    /// The list takes over the retained reference it is given, rather than retaining one it
+    /// borrows: a registration made in the registry's critical section then costs one retain (for
+    /// its token), where the optimizer made it a retain and a release more (see
+    /// ``Registry/addPosting(at:handler:)``).
+    mutating func append(_ observer: Unmanaged<AnyObserver>, sequence: UInt64) {
         if slots.count == slots.capacity && slots.count > count { compact() }
         if sequence != 0 && sequences.isEmpty {
             sequences = ContiguousArray(repeating: 0, count: slots.count)
         }
-        observer.registrySlot = slots.count
-        slots.append(observer)
+        observer._withUnsafeGuaranteedRef { $0.registrySlot = slots.count }
+        slots.append(observer.takeRetainedValue())
         if !sequences.isEmpty { sequences.append(sequence) }
         count += 1
     }

@@ -59,9 +59,11 @@ final class Registry: DeliveryHost, @unchecked Sendable {  // `shardRefs` is imm
             state -> (AnyObserver?, ObserverSnapshot?, RegistryChange?) in
             guard let known = state.types[key].registration, known.location == location else { return (nil, nil, nil) }
             let observerClass = unsafeBitCast(known.observerClass, to: Observer<N>.Type.self)  // stored for this key
-            let observer = observerClass.init(registry: self, site: known.site, handler: handler)
+            // The list takes the new observer's reference and the result retains one.
+            let observer = Unmanaged<AnyObserver>.passRetained(
+                observerClass.init(registry: self, site: known.site, handler: handler))
             let (replaced, change) = state.add(observer, at: state.bucket(creating: N.self), key: key)
-            return (observer, replaced, change)
+            return (observer.takeUnretainedValue(), replaced, change)
         }
         if let made {
             if let change { didChange(change) }
@@ -134,11 +136,11 @@ final class Registry: DeliveryHost, @unchecked Sendable {  // `shardRefs` is imm
         _ observer: Observer<N>, in state: inout RegistryState
     ) -> (ObserverSnapshot?, RegistryChange?) {
         guard let family = observer.family else {
-            return state.add(observer, at: state.bucket(creating: N.self), key: ObjectIdentifier(N.self))
+            return state.add(.passRetained(observer), at: state.bucket(creating: N.self), key: ObjectIdentifier(N.self))
         }
         state.familyGeneration += 1  // first: a family observer's number is never 0
         let sequence = state.nextSequence()
-        state.families.append(observer, sequence: sequence)
+        state.families.append(.passRetained(observer), sequence: sequence)
         // Orders this registration among the changes of single types, so that a shard refuses
         // a snapshot read before it (see `SnapshotTable.store`).
         state.generation += 1

@@ -67,11 +67,11 @@ struct RegistryState: Sendable {
     }
 
     /// Adds `observer` to the bucket at `index`, that of the type `key`, with the next registration
-    /// number.
+    /// number; the bucket takes over the reference.
     ///
     /// - Returns: The snapshot it outdated, to release after the lock, and the change to publish.
     mutating func add(
-        _ observer: AnyObserver, at index: Int, key: ObjectIdentifier
+        _ observer: Unmanaged<AnyObserver>, at index: Int, key: ObjectIdentifier
     ) -> (ObserverSnapshot?, RegistryChange) {
         (buckets[index].add(observer, sequence: nextSequence()), recordChange(of: key))
     }

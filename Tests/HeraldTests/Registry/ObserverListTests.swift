@@ -22,7 +22,7 @@ struct ObserverListTests {
         for _ in 0..<20_000 {
             if !unused.isEmpty && (model.isEmpty || Bool.random(using: &generator)) {
                 let observer = unused.remove(at: Int.random(in: 0..<unused.count, using: &generator))
-                list.append(observer, sequence: 0)
+                list.append(.passRetained(observer), sequence: 0)
                 model.append(observer)
             } else {
                 let index = Int.random(in: 0..<model.count, using: &generator)
@@ -48,7 +48,7 @@ struct ObserverListTests {
         let observers = makeObservers(3)
         let stranger = makeObservers(1)[0]
         var list = ObserverList()
-        for observer in observers { list.append(observer, sequence: 0) }
+        for observer in observers { list.append(.passRetained(observer), sequence: 0) }
         #expect(list.remove(stranger) == nil)
         #expect(list.remove(observers[1]) === observers[1])
         #expect(list.remove(observers[1]) == nil)
@@ -61,8 +61,8 @@ struct ObserverListTests {
         let observers = makeObservers(2)
         var first = ObserverList()
         var second = ObserverList()
-        first.append(observers[0], sequence: 0)
-        second.append(observers[1], sequence: 0)
+        first.append(.passRetained(observers[0]), sequence: 0)
+        second.append(.passRetained(observers[1]), sequence: 0)
         // Both are at slot 0 of their own list.
         #expect(first.remove(observers[1]) == nil)
         #expect(first.count == 1)
@@ -75,10 +75,10 @@ struct ObserverListTests {
     func sequences() {
         let observers = makeObservers(40)
         var list = ObserverList()
-        for observer in observers[0..<10] { list.append(observer, sequence: 0) }
+        for observer in observers[0..<10] { list.append(.passRetained(observer), sequence: 0) }
         #expect(list.entries.allSatisfy { $0.1 == 0 })
         for (offset, observer) in observers[10...].enumerated() {
-            list.append(observer, sequence: UInt64(100 + offset))
+            list.append(.passRetained(observer), sequence: UInt64(100 + offset))
         }
         // Remove most of the middle ones (not the last): once the holes outnumber the observers,
         // they are squeezed out.
