@@ -20,7 +20,7 @@ class AnyObserver: DeliveryRecord, @unchecked Sendable {  // Immutable but for t
     /// The observer's index in its bucket's list (see ``ObserverList``), or -1 when it is not in
     /// one: the record's state above the cancelled and plain bits. Read and written only under
     /// the registry lock.
-    final var registrySlot: Int {
+    @inline(__always) final var registrySlot: Int {
         get { Int(state.load(ordering: .relaxed) >> StateBits.slotShift) - 1 }
         set {
             let shift = StateBits.slotShift
