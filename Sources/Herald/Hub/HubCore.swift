@@ -56,15 +56,18 @@ final class HubCore: Sendable {
     ///   constant retaining posts, it becomes visible together with the last values to replay,
     ///   which then may overlap a live post made on another thread.
     func add<N: TypedNotification>(_ observer: Observer<N>, replayLatest: Bool) {
-        guard replayLatest else {
+        if !replayLatest {
             registry.add(observer)
-            return
-        }
-        if !observer.isPosting {
+        } else if !observer.isPosting {
             if registry.addPreloaded(observer) { observer.mailbox?.scheduleDrain(for: observer) }
-            return
+        } else {
+            replay(to: observer)
         }
+    }
 
+    /// The replay rounds of a posting-thread observer (see ``add(_:replayLatest:)``). Out of line:
+    /// inlined, its array of replayed values made every registration ask the runtime for their type.
+    @inline(never) private func replay<N: TypedNotification>(to observer: Observer<N>) {
         var seen: UInt64 = 0
         for round in 0... {
             let (replays, latest, added) = registry.replayRound(

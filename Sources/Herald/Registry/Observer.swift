@@ -280,9 +280,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
         return mailbox.append(replaying: replays.map { ($0.value, $0.subjectID) })
     }
 
-    override func drainInline() {
-        mailbox?.drainInline(for: self)
-    }
+    override func drainInline() { mailbox?.drainInline(for: self) }
 
     /// What a registration has besides a plain posting-thread observer's handler: its filters,
     /// priority and family, and where its deliveries go when they do not go to that handler.
