@@ -264,9 +264,7 @@ final class Observer<N: TypedNotification>: AnyObserver, @unchecked Sendable {  
             ?? .refused
     }
 
-    override func release(hold: UInt) {
-        mailbox?.release(hold: hold, for: self)
-    }
+    override func release(hold: UInt) { mailbox?.release(hold: hold, for: self) }
 
     /// Puts replayed values into the mailbox or stream of an observer that posts cannot see yet.
     ///
